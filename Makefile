@@ -1,0 +1,40 @@
+# Every target creates .venv when it is missing, so each is the only command a fresh machine needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SHARED ?= ../shared
+
+.PHONY: demo test lint bench compat fuzz accept clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m memplug.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check memplug tests bench
+	$(BIN)/mypy memplug
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run --shared $(SHARED)
+
+compat: $(STAMP)
+	$(BIN)/python -m bench.compat --shared $(SHARED)
+
+fuzz: $(STAMP)
+	$(BIN)/python -m pip install --quiet atheris
+	$(BIN)/python tests/fuzz/run.py --seconds $${FUZZ_SECONDS:-60}
+
+accept: $(STAMP)
+	for c in foundation assembly claude-code reliability; do $(SHARED)/acceptance/$$c || exit 1; done
+
+clean:
+	rm -rf $(VENV) .memplug-demo build dist

@@ -1,0 +1,228 @@
+"""The apsw connection, set up on purpose, and the migrations runner.
+
+This module and ``memplug.store`` are the only places that talk to SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import apsw
+import apsw.bestpractice
+
+from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew, UsageError
+
+BUSY_TIMEOUT_MS = 5000
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def _migrations_dir() -> Path:
+    """Migrations ship inside the wheel as ``memplug/migrations``; a checkout has them at top level."""
+    packaged = resources.files("memplug") / "migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "migrations"
+
+
+def load_migrations(directory: Path | None = None) -> list[Migration]:
+    """Read numbered SQL files in order; a duplicate or malformed number is an error."""
+    directory = directory or _migrations_dir()
+    found: dict[int, Migration] = {}
+    for path in sorted(directory.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise DatabaseError(f"migration file {path.name} is not named NNNN_name.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise DatabaseError(
+                f"two migrations share number {version:04d}: {found[version].name} and {path.name}"
+            )
+        found[version] = Migration(version, path.name, path.read_text(encoding="utf-8"))
+    migrations = [found[v] for v in sorted(found)]
+    expected = list(range(1, len(migrations) + 1))
+    if [m.version for m in migrations] != expected:
+        raise DatabaseError("migration numbers must run 0001, 0002, … with no gap")
+    return migrations
+
+
+def code_schema_version() -> int:
+    return len(load_migrations())
+
+
+def utc_now() -> str:
+    """Wall-clock time for records about our own actions (never for derived state)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _run_script(conn: apsw.Connection, sql: str) -> None:
+    # apsw runs later statements of a script only as the cursor is consumed.
+    for _ in conn.execute(sql):
+        pass
+
+
+def _ensure_private_file(path: Path) -> None:
+    """Create the directory 0700 and the file 0600 before SQLite touches them."""
+    directory = path.parent
+    if not directory.exists():
+        directory.mkdir(parents=True, mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.chmod(path, 0o600)
+
+
+def _configure(conn: apsw.Connection, readonly: bool) -> None:
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    # Only this connection, not process-wide: a host may use SQLite for its own ends.
+    apsw.bestpractice.connection_dqs(conn)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA recursive_triggers = ON")
+    if not readonly:
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise DatabaseError("could not switch the database to WAL mode")
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def _translate(error: apsw.Error, path: Path) -> DatabaseError:
+    if isinstance(error, apsw.BusyError):
+        return DatabaseError(f"the database {path} is locked by another writer; try again")
+    if isinstance(error, apsw.CorruptError | apsw.NotADBError):
+        return DatabaseError(f"the database {path} is corrupt or not a memplug database")
+    if isinstance(error, apsw.ReadOnlyError):
+        return DatabaseError(f"the database {path} is read-only")
+    if isinstance(error, apsw.FullError):
+        return DatabaseError(f"the database {path} is full (disk or page limit reached)")
+    if isinstance(error, apsw.CantOpenError):
+        return DatabaseError(f"cannot open the database {path}")
+    return DatabaseError(f"database error on {path}: {error}")
+
+
+class Database:
+    """An open memplug database: one apsw connection, migrated to the code's schema."""
+
+    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str, *, create: bool = True, readonly: bool = False) -> Database:
+        """Open ``path``; with ``create`` make it (0600, in a 0700 directory) when absent.
+
+        Reading commands pass ``create=False``: a missing file is then an error and
+        nothing is created on disk, not even the directory.
+        """
+        path = Path(path).expanduser()
+        if not path.exists():
+            if not create:
+                raise DatabaseMissing(f"no memplug database at {path}")
+            _ensure_private_file(path)
+        if readonly:
+            flags = apsw.SQLITE_OPEN_READONLY
+        else:
+            flags = apsw.SQLITE_OPEN_READWRITE
+        try:
+            conn = apsw.Connection(str(path), flags=flags)
+            _configure(conn, readonly)
+            db = cls(conn, path)
+            db.migrate(readonly=readonly)
+        except apsw.Error as error:
+            raise _translate(error, path) from None
+        return db
+
+    # -- transactions ---------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """A transaction; nested calls become savepoints (apsw's ``with conn``)."""
+        with self.conn:
+            yield self.conn
+
+    @contextmanager
+    def write_transaction(self) -> Iterator[apsw.Connection]:
+        """An outermost IMMEDIATE transaction: the write lock is taken up front, so a
+        busy database fails fast at BEGIN instead of midway through the work."""
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+        else:
+            with self.conn:
+                yield self.conn
+
+    # -- schema -------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        row = self.conn.execute("PRAGMA user_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def migrate(self, *, readonly: bool = False) -> list[str]:
+        """Apply pending migrations, each in its own transaction; refuse a newer database."""
+        migrations = load_migrations()
+        current = self.schema_version()
+        latest = len(migrations)
+        if current > latest:
+            raise SchemaTooNew(
+                f"the database {self.path} has schema {current}, newer than this memplug "
+                f"({latest}); upgrade memplug instead"
+            )
+        pending = [m for m in migrations if m.version > current]
+        if pending and readonly:
+            raise UsageError(
+                f"the database {self.path} needs schema upgrades; open it once for writing"
+            )
+        applied = []
+        for migration in pending:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                _run_script(self.conn, migration.sql)
+                _run_script(
+                    self.conn,
+                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                )
+                self.conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, utc_now()),
+                )
+                self.conn.execute(f"PRAGMA user_version = {migration.version:d}")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+            applied.append(migration.name)
+        return applied
+
+    def integrity_check(self) -> list[str]:
+        """``['ok']`` when SQLite finds nothing wrong; else its messages."""
+        return [str(row[0]) for row in self.conn.execute("PRAGMA integrity_check")]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

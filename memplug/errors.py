@@ -1,0 +1,39 @@
+"""One error family whose messages are written for people.
+
+The CLI turns any ``MemplugError`` into a single ``Error: …`` line and its exit code;
+the host path records it instead of raising.
+"""
+
+from __future__ import annotations
+
+
+class MemplugError(Exception):
+    """Base class: ``str(error)`` is a complete, one-line sentence for a person."""
+
+    exit_code = 1
+
+
+class UsageError(MemplugError):
+    """Bad input or bad usage (exit 2)."""
+
+    exit_code = 2
+
+
+class ValidationError(UsageError):
+    """A host event, JSONL line, config value or query that does not fit the contract."""
+
+
+class DatabaseMissing(UsageError):
+    """A reading command was pointed at a database that does not exist."""
+
+
+class SchemaTooNew(MemplugError):
+    """The database was written by a newer memplug; it is never downgraded."""
+
+
+class DatabaseError(MemplugError):
+    """The database is locked, corrupt, read-only or full."""
+
+
+class NotFound(UsageError):
+    """An id, session or token names nothing in the database."""

@@ -1,0 +1,216 @@
+"""The host protocol: what a harness hands memplug, and what memplug hands back.
+
+Every boundary is a pydantic model so that bad input fails here, with one line that
+names the field and the problem (see :func:`describe_validation_error`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+
+from memplug.errors import ValidationError
+from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
+
+EventType = Literal[
+    "user/message",
+    "assistant/message",
+    "assistant/thinking",
+    "tool/call",
+    "tool/result",
+    "compaction/start",
+    "compaction/end",
+    "compaction/summary",
+    "compaction/prune",
+    "session/start",
+    "session/end",
+    "command",
+]
+Role = Literal["user", "assistant", "tool", "system", "command"]
+Outcome = Literal["succeeded", "failed", "aborted", "timed_out"]
+
+# The order in which export writes an event's fields; unknown fields follow, sorted.
+EVENT_FIELD_ORDER: tuple[str, ...] = (
+    "session_id",
+    "seq",
+    "type",
+    "time",
+    "turn",
+    "step",
+    "role",
+    "text",
+    "content",
+    "source",
+    "tool_name",
+    "call_id",
+    "outcome",
+    "is_error",
+    "entry_id",
+    "parent_id",
+    "cwd",
+    "project",
+)
+
+
+class Source(BaseModel):
+    """Where a message's content came from (``kind`` decides whether it is evidence)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str | None = None
+    form: str | None = None
+
+
+class ContentBlock(BaseModel):
+    """One block of message content; only ``text`` blocks carry searchable text."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    type: str
+    text: str | None = None
+
+
+def format_time(value: datetime) -> str:
+    """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if value.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+    return value.strftime(spec)
+
+
+class HostEvent(BaseModel):
+    """One event a host committed. ``session_id``, ``seq`` and ``type`` are required."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    session_id: str = Field(min_length=1, max_length=512)
+    seq: StrictInt = Field(ge=0, le=2**62)
+    type: EventType
+    time: datetime | None = None
+    turn: StrictInt | None = None
+    step: StrictInt | None = None
+    role: Role | None = None
+    text: str | None = None
+    content: list[ContentBlock] | None = None
+    source: Source | None = None
+    tool_name: str | None = None
+    call_id: str | None = None
+    outcome: Outcome | None = None
+    is_error: StrictBool | None = None
+    entry_id: str | None = None
+    parent_id: str | None = None
+    cwd: str | None = None
+    project: str | None = None
+
+    @field_validator("session_id")
+    @classmethod
+    def _no_separator(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @property
+    def source_kind(self) -> str | None:
+        return self.source.kind if self.source else None
+
+    @property
+    def source_form(self) -> str | None:
+        return self.source.form if self.source else None
+
+    def raw_text(self) -> str:
+        """The event's text before normalisation: ``text``, else its text blocks joined."""
+        if self.text is not None:
+            return self.text
+        if not self.content:
+            return ""
+        return "\n".join(block.text for block in self.content if block.text)
+
+    def extra(self) -> dict[str, Any]:
+        """Fields the protocol does not name; stored verbatim, never dropped."""
+        return dict(sorted((self.model_extra or {}).items()))
+
+    def time_text(self) -> str | None:
+        return format_time(self.time) if self.time is not None else None
+
+
+class Message(BaseModel):
+    """A message the model will see at this step (used for visible-text exclusion)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    role: str
+    text: str = ""
+    source: Source | None = None
+
+
+TokenMeter = Callable[[str], int]
+
+
+class StepContext(BaseModel):
+    """What a host tells memplug before an agent step."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    session_id: str = Field(min_length=1)
+    turn: int | None = None
+    step: int | None = None
+    messages: list[Message] = Field(default_factory=list)
+    query: str | None = None
+    token_meter: TokenMeter | None = None
+    trigger: str = "pre_step"
+
+
+class Injection(BaseModel):
+    """The one user-role message memplug asks the host to insert before a step."""
+
+    model_config = ConfigDict(frozen=True)
+    role: Literal["user"] = "user"
+    text: str
+    source: Source = Source(kind=MEMPLUG_SOURCE_KIND, form=MEMPLUG_SOURCE_FORM)
+    assembly_id: int | None = None
+
+
+class ToolCall(BaseModel):
+    """A tool call about to run (input to ``pre_tool``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    session_id: str
+    tool_name: str
+    call_id: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Decision(BaseModel):
+    """The answer to ``pre_tool``: allow, or deny with a reason."""
+
+    model_config = ConfigDict(frozen=True)
+    allow: bool = True
+    reason: str | None = None
+
+
+def describe_validation_error(error: pydantic.ValidationError) -> str:
+    """One line naming the first offending field and what is wrong with it."""
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first.get("loc", ())) or "event"
+    message = first.get("msg", "is invalid")
+    if first.get("type") == "missing":
+        return f"missing required field '{location}'"
+    if first.get("type") == "literal_error":
+        return f"field '{location}': {message}"
+    value = first.get("input")
+    shown = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"field '{location}' {message.lower()} (got {shown})"
+
+
+def parse_event(data: Any) -> HostEvent:
+    """Validate one decoded event; raise :class:`ValidationError` with a one-line reason."""
+    if not isinstance(data, dict):
+        raise ValidationError(f"an event must be a JSON object, not {type(data).__name__}")
+    try:
+        return HostEvent.model_validate(data)
+    except pydantic.ValidationError as error:
+        raise ValidationError(describe_validation_error(error)) from None

@@ -1,0 +1,81 @@
+"""Text helpers shared by every layer: normalisation, scripts, token estimates, hashing.
+
+Normalisation is what makes capture idempotent and hashes comparable across hosts:
+NFC, line endings folded to ``\\n``, control characters other than tab and newline
+removed, trailing spaces cut from each line, and the whole text stripped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
+_PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.DOTALL | re.IGNORECASE)
+PRIVATE_MARKER = "[private]"
+
+# CJK ideographs, kana and hangul: the scripts written without spaces between words.
+_CJK_CLASS = (
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+)
+CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+
+
+def normalize_text(text: str) -> str:
+    """Return the canonical form of ``text`` that memplug stores, hashes and searches."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub("", text)
+    text = _TRAILING_SPACE.sub("", text)
+    return text.strip()
+
+
+def redact_private(text: str) -> tuple[str, int]:
+    """Replace ``<private>…</private>`` spans (an unclosed one runs to the end) by a marker."""
+    count = 0
+
+    def _marker(_: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return PRIVATE_MARKER
+
+    return _PRIVATE_SPAN.sub(_marker, text), count
+
+
+def count_cjk(text: str) -> int:
+    return len(CJK_CHAR.findall(text))
+
+
+def has_cjk(text: str) -> bool:
+    return CJK_CHAR.search(text) is not None
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate tokens as ``ceil(cjk / 1.6 + other / 4)``: CJK costs far more per character."""
+    cjk = count_cjk(text)
+    return math.ceil(cjk / 1.6 + (len(text) - cjk) / 4)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def short_hash(*parts: str, length: int = 16) -> str:
+    """A stable hex digest of several strings (joined unambiguously), cut to ``length``."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return digest[:length]
+
+
+def clip(text: str, limit: int, ellipsis: str = "…") -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(ellipsis))] + ellipsis

@@ -1,0 +1,72 @@
+"""The fixed vocabularies every layer agrees on (event types, kinds, statuses, sources)."""
+
+from __future__ import annotations
+
+EVENT_TYPES: tuple[str, ...] = (
+    "user/message",
+    "assistant/message",
+    "assistant/thinking",
+    "tool/call",
+    "tool/result",
+    "compaction/start",
+    "compaction/end",
+    "compaction/summary",
+    "compaction/prune",
+    "session/start",
+    "session/end",
+    "command",
+)
+COMPACTION_TYPES: frozenset[str] = frozenset(t for t in EVENT_TYPES if t.startswith("compaction/"))
+ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system", "command")
+OUTCOMES: tuple[str, ...] = ("succeeded", "failed", "aborted", "timed_out")
+
+MEMORY_KINDS: tuple[str, ...] = (
+    "fact",
+    "decision",
+    "constraint",
+    "preference",
+    "proposal",
+    "open_question",
+)
+EVIDENCE_TYPES: tuple[str, ...] = (
+    "user_explicit",
+    "assistant_proposal",
+    "skill",
+    "artifact_verified",
+    "inferred",
+)
+ITEM_STATUSES: tuple[str, ...] = ("active", "superseded", "disputed", "retracted")
+LIFECYCLE_EVENTS: tuple[str, ...] = (
+    "created",
+    "revised",
+    "superseded",
+    "retracted",
+    "disputed",
+    "reactivated",
+    "promoted",
+)
+
+# Source kinds of text that a harness or plugin generated rather than a person typed.
+# Such events are stored (the log must agree with the host's) but never extracted from
+# and never quoted back as evidence.
+GENERATED_SOURCE_KINDS: frozenset[str] = frozenset(
+    {
+        "memplug",
+        "runtime-context",
+        "agent-instructions",
+        "skill-invocation",
+        "time-context",
+        "compaction-checkpoint",
+        "compact-checkpoint",
+        "plan-mode",
+        "host-generated",
+    }
+)
+# Source kinds that mark text a person actually typed.
+USER_INPUT_SOURCE_KINDS: frozenset[str] = frozenset({"user", "input", "prompt", "steer"})
+
+# What memplug stamps on its own injected message.
+MEMPLUG_SOURCE_KIND = "memplug"
+MEMPLUG_SOURCE_FORM = "evidence"
+
+TEXT_CAP_CHARS = 20_000
