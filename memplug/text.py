@@ -8,9 +8,11 @@ removed, trailing spaces cut from each line, and the whole text stripped.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import unicodedata
+from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -79,3 +81,8 @@ def clip(text: str, limit: int, ellipsis: str = "…") -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - len(ellipsis))] + ellipsis
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling memplug stores and hashes: compact, UTF-8, keys sorted."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

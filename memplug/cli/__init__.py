@@ -1,0 +1,101 @@
+"""The ``memory`` / ``memplug`` command: a thin shell over :class:`memplug.memory.Memory`.
+
+Commands live in modules by group and are imported only when invoked, so that a hook
+process pays for nothing it does not run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from memplug.cli.output import CliContext, fail
+
+# command name → "module:attribute"; each module holds one group of commands.
+COMMANDS: dict[str, str] = {
+    "import": "memplug.cli.capture:import_cmd",
+    "export": "memplug.cli.capture:export_cmd",
+    "status": "memplug.cli.status:status_cmd",
+    "config": "memplug.cli.status:config_group",
+    "items": "memplug.cli.items:items_cmd",
+    "inspect": "memplug.cli.items:inspect_cmd",
+    "retract": "memplug.cli.items:retract_cmd",
+    "promote": "memplug.cli.items:promote_cmd",
+    "rebuild": "memplug.cli.items:rebuild_cmd",
+    "search": "memplug.cli.search:search_cmd",
+    "expand": "memplug.cli.search:expand_cmd",
+    "assemble": "memplug.cli.assembly:assemble_cmd",
+    "explain": "memplug.cli.assembly:explain_cmd",
+    "purge": "memplug.cli.admin:purge_cmd",
+    "hook": "memplug.cli.hook:hook_group",
+    "install": "memplug.cli.install:install_group",
+    "uninstall": "memplug.cli.install:uninstall_group",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._available(name))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                return None
+            raise
+        command: click.Command = getattr(module, attribute)
+        return command
+
+    def _available(self, name: str) -> bool:
+        module_name = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module_name) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    envvar="MEMPLUG_DB",
+    help="Database file (default: $MEMPLUG_HOME/memory.sqlite).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="MEMPLUG_CONFIG",
+    help="Config file (default: memory.toml beside the database).",
+)
+@click.version_option(package_name="memplug")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
+    """memplug: local long-term memory for LLM agents, in one SQLite file."""
+    ctx.obj = CliContext(db_path=db_path, config_path=config_path)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point: every memplug error becomes one ``Error: …`` line and its exit code."""
+    from memplug.errors import MemplugError
+
+    try:
+        return cli.main(args=argv, prog_name="memory", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as error:
+        fail(error.format_message(), error.exit_code)
+    except click.exceptions.Exit as error:
+        sys.exit(error.exit_code)
+    except MemplugError as error:
+        fail(str(error), error.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)

@@ -1,0 +1,155 @@
+"""Capture: committed host events → normalised, append-only ``events`` rows.
+
+Capture stores everything the host committed, generated text included, so the log
+agrees with the host's; evidence policy is each consumer's business. It never edits
+what the host sent beyond normalisation, the text cap and ``<private>`` redaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memplug.config import CaptureConfig
+from memplug.models import ContentBlock, HostEvent
+from memplug.store import InsertResult, Store
+from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
+from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS
+
+# events.flags bits, computed once at capture so queries never recompute them.
+FLAG_TEXT_FIELD = 1  # the host sent `text` (export writes it back the same way)
+
+# User-role text that a harness injected rather than a person typed.
+_GENERATED_PREFIXES: tuple[str, ...] = (
+    "<system-reminder>",
+    "<task-notification>",
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<user-prompt-submit-hook>",
+)
+
+
+class Capture:
+    def __init__(self, store: Store, config: CaptureConfig) -> None:
+        self.store = store
+        self.config = config
+        self._generated_kinds = GENERATED_SOURCE_KINDS | frozenset(config.generated_source_kinds)
+
+    def is_generated(self, event: HostEvent, text: str) -> bool:
+        if event.source_kind in self._generated_kinds:
+            return True
+        if event.type in COMPACTION_TYPES:
+            return True
+        return event.role == "user" and text.startswith(_GENERATED_PREFIXES)
+
+    def is_searchable(self, event: HostEvent) -> bool:
+        if event.type == "assistant/thinking":
+            return self.config.index_thinking
+        if event.type.startswith("tool/"):
+            return self.config.index_tool_output
+        return True
+
+    def row(
+        self, event: HostEvent, ingested_at: str
+    ) -> tuple[tuple[Any, ...], tuple[str, str, str] | None]:
+        """The ``events`` row for ``event`` and, when its text is capped, its archive row."""
+        raw, private_spans = redact_private(event.raw_text())
+        text = normalize_text(raw)
+        content_json = None
+        if event.content is not None:
+            content_json = canonical_json([_redacted_block(b) for b in event.content])
+        cap = self.config.max_text_chars
+        truncated = len(text) > cap
+        archive = (event.session_id, f"seq:{event.seq}", text) if truncated else None
+        extra = event.extra()
+        flags = FLAG_TEXT_FIELD if event.text is not None else 0
+        row = (
+            event.session_id,
+            event.seq,
+            event.type,
+            event.time_text(),
+            event.turn,
+            event.step,
+            event.role,
+            text[:cap],
+            content_json,
+            event.source_kind,
+            event.source_form,
+            event.tool_name,
+            event.call_id,
+            event.outcome,
+            None if event.is_error is None else int(event.is_error),
+            event.entry_id,
+            event.parent_id,
+            event.cwd,
+            event.project or event.cwd,
+            int(self.is_generated(event, text)),
+            int(self.is_searchable(event)),
+            "archive" if truncated else "host",
+            int(truncated),
+            len(text),
+            private_spans,
+            flags,
+            sha256_hex(text),
+            canonical_json(extra) if extra else None,
+            ingested_at,
+        )
+        return row, archive
+
+    def capture(
+        self, events: Iterable[HostEvent], *, origin: str, ingested_at: str, bulk: bool = False
+    ) -> InsertResult:
+        """Store ``events`` (inside the caller's write transaction); duplicates are ignored."""
+        rows: list[tuple[Any, ...]] = []
+        archive: list[tuple[str, str, str]] = []
+        for event in events:
+            row, archived = self.row(event, ingested_at)
+            rows.append(row)
+            if archived is not None:
+                archive.append(archived)
+        return self.store.events.insert(rows, archive, origin=origin, bulk=bulk)
+
+
+def _redacted_block(block: ContentBlock) -> dict[str, Any]:
+    data = block.model_dump(exclude_none=True)
+    if block.text is not None:
+        data["text"] = redact_private(block.text)[0]
+    return data
+
+
+def event_to_json(row: Any, full_text: str) -> dict[str, Any]:
+    """The generic JSONL form of a stored event (the export format; see docs/events.md)."""
+    out: dict[str, Any] = {"session_id": row.session_id, "seq": row.seq, "type": row.type}
+    optional: Sequence[tuple[str, Any]] = (
+        ("time", row.event_time),
+        ("turn", row.turn),
+        ("step", row.step),
+        ("role", row.role),
+    )
+    out.update((k, v) for k, v in optional if v is not None)
+    if row.content_json is None or row.flags & FLAG_TEXT_FIELD:
+        out["text"] = full_text
+    if row.content_json is not None:
+        out["content"] = json.loads(row.content_json)
+    source = {k: v for k, v in (("kind", row.source_kind), ("form", row.source_form)) if v}
+    if source:
+        out["source"] = source
+    rest: Sequence[tuple[str, Any]] = (
+        ("tool_name", row.tool_name),
+        ("call_id", row.call_id),
+        ("outcome", row.outcome),
+        ("is_error", None if row.is_error is None else bool(row.is_error)),
+        ("entry_id", row.entry_id),
+        ("parent_id", row.parent_id),
+        ("cwd", row.cwd),
+    )
+    out.update((k, v) for k, v in rest if v is not None)
+    if row.project is not None and row.project != row.cwd:
+        out["project"] = row.project
+    if row.extra_json:
+        for key, value in json.loads(row.extra_json).items():
+            out.setdefault(key, value)
+    return out

@@ -1,0 +1,74 @@
+"""`memory import` and `memory export`: the generic JSONL interchange format."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import ExitStack
+from typing import BinaryIO
+
+import click
+
+from memplug.cli.output import CliContext, emit, json_option
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@json_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_obj
+def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bool) -> None:
+    """Import generic JSONL host events (FILE may be - for stdin).
+
+    Exit 0 when every line was taken, 2 when any line was rejected; the good lines are
+    kept either way, and importing the same events again changes nothing.
+    """
+    for name in files:
+        if name != "-" and not os.path.isfile(name):
+            raise click.UsageError(f"no such file: {name}")
+    with ExitStack() as stack:
+        streams: list[tuple[str, BinaryIO]] = []
+        total = 0
+        for name in files:
+            if name == "-":
+                streams.append(("-", sys.stdin.buffer))
+            else:
+                streams.append((name, stack.enter_context(open(name, "rb"))))
+                total += os.path.getsize(name)
+        memory = stack.enter_context(ctx.open(create=True))
+        show_bar = not quiet and not as_json and sys.stderr.isatty() and total > 0
+        if show_bar:
+            bar = stack.enter_context(
+                click.progressbar(length=total, label="importing", file=sys.stderr)
+            )
+            summary = memory.import_jsonl(streams, progress=bar.update)
+        else:
+            summary = memory.import_jsonl(streams)
+    data = summary.as_dict()
+    if as_json:
+        emit(data, True)
+    else:
+        click.echo(
+            f"{summary.new} new, {summary.present} already present, "
+            f"{len(summary.rejected)} rejected"
+        )
+        for rejected in summary.rejected[:20]:
+            where = f"{rejected.file}: " if rejected.file else ""
+            click.echo(f"  {where}line {rejected.line}: {rejected.error}", err=True)
+        if len(summary.rejected) > 20:
+            click.echo(f"  … and {len(summary.rejected) - 20} more (see --json)", err=True)
+    if summary.rejected:
+        sys.exit(2)
+
+
+@click.command("export")
+@click.option("--session", "sessions", multiple=True, help="Only this session (repeatable).")
+@click.pass_obj
+def export_cmd(ctx: CliContext, sessions: tuple[str, ...]) -> None:
+    """Write events as generic JSONL to stdout, in (session, seq) order.
+
+    Export, import into a fresh database, export again: the bytes are identical.
+    """
+    with ctx.open(create=False) as memory:
+        out = click.get_text_stream("stdout")
+        memory.export_jsonl(out, list(sessions) or None)

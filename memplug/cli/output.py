@@ -1,0 +1,54 @@
+"""Shared CLI plumbing: opening the database, JSON vs text output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import click
+
+from memplug.memory import Memory, default_db_path
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+@dataclass
+class CliContext:
+    db_path: str | None
+    config_path: str | None
+
+    def open(self, *, create: bool) -> Memory:
+        """Writing commands create the database; reading ones never do."""
+        return Memory.open(self.db_path, config_path=self.config_path, create=create)
+
+    def resolved_path(self) -> Any:
+        return default_db_path(self.db_path)
+
+
+def fail(message: str, exit_code: int = 2) -> NoReturn:
+    first_line = message.strip().splitlines()[0] if message.strip() else "unknown error"
+    click.echo(f"Error: {first_line}", err=True)
+    sys.exit(exit_code)
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], str] | None = None) -> None:
+    """Print ``data`` as stable JSON, or through ``render`` for people."""
+    if as_json or render is None:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False, default=str))
+    else:
+        click.echo(render(data))
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    """A plain, aligned text table (no colours: output is often piped)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)
+    return "\n".join(lines)

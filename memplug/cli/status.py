@@ -1,0 +1,109 @@
+"""`memory status` and `memory config show`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memplug.cli.output import CliContext, emit, json_option, table
+
+
+def _render_status(data: dict[str, Any]) -> str:
+    if not data["exists"]:
+        return f"no memplug database at {data['path']} (nothing captured yet)"
+    counts = data["counts"]
+    perms = data["permissions"]
+    lines = [
+        f"database   {data['path']}",
+        f"size       {data['size_bytes']:,} bytes",
+        f"schema     {data['schema_version']} (code {data['code_schema_version']})",
+        f"modes      file {perms['file']}, dir {perms['dir']}"
+        + ("" if perms["private"] else "  WARNING: readable by others"),
+        f"integrity  {', '.join(data['integrity'] or ['not checked'])}",
+        f"budget     {data['budget']['budget_tokens']} tokens",
+        "",
+        "counts     " + ", ".join(f"{k} {v:,}" for k, v in counts.items()),
+    ]
+    if data["sessions"]:
+        rows = [
+            [
+                s["session_id"],
+                str(s["events"]),
+                str(s["last_event_seq"]),
+                str(s["last_extract_seq"]),
+                str(s["pending_extractions"]),
+                s["project"] or "",
+            ]
+            for s in data["sessions"][:30]
+        ]
+        lines += ["", table(rows, ["session", "events", "last seq", "extracted", "pending", "project"])]
+        if len(data["sessions"]) > 30:
+            lines.append(f"… {len(data['sessions']) - 30} more sessions (see --json)")
+    if data["compaction"]["detected"]:
+        events = ", ".join(f"{k} {v}" for k, v in data["compaction"]["events"].items())
+        lines += ["", f"compaction detected: {events}"]
+    if data["latest_assembly"]:
+        a = data["latest_assembly"]
+        lines += [
+            "",
+            f"latest assembly #{a['id']} session {a['session_id']}: "
+            f"{'injected' if a['injected'] else 'not injected'}, "
+            f"{a['used_tokens']}/{a['budget']} tokens",
+        ]
+    if data["latest_errors"]:
+        lines += ["", "latest errors:"]
+        lines += [f"  {e['at']} [{e['stage']}] {e['message']}" for e in data["latest_errors"]]
+    return "\n".join(lines)
+
+
+@click.command("status")
+@json_option
+@click.pass_obj
+def status_cmd(ctx: CliContext, as_json: bool) -> None:
+    """Show the database, its health, counts, sessions and latest errors."""
+    from memplug.diagnostics import missing_status, status
+
+    path = ctx.resolved_path()
+    if not path.exists():
+        emit(missing_status(path), as_json, _render_status)
+        return
+    with ctx.open(create=False) as memory:
+        emit(status(memory), as_json, _render_status)
+
+
+@click.group("config")
+def config_group() -> None:
+    """Inspect the effective configuration."""
+
+
+@config_group.command("show")
+@json_option
+@click.pass_obj
+def config_show(ctx: CliContext, as_json: bool) -> None:
+    """Print every effective value and where it came from (default, file, env)."""
+    from memplug.config import config_path_beside, load_config
+
+    explicit = ctx.config_path
+    path = ctx.resolved_path()
+    from pathlib import Path
+
+    loaded = load_config(
+        Path(explicit) if explicit else config_path_beside(path), required=bool(explicit)
+    )
+    values = loaded.config.to_dict()
+    flat = {
+        f"{section}.{key}": value
+        for section, entries in values.items()
+        for key, value in entries.items()
+    }
+    data = {
+        "file": loaded.file,
+        "values": {k: {"value": flat[k], "source": loaded.sources[k]} for k in sorted(flat)},
+    }
+
+    def render(d: dict[str, Any]) -> str:
+        rows = [[k, str(v["value"]), v["source"]] for k, v in d["values"].items()]
+        return table(rows, ["key", "value", "source"])
+
+    emit(data, as_json, render)

@@ -1,0 +1,264 @@
+"""Configuration: defaults, a TOML file, ``MEMPLUG_*`` environment variables — in that order.
+
+Keys are camelCase in files and docs (``assembly.softBudgetTokens``); an environment
+variable names a key as ``MEMPLUG_<SECTION>__<KEY>`` in upper snake case
+(``MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS=2000``). Unknown keys are errors that name the
+key; numbers are clamped to sane bounds rather than trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from memplug.errors import ValidationError
+
+CONFIG_FILENAME = "memory.toml"
+ENV_PREFIX = "MEMPLUG_"
+# Environment variables that are not configuration keys.
+_ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+def _clamp(low: float, high: float) -> Any:
+    def clamp(value: Any) -> Any:
+        return min(max(value, low), high)
+
+    return clamp
+
+
+class CaptureConfig(_Section):
+    index_thinking: bool = False
+    index_tool_output: bool = True
+    max_text_chars: int = 20_000
+    generated_source_kinds: tuple[str, ...] = ()
+
+    _clamp_chars = field_validator("max_text_chars")(_clamp(1_000, 1_000_000))
+
+
+class ExtractionConfig(_Section):
+    enabled: bool = True
+    extract_proposals: bool = True
+
+
+class RetrievalConfig(_Section):
+    limit: int = 24
+    min_score: float = 0.5
+    candidate_budget: int = 400
+    like_fallback_cap: int = 2_000
+    exact_match_boost: float = 0.5
+    recency_boost: float = 0.1
+    recency_window: int = 40
+    superseded_factor: float = 0.4
+    kind_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "decision": 1.0,
+            "constraint": 1.0,
+            "fact": 0.95,
+            "preference": 0.8,
+            "open_question": 0.8,
+            "proposal": 0.5,
+        }
+    )
+    evidence_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "user_explicit": 1.0,
+            "artifact_verified": 0.95,
+            "skill": 0.9,
+            "assistant_proposal": 0.6,
+            "inferred": 0.4,
+        }
+    )
+    role_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "user": 1.0,
+            "assistant": 0.9,
+            "tool": 0.5,
+            "system": 0.4,
+            "command": 0.4,
+        }
+    )
+    regex_timeout_ms: int = 200
+    regex_max_pattern_bytes: int = 512
+    regex_max_haystack_chars: int = 2_000_000
+
+    _clamp_limit = field_validator("limit")(_clamp(1, 100))
+    _clamp_budget = field_validator("candidate_budget")(_clamp(10, 100_000))
+
+
+class AssemblyConfig(_Section):
+    min_budget_tokens: int = 600
+    soft_budget_tokens: int = 3000
+    evidence_types: tuple[str, ...] = ("user/message",)
+    locale: Literal["en", "zh"] = "en"
+    skip_when_empty: bool = True
+    snippet_chars: int = 600
+
+    _clamp_min = field_validator("min_budget_tokens")(_clamp(50, 200_000))
+    _clamp_soft = field_validator("soft_budget_tokens")(_clamp(0, 200_000))
+
+    @property
+    def budget_tokens(self) -> int:
+        return max(self.min_budget_tokens, self.soft_budget_tokens)
+
+
+class DiagnosticsConfig(_Section):
+    assembly_log_retention: int = 1000
+    error_log_retention: int = 500
+
+    _clamp_ret = field_validator("assembly_log_retention")(_clamp(1, 1_000_000))
+
+
+class HookConfig(_Section):
+    max_context_chars: int = 9_000
+    deadline_ms: int = 4_000
+
+    _clamp_chars = field_validator("max_context_chars")(_clamp(500, 100_000))
+
+
+class Config(_Section):
+    capture: CaptureConfig = CaptureConfig()
+    extraction: ExtractionConfig = ExtractionConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    assembly: AssemblyConfig = AssemblyConfig()
+    diagnostics: DiagnosticsConfig = DiagnosticsConfig()
+    hook: HookConfig = HookConfig()
+
+    def fingerprint(self) -> str:
+        """A stable digest of the effective values (logged with each assembly)."""
+        from memplug.text import short_hash
+
+        return short_hash(json.dumps(self.to_dict(), sort_keys=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+class LoadedConfig(BaseModel):
+    """The effective configuration and where each value came from."""
+
+    model_config = ConfigDict(frozen=True)
+    config: Config
+    sources: dict[str, str]
+    file: str | None = None
+
+
+def _snake_to_camel(name: str) -> str:
+    return to_camel(name.lower())
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, str, Any]]:
+    """``{dotted.key: (section, camelKey, value)}`` from ``MEMPLUG_SECTION__KEY`` variables."""
+    found: dict[str, tuple[str, str, Any]] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in _ENV_NOT_CONFIG:
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        if "__" not in rest:
+            raise ValidationError(
+                f"environment variable {name} is not a config key "
+                f"(expected {ENV_PREFIX}<SECTION>__<KEY>)"
+            )
+        section, key = rest.split("__", 1)
+        raw = environ[name]
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        section_name, key_name = section.lower(), _snake_to_camel(key)
+        found[f"{section_name}.{key_name}"] = (section_name, key_name, value)
+    return found
+
+
+def _describe(error: pydantic.ValidationError, origin: str) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(p) for p in first.get("loc", ()))
+    if first.get("type") == "extra_forbidden":
+        return f"unknown config key '{key}' in {origin}"
+    return f"config key '{key}' in {origin}: {first.get('msg', 'is invalid')}"
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    required: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+) -> LoadedConfig:
+    """Build the effective config from defaults, ``path`` (TOML) and the environment.
+
+    ``required`` makes a missing file an error (an explicit ``--config``); the file
+    beside the database is optional. ``overrides`` (a nested mapping, as in TOML) are
+    applied last — the Python API's way to pass config.
+    """
+    environ = os.environ if environ is None else environ
+    merged: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+    file_used: str | None = None
+    if path is not None:
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+                raise ValidationError(f"config file {path} is not valid TOML: {error}") from None
+            file_used = str(path)
+            _merge(merged, sources, data, f"file {path}")
+        elif required:
+            raise ValidationError(f"config file {path} does not exist")
+    for dotted, (section, key, value) in _env_overrides(environ).items():
+        merged.setdefault(section, {})[key] = value
+        sources[dotted] = "env " + env_name(dotted)
+    if overrides:
+        _merge(merged, sources, dict(overrides), "api")
+    try:
+        config = Config.model_validate(merged)
+    except pydantic.ValidationError as error:
+        raise ValidationError(_describe(error, "the configuration")) from None
+    for dotted in _all_keys(config):
+        sources.setdefault(dotted, "default")
+    return LoadedConfig(config=config, sources=dict(sorted(sources.items())), file=file_used)
+
+
+def _merge(
+    merged: dict[str, dict[str, Any]], sources: dict[str, str], data: Mapping[str, Any], origin: str
+) -> None:
+    for section, values in data.items():
+        if not isinstance(values, Mapping):
+            raise ValidationError(f"config key '{section}' in {origin} must be a table")
+        for key, value in values.items():
+            merged.setdefault(section, {})[key] = value
+            sources[f"{section}.{key}"] = origin
+
+
+def _all_keys(config: Config) -> list[str]:
+    keys = []
+    for section, values in config.to_dict().items():
+        keys.extend(f"{section}.{key}" for key in values)
+    return keys
+
+
+def config_path_beside(db_path: Path) -> Path:
+    return db_path.parent / CONFIG_FILENAME
+
+
+_CAMEL_WORD = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def env_name(dotted: str) -> str:
+    """``assembly.softBudgetTokens`` → ``MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS``."""
+    section, key = dotted.split(".", 1)
+    return f"{ENV_PREFIX}{section.upper()}__{_CAMEL_WORD.sub('_', key).upper()}"

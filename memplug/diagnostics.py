@@ -1,0 +1,68 @@
+"""`memory status`: what is in the database and whether it is healthy. Nothing is re-run."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from memplug.db import code_schema_version
+from memplug.memory import Memory
+
+
+def file_modes(path: Path) -> dict[str, Any]:
+    """The database file and directory modes, and whether they are still private."""
+    file_mode = stat.S_IMODE(os.stat(path).st_mode)
+    dir_mode = stat.S_IMODE(os.stat(path.parent).st_mode)
+    return {
+        "file": f"{file_mode:o}",
+        "dir": f"{dir_mode:o}",
+        "private": not (file_mode & 0o077) and not (dir_mode & 0o077),
+    }
+
+
+def database_bytes(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal"):
+        candidate = Path(str(path) + suffix)
+        if candidate.exists():
+            total += candidate.stat().st_size
+    return total
+
+
+def missing_status(path: Path) -> dict[str, Any]:
+    return {"exists": False, "path": str(path)}
+
+
+def status(memory: Memory, *, check_integrity: bool = True) -> dict[str, Any]:
+    store = memory.store
+    path = memory.db.path
+    counts = store.counts()
+    latest_assembly = None
+    if counts["assembly_logs"]:
+        latest_assembly = store.logs.latest_summary()
+    compactions = store.events.compaction_counts()
+    return {
+        "exists": True,
+        "path": str(path),
+        "size_bytes": database_bytes(path),
+        "schema_version": memory.db.schema_version(),
+        "code_schema_version": code_schema_version(),
+        "permissions": file_modes(path),
+        "counts": counts,
+        "sessions": store.events.sessions(),
+        "budget": {
+            "min_budget_tokens": memory.config.assembly.min_budget_tokens,
+            "soft_budget_tokens": memory.config.assembly.soft_budget_tokens,
+            "budget_tokens": memory.config.assembly.budget_tokens,
+        },
+        "compaction": {
+            "events": compactions,
+            "detected": bool(compactions),
+        },
+        "latest_assembly": latest_assembly,
+        "latest_errors": store.events.latest_errors(),
+        "integrity": memory.db.integrity_check() if check_integrity else None,
+        "config_file": memory.loaded.file,
+    }

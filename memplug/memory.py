@@ -1,0 +1,189 @@
+"""The Python API every host and the CLI share: one open database plus its services.
+
+``Memory`` wires the layers together (capture → extract; retrieve → assemble) and is
+the only place that orders them; the services themselves only depend downward.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+import platformdirs
+
+from memplug.capture import Capture, event_to_json
+from memplug.config import LoadedConfig, config_path_beside, load_config
+from memplug.db import Database, utc_now
+from memplug.hosts.jsonl import Rejected, dump_line, read_events
+from memplug.models import HostEvent
+from memplug.store import InsertResult, Store
+
+if TYPE_CHECKING:
+    from memplug.extract import Extractor
+
+IMPORT_BATCH = 5_000
+
+
+def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--db`` / ``MEMPLUG_DB``, else ``$MEMPLUG_HOME/memory.sqlite`` (platform data dir)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("MEMPLUG_DB"):
+        return Path(os.environ["MEMPLUG_DB"]).expanduser()
+    home = os.environ.get("MEMPLUG_HOME") or platformdirs.user_data_dir("memplug")
+    return Path(home).expanduser() / "memory.sqlite"
+
+
+@dataclass
+class ImportSummary:
+    new: int = 0
+    present: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    sessions: set[str] = field(default_factory=set)
+
+    def add(self, result: InsertResult) -> None:
+        self.new += result.new
+        self.present += result.present
+        self.sessions.update(result.sessions)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "new": self.new,
+            "present": self.present,
+            "rejected": [r.as_dict() for r in self.rejected],
+        }
+
+
+ProgressCallback = Callable[[int], None]
+
+
+class Memory:
+    """An open memplug database with its configuration and services."""
+
+    def __init__(self, db: Database, loaded: LoadedConfig) -> None:
+        self.db = db
+        self.loaded = loaded
+        self.config = loaded.config
+        self.store = Store(db)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        config_path: str | os.PathLike[str] | None = None,
+        config: dict[str, Any] | None = None,
+        create: bool = True,
+    ) -> Memory:
+        """Open (and with ``create``, make) the database; config from file, env, ``config``."""
+        db_path = default_db_path(path)
+        explicit = config_path or os.environ.get("MEMPLUG_CONFIG")
+        loaded = load_config(
+            Path(explicit) if explicit else config_path_beside(db_path),
+            required=bool(explicit),
+            overrides=config,
+        )
+        return cls(Database.open(db_path, create=create), loaded)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- services -------------------------------------------------------------------
+
+    @cached_property
+    def capture(self) -> Capture:
+        return Capture(self.store, self.config.capture)
+
+    @cached_property
+    def extractor(self) -> Extractor:
+        from memplug.extract import Extractor
+
+        return Extractor(self.store, self.config)
+
+    # -- capture --------------------------------------------------------------------
+
+    def ingest(
+        self, events: Sequence[HostEvent], *, origin: str = "api", bulk: bool = False
+    ) -> InsertResult:
+        """Capture ``events`` in one transaction, then derive memory for their sessions."""
+        with self.db.write_transaction():
+            result = self.capture.capture(events, origin=origin, ingested_at=utc_now(), bulk=bulk)
+        self.derive(result.sessions)
+        return result
+
+    def derive(self, session_ids: Iterable[str]) -> None:
+        """Run incremental extraction for sessions that received events.
+
+        Extraction failures are queued by the extractor itself; anything escaping it is
+        recorded, never raised: captured evidence is already committed.
+        """
+        sessions = sorted(set(session_ids))
+        if not sessions or not self.config.extraction.enabled:
+            return
+        try:
+            self.extractor.run(sessions)
+        except Exception as error:
+            self.record_error("extract", f"{type(error).__name__}: {error}")
+
+    def record_error(
+        self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
+    ) -> None:
+        with self.db.write_transaction():
+            self.store.events.record_error(stage, message, session_id, seq)
+            self.store.events.prune_errors(self.config.diagnostics.error_log_retention)
+
+    def import_jsonl(
+        self,
+        streams: Sequence[tuple[str, BinaryIO]],
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> ImportSummary:
+        """Import generic JSONL; bad lines are rejected by number, good ones kept.
+
+        Each batch commits on its own, so an interrupted import keeps every batch
+        before it and a rerun completes the rest (duplicates are ignored).
+        """
+        summary = ImportSummary()
+        many = len(streams) > 1
+        for name, stream in streams:
+            batch: list[HostEvent] = []
+            for _, item, size in read_events(stream, file=name if many else None):
+                if isinstance(item, Rejected):
+                    summary.rejected.append(item)
+                else:
+                    batch.append(item)
+                    if len(batch) >= IMPORT_BATCH:
+                        summary.add(self._import_batch(batch))
+                        batch = []
+                if progress is not None:
+                    progress(size)
+            summary.add(self._import_batch(batch))
+        self.derive(summary.sessions)
+        return summary
+
+    def _import_batch(self, batch: list[HostEvent]) -> InsertResult:
+        with self.db.write_transaction():
+            return self.capture.capture(batch, origin="import", ingested_at=utc_now(), bulk=True)
+
+    def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
+        """Write events as generic JSONL in ``(session_id, seq)`` order; return the count."""
+        count = 0
+        for line in self.iter_export(session_ids):
+            out.write(line)
+            count += 1
+        return count
+
+    def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
+        events = self.store.events
+        for row in events.iter_events(session_ids):
+            yield dump_line(event_to_json(row, events.full_text(row)))

@@ -1,0 +1,318 @@
+"""SQL for raw evidence: events, their FTS index, archive, sessions, checkpoints, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memplug.db import Database, utc_now
+
+EVENT_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "seq",
+    "type",
+    "event_time",
+    "turn",
+    "step",
+    "role",
+    "text",
+    "content_json",
+    "source_kind",
+    "source_form",
+    "tool_name",
+    "call_id",
+    "outcome",
+    "is_error",
+    "entry_id",
+    "parent_id",
+    "cwd",
+    "project",
+    "generated",
+    "searchable",
+    "store",
+    "truncated",
+    "text_chars",
+    "private_spans",
+    "flags",
+    "content_hash",
+    "extra_json",
+    "ingested_at",
+)
+_INSERT_EVENT = (
+    f"INSERT OR IGNORE INTO events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+# What a reader gets back for one event row (everything but the raw FTS plumbing).
+_SELECT_EVENT = f"SELECT id, {', '.join(EVENT_COLUMNS)} FROM events"
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One stored event as memplug keeps it (text capped; see ``full_text``)."""
+
+    id: int
+    session_id: str
+    seq: int
+    type: str
+    event_time: str | None
+    turn: int | None
+    step: int | None
+    role: str | None
+    text: str
+    content_json: str | None
+    source_kind: str | None
+    source_form: str | None
+    tool_name: str | None
+    call_id: str | None
+    outcome: str | None
+    is_error: int | None
+    entry_id: str | None
+    parent_id: str | None
+    cwd: str | None
+    project: str | None
+    generated: int
+    searchable: int
+    store: str
+    truncated: int
+    text_chars: int
+    private_spans: int
+    flags: int
+    content_hash: str
+    extra_json: str | None
+    ingested_at: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+
+@dataclass(frozen=True)
+class InsertResult:
+    new: int
+    present: int
+    sessions: tuple[str, ...]
+
+
+class EventStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
+
+    # -- writing ------------------------------------------------------------------
+
+    def insert(
+        self,
+        rows: Sequence[Sequence[Any]],
+        archive: Sequence[tuple[str, str, str]],
+        *,
+        origin: str,
+        bulk: bool = False,
+    ) -> InsertResult:
+        """Insert event rows (``EVENT_COLUMNS`` order) with ``INSERT OR IGNORE``.
+
+        ``bulk`` defers the FTS trigger and indexes the new id range with one
+        statement: per-row trigger inserts are the slowest part of a large import.
+        Must run inside a write transaction; sessions and checkpoints follow the rows.
+        """
+        if not rows:
+            return InsertResult(0, 0, ())
+        before = self._max_id()
+        if bulk:
+            self.conn.execute("INSERT INTO meta (key, value) VALUES ('fts_deferred', '1')")
+        self.conn.executemany(_INSERT_EVENT, rows)
+        if bulk:
+            self.conn.execute(
+                "INSERT INTO events_fts (rowid, text) "
+                "SELECT id, text FROM events WHERE id > ? AND searchable = 1",
+                (before,),
+            )
+            self.conn.execute("DELETE FROM meta WHERE key = 'fts_deferred'")
+        if archive:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO archive (session_id, ref, text, chars) "
+                "VALUES (?, ?, ?, length(?3))",
+                archive,
+            )
+        new = self._max_id() - before
+        sessions = self._upkeep_sessions(before, origin) if new else ()
+        return InsertResult(new=new, present=len(rows) - new, sessions=sessions)
+
+    def _max_id(self) -> int:
+        row = self.conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
+        return int(row[0]) if row else 0
+
+    def _upkeep_sessions(self, after_id: int, origin: str) -> tuple[str, ...]:
+        now = utc_now()
+        self.conn.execute(
+            """
+            INSERT INTO sessions (session_id, cwd, project, origin, first_time, last_time,
+                                  created_at, updated_at)
+            SELECT session_id, max(cwd), max(project), ?, min(event_time), max(event_time), ?, ?
+            FROM events WHERE id > ? GROUP BY session_id
+            ON CONFLICT (session_id) DO UPDATE SET
+                cwd = coalesce(sessions.cwd, excluded.cwd),
+                project = coalesce(sessions.project, excluded.project),
+                first_time = min(coalesce(sessions.first_time, excluded.first_time),
+                                 coalesce(excluded.first_time, sessions.first_time)),
+                last_time = max(coalesce(sessions.last_time, excluded.last_time),
+                                coalesce(excluded.last_time, sessions.last_time)),
+                updated_at = excluded.updated_at
+            """,
+            (origin, now, now, after_id),
+        )
+        self.conn.execute(
+            """
+            INSERT INTO checkpoints (session_id, last_event_seq)
+            SELECT session_id, max(seq) FROM events WHERE id > ? GROUP BY session_id
+            ON CONFLICT (session_id) DO UPDATE SET
+                last_event_seq = max(coalesce(checkpoints.last_event_seq, -1),
+                                     excluded.last_event_seq)
+            """,
+            (after_id,),
+        )
+        return tuple(
+            str(row[0])
+            for row in self.conn.execute(
+                "SELECT DISTINCT session_id FROM events WHERE id > ? ORDER BY session_id",
+                (after_id,),
+            )
+        )
+
+    def record_error(
+        self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
+    ) -> None:
+        """Keep an error from a path that must not raise (capture, extraction, hooks)."""
+        self.conn.execute(
+            "INSERT INTO error_log (at, stage, session_id, seq, message) VALUES (?, ?, ?, ?, ?)",
+            (utc_now(), stage, session_id, seq, message[:2000]),
+        )
+
+    def prune_errors(self, keep: int) -> None:
+        self.conn.execute(
+            "DELETE FROM error_log WHERE id <= (SELECT max(id) FROM error_log) - ?", (keep,)
+        )
+
+    # -- reading ------------------------------------------------------------------
+
+    def get(self, session_id: str, seq: int) -> EventRow | None:
+        row = self.conn.execute(
+            f"{_SELECT_EVENT} WHERE session_id = ? AND seq = ?", (session_id, seq)
+        ).fetchone()
+        return EventRow(*row) if row else None
+
+    def get_many(self, refs: Sequence[tuple[str, int]]) -> list[EventRow]:
+        """Rows for ``(session_id, seq)`` pairs that exist, ordered by session and seq."""
+        if not refs:
+            return []
+        found = []
+        for session_id, seq in sorted(set(refs)):
+            row = self.get(session_id, seq)
+            if row is not None:
+                found.append(row)
+        return found
+
+    def archived_text(self, session_id: str, seq: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT text FROM archive WHERE session_id = ? AND ref = ?",
+            (session_id, f"seq:{seq}"),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def full_text(self, event: EventRow) -> str:
+        """The event's whole normalised text, from the archive when it was capped."""
+        if event.truncated:
+            archived = self.archived_text(event.session_id, event.seq)
+            if archived is not None:
+                return archived
+        return event.text
+
+    def session_events(
+        self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None
+    ) -> list[EventRow]:
+        sql = f"{_SELECT_EVENT} WHERE session_id = ? AND seq > ?"
+        params: list[Any] = [session_id, after_seq]
+        if types:
+            sql += f" AND type IN ({', '.join('?' for _ in types)})"
+            params.extend(types)
+        sql += " ORDER BY seq"
+        return [EventRow(*row) for row in self.conn.execute(sql, params)]
+
+    def iter_events(self, session_ids: Sequence[str] | None = None) -> Iterator[EventRow]:
+        """Every event in ``(session_id, seq)`` order — the export order."""
+        if session_ids:
+            marks = ", ".join("?" for _ in session_ids)
+            cursor = self.conn.execute(
+                f"{_SELECT_EVENT} WHERE session_id IN ({marks}) ORDER BY session_id, seq",
+                tuple(session_ids),
+            )
+        else:
+            cursor = self.conn.execute(f"{_SELECT_EVENT} ORDER BY session_id, seq")
+        for row in cursor:
+            yield EventRow(*row)
+
+    def session_ids(self) -> list[str]:
+        return [str(r[0]) for r in self.conn.execute("SELECT session_id FROM sessions ORDER BY 1")]
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT s.session_id, s.cwd, s.project, s.origin, s.first_time, s.last_time, "
+            "c.last_event_seq, c.last_extract_seq, c.last_assembly_seq, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id), "
+            "(SELECT count(*) FROM pending_extraction p WHERE p.session_id = s.session_id) "
+            "FROM sessions s LEFT JOIN checkpoints c USING (session_id) WHERE s.session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return _session_dict(row) if row else None
+
+    def sessions(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT s.session_id, s.cwd, s.project, s.origin, s.first_time, s.last_time, "
+            "c.last_event_seq, c.last_extract_seq, c.last_assembly_seq, "
+            "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id), "
+            "(SELECT count(*) FROM pending_extraction p WHERE p.session_id = s.session_id) "
+            "FROM sessions s LEFT JOIN checkpoints c USING (session_id) ORDER BY s.session_id"
+        )
+        return [_session_dict(row) for row in rows]
+
+    def project_sessions(self, project: str) -> list[str]:
+        return [
+            str(r[0])
+            for r in self.conn.execute(
+                "SELECT session_id FROM sessions WHERE project = ? ORDER BY session_id", (project,)
+            )
+        ]
+
+    def compaction_counts(self) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT type, count(*) FROM events WHERE type LIKE 'compaction/%' "
+            "GROUP BY type ORDER BY type"
+        )
+        return {str(t): int(n) for t, n in rows}
+
+    def latest_errors(self, limit: int = 10) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT id, at, stage, session_id, seq, message FROM error_log "
+            "ORDER BY id DESC LIMIT ?",
+            (limit,),
+        )
+        keys = ("id", "at", "stage", "session_id", "seq", "message")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def _session_dict(row: Sequence[Any]) -> dict[str, Any]:
+    keys = (
+        "session_id",
+        "cwd",
+        "project",
+        "origin",
+        "first_time",
+        "last_time",
+        "last_event_seq",
+        "last_extract_seq",
+        "last_assembly_seq",
+        "events",
+        "pending_extractions",
+    )
+    return dict(zip(keys, row, strict=True))
+
