@@ -32,7 +32,7 @@ class Migration:
 
 
 def _migrations_dir() -> Path:
-    """Migrations ship inside the wheel as ``memplug/migrations``; a checkout has them at top level."""
+    """Migrations ship in the wheel as ``memplug/migrations``; a checkout has them at top level."""
     packaged = resources.files("memplug") / "migrations"
     if packaged.is_dir():
         return Path(str(packaged))
@@ -133,10 +133,7 @@ class Database:
             if not create:
                 raise DatabaseMissing(f"no memplug database at {path}")
             _ensure_private_file(path)
-        if readonly:
-            flags = apsw.SQLITE_OPEN_READONLY
-        else:
-            flags = apsw.SQLITE_OPEN_READWRITE
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         try:
             conn = apsw.Connection(str(path), flags=flags)
             _configure(conn, readonly)

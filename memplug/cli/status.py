@@ -37,7 +37,8 @@ def _render_status(data: dict[str, Any]) -> str:
             ]
             for s in data["sessions"][:30]
         ]
-        lines += ["", table(rows, ["session", "events", "last seq", "extracted", "pending", "project"])]
+        headers = ["session", "events", "last seq", "extracted", "pending", "project"]
+        lines += ["", table(rows, headers)]
         if len(data["sessions"]) > 30:
             lines.append(f"… {len(data['sessions']) - 30} more sessions (see --json)")
     if data["compaction"]["detected"]:
