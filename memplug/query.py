@@ -1,0 +1,492 @@
+"""Query signals from task text, and FTS5 query building that cannot be injected.
+
+Pure functions, no database. :func:`parse_query` turns whatever a person or a host
+typed into an ordered tuple of :class:`Term` (at most :data:`MAX_TERMS`);
+:func:`build_match` turns those terms into a :class:`MatchPlan` whose MATCH strings are
+always syntactically valid FTS5 — every term is one double-quoted string with its
+quotes doubled, so no operator, column filter or prefix star in user text ever reaches
+the FTS5 parser as syntax.
+
+Signals, in the order they are kept when the cap bites:
+
+1. quoted phrases (``"…"``, ``“…”``, ``「…」``, ``『…』``);
+2. exact symbols — numbers (with a unit when one follows), versions, ports, IPs,
+   paths and identifiers (``snake_case``, ``camelCase``, ``dotted.name``,
+   ``kebab-case``, ``billing2``); the ones that carry a digit *pin* (see
+   :attr:`Term.pin`);
+3. words of two or more letters, with a naive prefix stem;
+4. CJK runs (split at particles such as 的/了/是/吗), each run whole and then its
+   4-, 3- and 2-character windows, longest first — there is no dictionary, so the
+   window that names the subject has to be found by trying them all;
+5. stop-words last: kept as signals (a query made only of them still searches) but
+   never used for matching while any other term exists.
+
+The trigram index cannot serve a needle under three characters (MATCH silently
+returns nothing), so short terms are routed elsewhere by :func:`build_match`: a
+two-letter word becomes a space-padded phrase (``" go "``), which the index does
+serve; a two-character CJK term goes to the store's bounded ``LIKE`` path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memplug.text import CJK_RUN, normalize_text
+
+MAX_TERMS = 160
+# Beyond this many characters the query is cut before parsing: a 10 kB paste must
+# not turn into seconds of regex work, and 160 terms are found long before it.
+MAX_QUERY_CHARS = 8_000
+# A phrase or symbol longer than this is not a useful needle and makes a costly one.
+MAX_NEEDLE_CHARS = 200
+# A CJK run longer than this is kept only through its windows.
+MAX_WHOLE_RUN = 16
+
+TermKind = Literal["phrase", "symbol", "word", "cjk"]
+Route = Literal["fts", "padded", "like"]
+
+# Question words and function words: they carry no subject. "not", "no" and "never"
+# are kept on purpose: in a constraint they are the subject.
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are aren as at be
+    because been before being below between both but by can cannot could couldn did
+    didn do does doesn doing don down during each else ever few for from further get
+    gets got had hadn has hasn have haven having he her here hers herself him himself
+    his how however i if in into is isn it its itself just let like ll may me might
+    more most much must mustn my myself nor now of off on once only or other ought our
+    ours ourselves out over own re same shall shan she should shouldn so some such
+    than that the their theirs them themselves then there these they this those
+    through thus to too under until up upon us ve very via was wasn we were weren
+    what whatever when whenever where whereas wherever whether which while who whom
+    whose why will with within without won would wouldn yet you your yours yourself
+    yourselves tell please thing things something anything really okay ok yes
+    """.split()  # noqa: SIM905 - a word list reads better as prose than as 180 literals
+)
+# Multi-character Chinese function words and question words, split out of CJK runs.
+CJK_STOP_WORDS: tuple[str, ...] = (
+    "为什么", "怎么样", "是什么", "什么", "怎么", "怎样", "多少", "哪里", "哪儿", "哪个",
+    "哪些", "如何", "是否", "可以", "一下", "一个", "这个", "那个", "这些", "那些",
+    "我们", "你们", "他们", "她们", "它们", "请问", "还是", "但是", "因为", "所以",
+    "然后", "已经", "现在", "时候", "的话",
+)  # fmt: skip
+# Single characters that end a CJK word in practice (particles, copula, pronouns).
+CJK_STOP_CHARS: frozenset[str] = frozenset(
+    "的了吗呢吧啊呀嘛么是在和与及或把被给也都就还又我你他她它请"
+)
+
+# Longest first; each is stripped only when at least MIN_STEM characters remain.
+_SUFFIXES: tuple[str, ...] = (
+    "ization", "ational", "ations", "ingly", "ation", "ments", "ness", "ings", "edly",
+    "ment", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s",
+)  # fmt: skip
+MIN_STEM = 3
+
+_UNITS = (
+    r"ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|d|days?|weeks?|"
+    r"kb|mb|gb|tb|kib|mib|gib|tib|b|bytes?|k|m|rps|qps|tps|px|em|rem|x|%|"
+    r"cpus?|cores?|threads?|tokens?|rows?|events?|items?|users?|requests?|ports?"
+)
+_QUOTED = re.compile(
+    r'"([^"\n]{1,400})"|“([^”\n]{1,400})”|「([^」\n]{1,400})」|『([^』\n]{1,400})』'
+)
+_PATH = re.compile(
+    r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|[\w.@+-]+(?:/[\w.@+-]+)+/?",
+)
+_URLISH = re.compile(r"[A-Za-z][\w+.-]*://\S+")
+_VERSION = re.compile(
+    r"(?<![\w.])[vV]?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w])"
+)
+_PORT = re.compile(r"(?<=:)\d{2,5}(?!\d)")
+_NUMBER = re.compile(
+    rf"(?<![\w.])(\d+(?:[.,]\d+)?)(%|\s?(?:{_UNITS})(?![^\W\d_]))?",
+    re.IGNORECASE,
+)
+_IDENT = re.compile(
+    r"(?<![\w.-])(?:"
+    r"[A-Za-z_][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+"  # snake_case, dotted.name, kebab-case
+    r"|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"  # camelCase
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"  # PascalCase with two humps
+    r"|[A-Za-z]+\d[A-Za-z0-9]*"  # billing2, p95, k8s
+    r"|\d+[A-Za-z]+\d*[A-Za-z0-9]*"  # 2fa, 3des
+    r")(?![\w])",
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_CJK_STOP_SPLIT = re.compile(
+    "|".join(sorted(CJK_STOP_WORDS, key=len, reverse=True))
+    + "|["
+    + "".join(sorted(CJK_STOP_CHARS))
+    + "]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One needle. ``text`` is what must occur (lower case) for the term to match."""
+
+    text: str
+    kind: TermKind
+    # How the query spelled it (lower case): the word before stemming, the whole run.
+    origin: str
+    # A numeric or versioned symbol: a candidate containing it verbatim ranks above
+    # every candidate that does not. Never true for a lone digit.
+    pin: bool = False
+    stop: bool = False
+    # A CJK window of a longer run: scores coverage, retrieves only as a fallback.
+    window: bool = False
+    # Terms with the same group are alternatives for one thing the query said;
+    # ``match="all"`` requires one term of every group.
+    group: int = 0
+
+    @property
+    def length(self) -> int:
+        return len(self.text)
+
+    @property
+    def route(self) -> Route:
+        """Where the store looks the term up: the trigram index, or a bounded LIKE."""
+        if len(self.text) >= 3:
+            return "fts"
+        if self.kind == "word" or (self.kind == "symbol" and self.text.isascii()):
+            return "padded"
+        return "like"
+
+
+@dataclass(frozen=True)
+class QuerySignals:
+    """Everything :func:`parse_query` found, in a deterministic order."""
+
+    text: str
+    terms: tuple[Term, ...]
+    # More than MAX_TERMS signals were found (or the text was cut): the rest were dropped.
+    capped: bool = False
+    mode: str = "literal"
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms
+
+    @property
+    def ranking_terms(self) -> tuple[Term, ...]:
+        """Terms that rank and retrieve: stop-words only when nothing else is left."""
+        content = tuple(t for t in self.terms if not t.stop)
+        return content if content else self.terms
+
+    @property
+    def pins(self) -> tuple[Term, ...]:
+        return tuple(t for t in self.terms if t.pin)
+
+    @property
+    def groups(self) -> tuple[tuple[Term, ...], ...]:
+        """Ranking terms grouped by what the query said, in first-appearance order."""
+        by_group: dict[int, list[Term]] = {}
+        for term in self.ranking_terms:
+            by_group.setdefault(term.group, []).append(term)
+        return tuple(tuple(terms) for _, terms in sorted(by_group.items()))
+
+    def to_json(self) -> dict[str, object]:
+        """The shape assembly logs record as ``query signals``."""
+        return {
+            "mode": self.mode,
+            "capped": self.capped,
+            "terms": [
+                {"text": t.text, "kind": t.kind, "pin": t.pin, "stop": t.stop}
+                for t in self.terms
+                if not t.window
+            ],
+        }
+
+
+def stem(word: str) -> str:
+    """Naive prefix stem: strip one common English suffix, keeping three letters.
+
+    The stem is used as a substring needle, so ``painted`` → ``paint`` also finds
+    ``painting`` and ``painter``; a stem that overshoots only widens recall.
+    """
+    if not word.isascii() or len(word) <= MIN_STEM + 1:
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
+            base = word[: -len(suffix)]
+            # "running" → "runn" would miss "run": undo a doubled final consonant.
+            doubled = len(base) > MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiouls"
+            if doubled and suffix in ("ing", "ed", "er", "ers", "est"):
+                base = base[:-1]
+            return base
+    return word
+
+
+def is_numeric_symbol(text: str) -> bool:
+    """A symbol that carries a digit, or a ``v``-prefixed version: these pin."""
+    if len(text) < 2:
+        return False
+    return any(ch.isdigit() for ch in text)
+
+
+def cjk_windows(run: str) -> list[str]:
+    """The run itself (when short enough), then its 4-, 3- and 2-character windows."""
+    out: list[str] = []
+    seen: set[str] = set()
+    widths = [len(run)] if len(run) <= MAX_WHOLE_RUN else []
+    widths += [w for w in (4, 3, 2) if w < len(run)]
+    for width in widths:
+        for start in range(0, len(run) - width + 1):
+            window = run[start : start + width]
+            if window not in seen:
+                seen.add(window)
+                out.append(window)
+    return out
+
+
+def _cjk_subruns(run: str) -> list[str]:
+    return [part for part in _CJK_STOP_SPLIT.split(run) if len(part) >= 2]
+
+
+@dataclass
+class _Collector:
+    max_terms: int
+    terms: list[Term] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    capped: bool = False
+    next_group: int = 0
+
+    def add(self, term: Term) -> bool:
+        if not term.text.strip() or term.text in self.seen:
+            return False
+        if len(self.terms) >= self.max_terms:
+            self.capped = True
+            return False
+        self.seen.add(term.text)
+        self.terms.append(term)
+        return True
+
+    def group(self) -> int:
+        self.next_group += 1
+        return self.next_group
+
+
+def _clean_symbol(raw: str) -> str:
+    return raw.rstrip(".,;:!?)]}>'\"").lower()
+
+
+def _symbols(text: str) -> list[tuple[int, str]]:
+    """Exact symbols with their offsets; overlapping spellings are all kept."""
+    found: list[tuple[int, str]] = []
+    for match in _URLISH.finditer(text):
+        found.append((match.start(), _clean_symbol(match.group(0))))
+    for match in _PATH.finditer(text):
+        value = _clean_symbol(match.group(0))
+        if "/" in value.strip("/") or value.startswith(("/", "~/", "./", "../")):
+            found.append((match.start(), value))
+    for match in _VERSION.finditer(text):
+        found.append((match.start(), match.group(0).lower()))
+    for match in _PORT.finditer(text):
+        found.append((match.start(), match.group(0)))
+    for match in _NUMBER.finditer(text):
+        number, unit = match.group(1), (match.group(2) or "").strip().lower()
+        if unit == "%":
+            found.append((match.start(), number + "%"))
+        elif len(number) >= 2:
+            found.append((match.start(), number))
+    for match in _IDENT.finditer(text):
+        found.append((match.start(), _clean_symbol(match.group(0))))
+    return sorted(
+        ((at, s) for at, s in found if 2 <= len(s) <= MAX_NEEDLE_CHARS), key=lambda p: p[0]
+    )
+
+
+def parse_query(text: str, *, mode: str = "literal", max_terms: int = MAX_TERMS) -> QuerySignals:
+    """Turn task or query text into ordered, de-duplicated terms. Never raises on text.
+
+    ``mode="phrase"`` keeps the whole text as one contiguous needle; ``"regex"`` keeps
+    the pattern as given (matching happens elsewhere); anything else is ``literal``.
+    """
+    raw = normalize_text(str(text or ""))
+    capped = len(raw) > MAX_QUERY_CHARS
+    raw = raw[:MAX_QUERY_CHARS]
+    if mode == "regex":
+        return QuerySignals(text=raw, terms=(), capped=capped, mode="regex")
+    if mode == "phrase":
+        phrase = " ".join(raw.lower().split())[:MAX_NEEDLE_CHARS]
+        terms = (Term(phrase, "phrase", phrase, group=1),) if phrase else ()
+        return QuerySignals(
+            text=raw, terms=terms, capped=capped or len(raw) > MAX_NEEDLE_CHARS, mode="phrase"
+        )
+
+    out = _Collector(max_terms=max_terms, capped=capped)
+    for match in _QUOTED.finditer(raw):
+        body = next(g for g in match.groups() if g is not None)
+        phrase = " ".join(body.lower().split())[:MAX_NEEDLE_CHARS]
+        if len(phrase) >= 2:
+            out.add(Term(phrase, "phrase", phrase, group=out.group()))
+
+    symbols = _symbols(raw)
+    for pinned in (True, False):
+        for _, symbol in symbols:
+            if is_numeric_symbol(symbol) == pinned:
+                out.add(Term(symbol, "symbol", symbol, pin=pinned, group=out.group()))
+
+    # Words and CJK runs in the order they appear, so a long query keeps its start.
+    stops: list[Term] = []
+    windows: list[Term] = []
+    for letters in _WORD.finditer(raw):
+        for part in _split_scripts(letters.group(0)):
+            if CJK_RUN.fullmatch(part):
+                for run in _cjk_subruns(part):
+                    group = out.group()
+                    all_windows = cjk_windows(run)
+                    head = all_windows[0]
+                    out.add(Term(head, "cjk", run, group=group))
+                    windows.extend(
+                        Term(w, "cjk", run, window=True, group=group) for w in all_windows[1:]
+                    )
+                continue
+            word = part.lower()
+            if len(word) < 2:
+                continue
+            if word in STOP_WORDS:
+                stops.append(Term(word, "word", word, stop=True, group=out.group()))
+                continue
+            out.add(Term(stem(word), "word", word, group=out.group()))
+    for term in windows:
+        out.add(term)
+    for term in stops:
+        out.add(term)
+    return QuerySignals(text=raw, terms=tuple(out.terms), capped=out.capped, mode="literal")
+
+
+def _split_scripts(chunk: str) -> Iterable[str]:
+    """Split a letter run where CJK and non-CJK scripts meet (``billing服务``)."""
+    last = 0
+    for match in CJK_RUN.finditer(chunk):
+        if match.start() > last:
+            yield chunk[last : match.start()]
+        yield match.group(0)
+        last = match.end()
+    if last < len(chunk):
+        yield chunk[last:]
+
+
+# -- FTS5 query building --------------------------------------------------------------
+
+
+def fts_quote(needle: str) -> str:
+    """One FTS5 string: double quotes around it, embedded double quotes doubled.
+
+    Inside a string FTS5 recognises no operator, column filter or ``*``: this is the
+    whole defence against injection, so it is applied to every needle, always.
+    (``apsw.fts5query.quote`` leaves bare words unquoted, which would let ``AND``
+    or ``NEAR`` through as operators.) NUL ends an FTS5 string early, so it is removed.
+    """
+    return '"' + needle.replace("\x00", "").replace('"', '""') + '"'
+
+
+# Where a two-letter word ends in running text; each variant is a two-trigram phrase.
+_PADDED_ENDINGS = (" ", ".", ",", "?", "!", ":", ";")
+
+
+def term_expression(term: Term) -> str | None:
+    """The MATCH expression that finds ``term`` through the trigram index, if any."""
+    route = term.route
+    if route == "fts":
+        return fts_quote(term.text)
+    if route == "padded":
+        return " OR ".join(fts_quote(f" {term.text}{end}") for end in _PADDED_ENDINGS)
+    return None
+
+
+def selectivity_key(term: Term) -> tuple[int, int]:
+    """Sort key for "most selective first", from the term alone (no statistics).
+
+    Pinned symbols and phrases name one thing; other symbols are nearly as rare;
+    among words and CJK needles a longer needle is a rarer one.
+    """
+    if term.pin:
+        rank = 0
+    elif term.kind == "phrase":
+        rank = 1
+    elif term.kind == "symbol":
+        rank = 2
+    elif term.stop:
+        rank = 5
+    elif term.window:
+        rank = 4
+    else:
+        rank = 3
+    return (rank, -len(term.text))
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """How the store retrieves candidates for a set of terms.
+
+    ``fts`` pairs each index-served term with its MATCH expression, most selective
+    first; ``like`` lists the terms that only a bounded ``LIKE`` scan can find. An
+    empty plan means the query had no usable term: the authoritative answer is
+    "nothing", and no SQL needs to run.
+    """
+
+    fts: tuple[tuple[Term, str], ...]
+    like: tuple[Term, ...]
+    match: str = "any"
+
+    @property
+    def empty(self) -> bool:
+        return not self.fts and not self.like
+
+    def any_expression(self) -> str | None:
+        """One MATCH string OR-ing every index-served term, or ``None``."""
+        if not self.fts:
+            return None
+        return " OR ".join(f"({expr})" if " OR " in expr else expr for _, expr in self.fts)
+
+    def group_expressions(self) -> dict[int, str]:
+        """Per group, the OR of its index-served terms (for ``match="all"``)."""
+        by_group: dict[int, list[str]] = {}
+        for term, expr in self.fts:
+            by_group.setdefault(term.group, []).append(f"({expr})" if " OR " in expr else expr)
+        return {group: " OR ".join(exprs) for group, exprs in sorted(by_group.items())}
+
+    def all_expression(self) -> str | None:
+        """AND of one parenthesised OR per group that the index can serve."""
+        groups = self.group_expressions()
+        if not groups:
+            return None
+        return " AND ".join(f"({expr})" for expr in groups.values())
+
+
+def build_match(
+    signals: QuerySignals, *, match: str = "any", include_windows: bool = True
+) -> MatchPlan:
+    """Route each ranking term to the trigram index or the ``LIKE`` path.
+
+    CJK windows of a longer run are left out of retrieval when a longer needle of the
+    same run can use the index (every window of 4 or more characters contains a
+    3-character one, so the 3-windows already find what the longer ones would);
+    ``include_windows=False`` drops them entirely.
+    """
+    terms = signals.ranking_terms
+    fts: list[tuple[Term, str]] = []
+    like: list[Term] = []
+    served_groups = {t.group for t in terms if t.route == "fts" and not t.window}
+    for term in sorted(terms, key=selectivity_key):
+        if term.window:
+            if not include_windows:
+                continue
+            if len(term.text) > 3 or (term.route == "like" and term.group in served_groups):
+                continue
+        expr = term_expression(term)
+        if expr is None:
+            like.append(term)
+        else:
+            fts.append((term, expr))
+    return MatchPlan(fts=tuple(fts), like=tuple(like), match=match)
+
+
+def like_pattern(needle: str) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern for a substring, its wildcards escaped."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

@@ -1,0 +1,257 @@
+"""Query signals and FTS5 query building: pure functions, checked against a real index."""
+
+from __future__ import annotations
+
+import apsw
+import apsw.fts5query
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplug.query import (
+    MAX_TERMS,
+    MatchPlan,
+    build_match,
+    cjk_windows,
+    fts_quote,
+    is_numeric_symbol,
+    like_pattern,
+    parse_query,
+    stem,
+)
+
+FTS5_SYNTAX = ['"', '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "(", ")", "+", "-",
+               "{", "}", "col:", "text:", "'", "\\", "%", "_", "\x00", "\n", "\u3000"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fts() -> apsw.Connection:
+    """A trigram table shaped like events_fts, holding a little text to match against."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='trigram case_sensitive 0')")
+    for body in (
+        "值班室分机号 4324",
+        "billing服务 runs on port 8080",
+        "we go to the db at v2.31.5",
+        'a "quoted" word and NEAR(x y) AND OR NOT *',
+    ):
+        conn.execute("INSERT INTO t (text) VALUES (?)", (body,))
+    return conn
+
+
+def texts(query: str) -> list[str]:
+    return [t.text for t in parse_query(query).terms]
+
+
+def assert_valid(conn: apsw.Connection, plan: MatchPlan) -> None:
+    """Every expression the plan can produce runs, and parses to plain phrases only."""
+    expressions = [expr for _, expr in plan.fts]
+    expressions += [e for e in (plan.any_expression(), plan.all_expression()) if e]
+    expressions += list(plan.group_expressions().values())
+    needles = {t.text for t, _ in plan.fts}
+    for expr in expressions:
+        conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchall()
+        for node in _leaves(apsw.fts5query.parse_query_string(expr)):
+            assert isinstance(node, apsw.fts5query.PHRASE)
+            assert not node.prefix and not node.initial and node.plus is None
+            assert isinstance(node.phrase, str)
+            # A padded two-letter word is the only phrase that is not a needle verbatim.
+            assert node.phrase in needles or node.phrase[1:-1] in needles
+
+
+def _leaves(node: object) -> list[object]:
+    if isinstance(node, apsw.fts5query.AND | apsw.fts5query.OR):
+        return [leaf for q in node.queries for leaf in _leaves(q)]
+    assert not isinstance(node, apsw.fts5query.NOT | apsw.fts5query.NEAR)
+    assert not isinstance(node, apsw.fts5query.COLUMNFILTER)
+    return [node]
+
+
+# -- signals ---------------------------------------------------------------------------
+
+
+def test_cjk_question_yields_the_subject_windows() -> None:
+    terms = texts("值班室分机号是多少")
+    assert terms[0] == "值班室分机号"
+    assert "分机号" in terms and "分机" in terms
+    # The copula and the question word are split off, never searched for.
+    assert not any("是" in t or "多少" in t for t in terms)
+
+
+def test_cjk_windows_are_longest_first_and_unique() -> None:
+    windows = cjk_windows("数据库迁移")
+    assert windows[0] == "数据库迁移"
+    assert [len(w) for w in windows] == sorted((len(w) for w in windows), reverse=True)
+    assert len(windows) == len(set(windows))
+    assert {"数据库", "迁移", "据库迁移"} <= set(windows)
+
+
+def test_symbols_pin_only_when_numeric_and_longer_than_one_character() -> None:
+    signals = parse_query("is billing2 on v2.31.5 at :8080 with src/app/main.py and 0 or 7 retries")
+    pins = {t.text for t in signals.pins}
+    assert pins == {"billing2", "v2.31.5", "8080"}
+    assert "src/app/main.py" in {t.text for t in signals.terms if t.kind == "symbol"}
+    assert "0" not in texts("billing0 0") and "billing0" in texts("billing0 0")
+    assert not is_numeric_symbol("0") and is_numeric_symbol("10")
+
+
+def test_numbers_keep_percent_and_drop_units_into_words() -> None:
+    terms = texts("p95 under 200 ms and 5% errors, 3.5GB")
+    assert {"p95", "200", "5%", "3.5"} <= set(terms)
+    assert "5" not in terms
+
+
+def test_identifiers_are_symbols_and_their_words_still_count() -> None:
+    signals = parse_query("rename user_id in fetchUserName and memplug.store.search")
+    symbols = {t.text for t in signals.terms if t.kind == "symbol"}
+    assert {"user_id", "fetchusername", "memplug.store.search"} <= symbols
+    assert "user" in {t.text for t in signals.terms if t.kind == "word"}
+
+
+def test_quoted_phrases_come_first() -> None:
+    signals = parse_query('he said “ship it friday” and "deploy  to PROD" today')
+    assert [t.text for t in signals.terms[:2]] == ["ship it friday", "deploy to prod"]
+    assert all(t.kind == "phrase" for t in signals.terms[:2])
+
+
+def test_stop_words_kept_as_signals_but_not_for_ranking() -> None:
+    signals = parse_query("what is the port")
+    assert [t.text for t in signals.ranking_terms] == ["port"]
+    assert {"what", "the", "is"} <= {t.text for t in signals.terms if t.stop}
+    only_stops = parse_query("what is the")
+    assert {t.text for t in only_stops.ranking_terms} == {"what", "is", "the"}
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [("painted", "paint"), ("painting", "paint"), ("paints", "paint"), ("running", "run"),
+     ("classes", "class"), ("go", "go"), ("port", "port"), ("stories", "stor")],
+)  # fmt: skip
+def test_naive_prefix_stem(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_empty_and_punctuation_only_queries_have_no_terms() -> None:
+    for query in ("", "   ", '"', "()*:^", "\x00\x01", "a I"):
+        signals = parse_query(query)
+        assert signals.empty
+        assert build_match(signals).empty
+
+
+def test_term_cap_is_deterministic_and_reported() -> None:
+    query = " ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}x" for i in range(400))
+    first, second = parse_query(query), parse_query(query)
+    assert len(first.terms) == MAX_TERMS
+    assert first.capped
+    assert first == second
+
+
+def test_phrase_and_regex_modes() -> None:
+    phrase = parse_query("Deploy  TO prod", mode="phrase")
+    assert [t.text for t in phrase.terms] == ["deploy to prod"]
+    regex = parse_query("a+b*", mode="regex")
+    assert regex.mode == "regex" and regex.terms == ()
+
+
+# -- match building ---------------------------------------------------------------------
+
+
+def test_fts_quote_doubles_quotes_and_drops_nul() -> None:
+    assert fts_quote('a"b') == '"a""b"'
+    assert fts_quote("x\x00y") == '"xy"'
+    assert fts_quote("AND") == '"AND"'
+
+
+def test_short_terms_route_to_padded_phrase_or_like(fts: apsw.Connection) -> None:
+    plan = build_match(parse_query("go 端口"))
+    assert [t.text for t in plan.like] == ["端口"]
+    padded = dict((t.text, e) for t, e in plan.fts)["go"]
+    assert '" go "' in padded
+    hits = fts.execute("SELECT text FROM t WHERE t MATCH ?", (padded,)).fetchall()
+    assert hits == [("we go to the db at v2.31.5",)]
+
+
+def test_selective_terms_first() -> None:
+    plan = build_match(parse_query("the deployment window for billing v2.31.5 is long"))
+    order = [t.text for t, _ in plan.fts]
+    assert order[0] == "v2.31.5"
+    assert order.index("deploy") < order.index("long")
+
+
+def test_cjk_match_finds_the_note(fts: apsw.Connection) -> None:
+    plan = build_match(parse_query("值班室分机号是多少"))
+    rows = fts.execute("SELECT text FROM t WHERE t MATCH ?", (plan.any_expression(),)).fetchall()
+    assert rows == [("值班室分机号 4324",)]
+
+
+def test_all_expression_requires_every_group(fts: apsw.Connection) -> None:
+    plan = build_match(parse_query("billing port 8080"), match="all")
+    expr = plan.all_expression()
+    assert expr is not None
+    assert fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchone() == (1,)
+    none = build_match(parse_query("billing port 9999"), match="all").all_expression()
+    assert fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", (none,)).fetchone() == (0,)
+
+
+def test_operators_in_user_text_match_literally(fts: apsw.Connection) -> None:
+    plan = build_match(parse_query('"NEAR(x y) AND OR NOT *"'))
+    rows = fts.execute("SELECT text FROM t WHERE t MATCH ?", (plan.any_expression(),)).fetchall()
+    assert rows == [('a "quoted" word and NEAR(x y) AND OR NOT *',)]
+
+
+def test_like_pattern_escapes_wildcards() -> None:
+    assert like_pattern("50%_a\\") == "%50\\%\\_a\\\\%"
+
+
+# -- hostile input ----------------------------------------------------------------------
+
+hostile = st.one_of(
+    st.text(max_size=300),
+    st.lists(
+        st.sampled_from([*FTS5_SYNTAX, "billing", "端口", "v2.31.5", "go", "a"]), max_size=40
+    ).map(" ".join),
+    st.lists(st.sampled_from(FTS5_SYNTAX), max_size=60).map("".join),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=200),
+)
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    query=hostile,
+    mode=st.sampled_from(["literal", "phrase"]),
+    match=st.sampled_from(["any", "all"]),
+)
+def test_hostile_queries_build_valid_match_strings(
+    fts: apsw.Connection, query: str, mode: str, match: str
+) -> None:
+    signals = parse_query(query, mode=mode)
+    assert len(signals.terms) <= MAX_TERMS
+    plan = build_match(signals, match=match)
+    assert_valid(fts, plan)
+    for term in plan.like:
+        fts.execute(
+            "SELECT count(*) FROM t WHERE text LIKE ? ESCAPE '\\'", (like_pattern(term.text),)
+        )
+    # Determinism: the same text always gives the same terms and the same plan.
+    assert parse_query(query, mode=mode) == signals
+    assert build_match(parse_query(query, mode=mode), match=match) == plan
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(unit=st.sampled_from([*FTS5_SYNTAX, "值班室", "x", "é", "🙂", "v1.2", "a_b"]))
+def test_ten_kilobyte_queries(fts: apsw.Connection, unit: str) -> None:
+    query = (unit * (10_240 // max(1, len(unit.encode())) + 1))[:10_240]
+    signals = parse_query(query)
+    assert len(signals.terms) <= MAX_TERMS
+    assert_valid(fts, build_match(signals))
+
+
+def test_ten_kilobytes_of_distinct_words_is_capped(fts: apsw.Connection) -> None:
+    query = " ".join(f"w{i:05d}x" for i in range(1500))[:10_240]
+    signals = parse_query(query)
+    assert len(signals.terms) == MAX_TERMS and signals.capped
+    assert_valid(fts, build_match(signals))
