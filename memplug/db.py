@@ -122,7 +122,14 @@ class Database:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path | str, *, create: bool = True, readonly: bool = False) -> Database:
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        migrations: list[Migration] | None = None,
+    ) -> Database:
         """Open ``path``; with ``create`` make it (0600, in a 0700 directory) when absent.
 
         Reading commands pass ``create=False``: a missing file is then an error and
@@ -138,7 +145,7 @@ class Database:
             conn = apsw.Connection(str(path), flags=flags)
             _configure(conn, readonly)
             db = cls(conn, path)
-            db.migrate(readonly=readonly)
+            db.migrate(readonly=readonly, migrations=migrations)
         except apsw.Error as error:
             raise _translate(error, path) from None
         return db
@@ -174,9 +181,11 @@ class Database:
         row = self.conn.execute("PRAGMA user_version").fetchone()
         return int(row[0]) if row else 0
 
-    def migrate(self, *, readonly: bool = False) -> list[str]:
+    def migrate(
+        self, *, readonly: bool = False, migrations: list[Migration] | None = None
+    ) -> list[str]:
         """Apply pending migrations, each in its own transaction; refuse a newer database."""
-        migrations = load_migrations()
+        migrations = load_migrations() if migrations is None else migrations
         current = self.schema_version()
         latest = len(migrations)
         if current > latest:

@@ -32,7 +32,7 @@ def parse_line(raw: bytes) -> HostEvent:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValidationError(f"not valid UTF-8 (byte {error.start})") from None
+        raise ValidationError(f"not valid UTF-8 (byte {error.start + 1})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

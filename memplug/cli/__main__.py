@@ -1,0 +1,3 @@
+from memplug.cli import main
+
+main()

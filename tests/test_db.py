@@ -1,0 +1,124 @@
+"""The db layer: migrations, schema guards, permissions, transactions."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memplug.db import Database, load_migrations
+from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew
+
+ALL = load_migrations()
+
+
+def tables(db: Database) -> set[str]:
+    rows = db.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    return {str(r[0]) for r in rows}
+
+
+def test_blank_database_gets_every_migration(db_path: Path) -> None:
+    with Database.open(db_path) as db:
+        assert db.schema_version() == len(ALL)
+        recorded = db.conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1")
+        assert [tuple(r) for r in recorded] == [(m.version, m.name) for m in ALL]
+        assert {"events", "events_fts", "memory_items", "memory_fts", "assembly_logs"} <= tables(db)
+        assert db.integrity_check() == ["ok"]
+        assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+
+
+def test_every_older_version_upgrades_and_keeps_data(tmp_path: Path) -> None:
+    for start in range(1, len(ALL) + 1):
+        path = tmp_path / f"v{start}" / "m.sqlite"
+        with Database.open(path, migrations=ALL[:start]) as old:
+            assert old.schema_version() == start
+            old.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('marker', ?)", (f"from v{start}",)
+            )
+        with Database.open(path) as upgraded:
+            assert upgraded.schema_version() == len(ALL)
+            row = upgraded.conn.execute("SELECT value FROM meta WHERE key = 'marker'").fetchone()
+            assert row[0] == f"from v{start}"
+
+
+def test_a_newer_database_is_refused(db_path: Path) -> None:
+    with Database.open(db_path) as db:
+        db.conn.execute("PRAGMA user_version = 999")
+    with pytest.raises(SchemaTooNew, match="newer than this memplug"):
+        Database.open(db_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", "--db", str(db_path), "status"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("Error: the database") and "schema 999" in result.stderr
+
+
+def test_duplicate_and_gapped_migration_numbers_are_rejected(tmp_path: Path) -> None:
+    dup = tmp_path / "dup"
+    dup.mkdir()
+    (dup / "0001_a.sql").write_text("SELECT 1;")
+    (dup / "0001_b.sql").write_text("SELECT 1;")
+    with pytest.raises(DatabaseError, match="share number 0001"):
+        load_migrations(dup)
+    gap = tmp_path / "gap"
+    gap.mkdir()
+    (gap / "0001_a.sql").write_text("SELECT 1;")
+    (gap / "0003_c.sql").write_text("SELECT 1;")
+    with pytest.raises(DatabaseError, match="no gap"):
+        load_migrations(gap)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "1_init.sql").write_text("SELECT 1;")
+    with pytest.raises(DatabaseError, match=r"NNNN_name\.sql"):
+        load_migrations(bad)
+
+
+def test_a_failing_migration_leaves_the_previous_version(db_path: Path) -> None:
+    from memplug.db import Migration
+
+    failing = "CREATE TABLE t (x); SELECT * FROM nope;"
+    broken = [*ALL, Migration(len(ALL) + 1, "9999_broken.sql", failing)]
+    with Database.open(db_path) as db, pytest.raises(apsw.SQLError):
+        db.migrate(migrations=broken)
+    with Database.open(db_path) as db:
+        assert db.schema_version() == len(ALL)
+        assert "t" not in tables(db)
+
+
+def test_created_private(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        path = tmp_path / "deep" / "home" / "memory.sqlite"
+        Database.open(path).close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_reading_never_creates(tmp_path: Path) -> None:
+    path = tmp_path / "nothing" / "memory.sqlite"
+    with pytest.raises(DatabaseMissing):
+        Database.open(path, create=False)
+    assert not path.parent.exists()
+
+
+def test_nested_transactions_are_savepoints(db_path: Path) -> None:
+    with Database.open(db_path) as db:
+        with db.write_transaction():
+            db.conn.execute("INSERT INTO meta VALUES ('outer', '1')")
+            with pytest.raises(RuntimeError), db.transaction():
+                db.conn.execute("INSERT INTO meta VALUES ('inner', '1')")
+                raise RuntimeError("undo the inner part only")
+        keys = [r[0] for r in db.conn.execute("SELECT key FROM meta ORDER BY key")]
+        assert keys == ["outer"]
