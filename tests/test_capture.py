@@ -29,10 +29,16 @@ def dump(memory: Memory) -> list[tuple[object, ...]]:
     return [tuple(r) for r in rows]
 
 
-@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 30), texts), max_size=40),
-       st.randoms(use_true_random=False))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_replays_and_shuffled_duplicates_store_each_event_once(tmp_path_factory, specs, rnd) -> None:
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 30), texts), max_size=40),
+    st.randoms(use_true_random=False),
+)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_replays_and_shuffled_duplicates_store_each_event_once(
+    tmp_path_factory, specs, rnd
+) -> None:
     unique = {}
     for session, seq, text in specs:
         unique.setdefault((session, seq), text)
@@ -89,19 +95,29 @@ def test_generated_sources_are_flagged_but_kept(memory: Memory) -> None:
             event("s", 1, "typed by a person"),
             event("s", 2, "[memplug] evidence", source={"kind": "memplug", "form": "evidence"}),
             event("s", 3, "<system-reminder>today is Monday</system-reminder>"),
-            parse_event({"session_id": "s", "seq": 4, "type": "compaction/summary",
-                         "role": "system", "text": "summary of earlier work"}),
+            parse_event(
+                {
+                    "session_id": "s",
+                    "seq": 4,
+                    "type": "compaction/summary",
+                    "role": "system",
+                    "text": "summary of earlier work",
+                }
+            ),
         ]
     )
-    generated = {
-        r[0]: r[1] for r in memory.db.conn.execute("SELECT seq, generated FROM events")
-    }
+    generated = {r[0]: r[1] for r in memory.db.conn.execute("SELECT seq, generated FROM events")}
     assert generated == {1: 0, 2: 1, 3: 1, 4: 1}
 
 
 def test_thinking_is_kept_out_of_the_index_unless_configured(tmp_path) -> None:
-    thinking = {"session_id": "s", "seq": 1, "type": "assistant/thinking", "role": "assistant",
-                "text": "secret musings about quokkas"}
+    thinking = {
+        "session_id": "s",
+        "seq": 1,
+        "type": "assistant/thinking",
+        "role": "assistant",
+        "text": "secret musings about quokkas",
+    }
     for index_thinking, expected in ((False, 0), (True, 1)):
         path = tmp_path / f"t{index_thinking}" / "m.sqlite"
         with Memory.open(path, config={"capture": {"indexThinking": index_thinking}}) as memory:
@@ -117,8 +133,14 @@ def test_private_spans_never_reach_storage(memory: Memory) -> None:
     memory.ingest(
         [
             event("s", 1, "deploy key <private>hunter2-sapphire</private> is set"),
-            parse_event({"session_id": "s", "seq": 2, "type": "user/message",
-                         "content": [{"type": "text", "text": "x <private>opal-77</private> y"}]}),
+            parse_event(
+                {
+                    "session_id": "s",
+                    "seq": 2,
+                    "type": "user/message",
+                    "content": [{"type": "text", "text": "x <private>opal-77</private> y"}],
+                }
+            ),
         ]
     )
     row = memory.store.events.get("s", 1)
@@ -127,7 +149,7 @@ def test_private_spans_never_reach_storage(memory: Memory) -> None:
     exported = "".join(memory.iter_export())
     assert "hunter2" not in exported and "opal-77" not in exported
     hits = memory.db.conn.execute(
-        "SELECT count(*) FROM events_fts WHERE events_fts MATCH '\"hunter2\" OR \"opal-77\"'"
+        'SELECT count(*) FROM events_fts WHERE events_fts MATCH \'"hunter2" OR "opal-77"\''
     ).fetchone()[0]
     assert hits == 0
 
@@ -136,8 +158,17 @@ def test_sessions_and_checkpoints_follow_capture(memory: Memory) -> None:
     order = list(range(1, 11))
     random.Random(3).shuffle(order)
     for seq in order:
-        memory.ingest([event("s", seq, f"line {seq}", cwd="/home/ana/shop",
-                             time=f"2026-01-0{1 + seq % 9}T10:00:00Z")])
+        memory.ingest(
+            [
+                event(
+                    "s",
+                    seq,
+                    f"line {seq}",
+                    cwd="/home/ana/shop",
+                    time=f"2026-01-0{1 + seq % 9}T10:00:00Z",
+                )
+            ]
+        )
     session = memory.store.events.session("s")
     assert session is not None
     assert session["last_event_seq"] == 10

@@ -12,7 +12,7 @@ from memplug.text import normalize_text
 
 def test_import_summary_and_idempotent_reimport(cli, db_path: Path) -> None:
     fixture = str(SESSIONS / "shop.jsonl")
-    lines = sum(1 for line in open(fixture, encoding="utf-8") if line.strip())
+    lines = sum(1 for line in Path(fixture).read_text("utf-8").splitlines() if line.strip())
     first = cli("--db", str(db_path), "import", "--json", fixture)
     assert first.returncode == 0, first.stderr
     assert first.json() == {"new": lines, "present": 0, "rejected": []}
@@ -23,7 +23,8 @@ def test_import_summary_and_idempotent_reimport(cli, db_path: Path) -> None:
 
 def test_bad_lines_are_rejected_by_number_and_good_ones_kept(cli, db_path: Path) -> None:
     good = [
-        {"session_id": "b", "seq": i, "type": "user/message", "text": f"good {i}"} for i in (1, 2, 3)
+        {"session_id": "b", "seq": i, "type": "user/message", "text": f"good {i}"}
+        for i in (1, 2, 3)
     ]
     body = "\n".join(
         [
@@ -82,7 +83,7 @@ def test_export_import_export_is_byte_identical(cli, tmp_path: Path) -> None:
     originals = [
         json.loads(line)
         for f in files
-        for line in open(f, encoding="utf-8")
+        for line in Path(f).read_text("utf-8").splitlines()
         if line.strip()
     ]
     assert len(exported) == len(originals)
