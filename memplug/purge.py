@@ -1,0 +1,137 @@
+"""`memory purge`: delete captured data for good, and say exactly what was done.
+
+The order matters: rows go in one transaction (so a crash leaves all or nothing);
+sessions that kept some events are derived again; then the FTS indexes are checked
+and merged so no segment keeps deleted text, the file is optionally vacuumed, and the
+WAL is checkpointed and truncated so no old page image survives beside the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from memplug.errors import UsageError
+from memplug.memory import Memory
+from memplug.store.admin import PurgePlan
+
+
+@dataclass
+class PurgeReport:
+    plan: PurgePlan
+    deleted: dict[str, int] = field(default_factory=dict)
+    rederived: tuple[str, ...] = ()
+    indexes: dict[str, str] = field(default_factory=dict)
+    rebuilt: tuple[str, ...] = ()
+    vacuumed: bool = False
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+    free_pages: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.plan.as_dict(),
+            "deleted": dict(sorted(self.deleted.items())),
+            "rederived_sessions": list(self.rederived),
+            "indexes": self.indexes,
+            "rebuilt_indexes": list(self.rebuilt),
+            "vacuumed": self.vacuumed,
+            "checkpoint": self.checkpoint,
+            "free_pages": self.free_pages,
+            "warnings": self.warnings,
+        }
+
+
+def parse_cutoff(value: str) -> float:
+    """``--before`` as a Unix time: a date (midnight UTC) or an ISO-8601 date-time.
+
+    A date-time without a zone is UTC, the zone memplug stores event times in."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        else:
+            moment = datetime.fromisoformat(text)
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+    except ValueError:
+        raise UsageError(
+            f"--before {value!r} is not a date (YYYY-MM-DD) or ISO-8601 date-time"
+        ) from None
+    return moment.timestamp()
+
+
+def plan_purge(
+    memory: Memory,
+    *,
+    sessions: Sequence[str] = (),
+    before: str | None = None,
+    everything: bool = False,
+) -> PurgePlan:
+    """What a purge would remove; exactly one of the three scopes must be given."""
+    chosen = sum((bool(sessions), before is not None, everything))
+    if chosen != 1:
+        raise UsageError("give exactly one of --session, --before or --all")
+    admin = memory.store.admin
+    if sessions:
+        return admin.plan_sessions(sessions)
+    if before is not None:
+        return admin.plan_before(parse_cutoff(before))
+    return admin.plan_all()
+
+
+def purge(
+    memory: Memory,
+    *,
+    sessions: Sequence[str] = (),
+    before: str | None = None,
+    everything: bool = False,
+    vacuum: bool = False,
+) -> PurgeReport:
+    """Delete the chosen scope from every table, index, free page and the WAL."""
+    plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
+    admin = memory.store.admin
+    admin.enable_secure_delete()
+    free_before = admin.free_pages()
+    with memory.db.write_transaction():
+        if everything:
+            counts = admin.delete_all()
+        elif before is not None:
+            counts = admin.delete_before(parse_cutoff(before))
+        else:
+            counts = admin.delete_sessions(plan.sessions)
+    report = PurgeReport(plan=plan, deleted=counts.deleted, rederived=counts.partial)
+    if counts.partial:
+        memory.derive(counts.partial)
+        with memory.db.write_transaction():
+            orphans = admin.drop_orphan_actions()
+        if orphans:
+            report.deleted["memory_actions"] = report.deleted.get("memory_actions", 0) + orphans
+
+    report.indexes = admin.check_indexes()
+    broken = tuple(name for name, state in report.indexes.items() if state != "ok")
+    for index in broken:
+        admin.rebuild_index(index)
+    if broken:
+        report.rebuilt = broken
+        report.indexes = admin.check_indexes()
+    admin.optimize_indexes()
+    if vacuum:
+        admin.vacuum()
+        report.vacuumed = True
+    report.checkpoint = admin.checkpoint()
+    report.free_pages = admin.free_pages()
+    if not report.checkpoint["complete"]:
+        report.warnings.append(
+            "another process holds the database open, so the write-ahead log could not be "
+            "truncated: it may keep purged text until the next checkpoint"
+        )
+    if free_before and not vacuum:
+        report.warnings.append(
+            f"{free_before} pages were already free before this purge and may hold text "
+            "deleted earlier by a memplug without secure_delete; --vacuum clears them"
+        )
+    return report
