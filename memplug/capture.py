@@ -85,7 +85,7 @@ class Capture:
             event.entry_id,
             event.parent_id,
             event.cwd,
-            event.project or event.cwd,
+            event.project,
             int(self.is_generated(event, text)),
             int(self.is_searchable(event)),
             "archive" if truncated else "host",
@@ -145,10 +145,9 @@ def event_to_json(row: Any, full_text: str) -> dict[str, Any]:
         ("entry_id", row.entry_id),
         ("parent_id", row.parent_id),
         ("cwd", row.cwd),
+        ("project", row.project),
     )
     out.update((k, v) for k, v in rest if v is not None)
-    if row.project is not None and row.project != row.cwd:
-        out["project"] = row.project
     if row.extra_json:
         for key, value in json.loads(row.extra_json).items():
             out.setdefault(key, value)

@@ -169,6 +169,8 @@ class Memory:
                     progress(size)
             summary.add(self._import_batch(batch))
         self.derive(summary.sessions)
+        if summary.new:
+            self.db.checkpoint()
         return summary
 
     def _import_batch(self, batch: list[HostEvent]) -> InsertResult:

@@ -29,7 +29,7 @@ CREATE TABLE events (
     entry_id      TEXT,
     parent_id     TEXT,
     cwd           TEXT,
-    project       TEXT,
+    project       TEXT,    -- only when the host named one; sessions.project falls back to cwd
     generated     INTEGER NOT NULL DEFAULT 0 CHECK (generated IN (0, 1)),
     searchable    INTEGER NOT NULL DEFAULT 1 CHECK (searchable IN (0, 1)),
     store         TEXT    NOT NULL DEFAULT 'host' CHECK (store IN ('host', 'archive')),
@@ -44,9 +44,7 @@ CREATE TABLE events (
 );
 CREATE INDEX events_session_type ON events (session_id, type, seq);
 CREATE INDEX events_session_turn ON events (session_id, turn);
-CREATE INDEX events_content_hash ON events (content_hash);
 CREATE INDEX events_session_entry ON events (session_id, entry_id) WHERE entry_id IS NOT NULL;
-CREATE INDEX events_project ON events (project, session_id);
 
 CREATE VIRTUAL TABLE events_fts USING fts5 (
     text,

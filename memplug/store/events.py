@@ -143,13 +143,16 @@ class EventStore:
         return int(row[0]) if row else 0
 
     def _upkeep_sessions(self, after_id: int, origin: str) -> tuple[str, ...]:
+        # NOT INDEXED: the planner otherwise scans a whole index for the GROUP BY
+        # instead of reading just the new rowid range.
         now = utc_now()
         self.conn.execute(
             """
             INSERT INTO sessions (session_id, cwd, project, origin, first_time, last_time,
                                   created_at, updated_at)
-            SELECT session_id, max(cwd), max(project), ?, min(event_time), max(event_time), ?, ?
-            FROM events WHERE id > ? GROUP BY session_id
+            SELECT session_id, max(cwd), max(coalesce(project, cwd)), ?,
+                   min(event_time), max(event_time), ?, ?
+            FROM events NOT INDEXED WHERE id > ? GROUP BY session_id
             ON CONFLICT (session_id) DO UPDATE SET
                 cwd = coalesce(sessions.cwd, excluded.cwd),
                 project = coalesce(sessions.project, excluded.project),
@@ -164,7 +167,7 @@ class EventStore:
         self.conn.execute(
             """
             INSERT INTO checkpoints (session_id, last_event_seq)
-            SELECT session_id, max(seq) FROM events WHERE id > ? GROUP BY session_id
+            SELECT session_id, max(seq) FROM events NOT INDEXED WHERE id > ? GROUP BY session_id
             ON CONFLICT (session_id) DO UPDATE SET
                 last_event_seq = max(coalesce(checkpoints.last_event_seq, -1),
                                      excluded.last_event_seq)
@@ -174,7 +177,8 @@ class EventStore:
         return tuple(
             str(row[0])
             for row in self.conn.execute(
-                "SELECT DISTINCT session_id FROM events WHERE id > ? ORDER BY session_id",
+                "SELECT DISTINCT session_id FROM events NOT INDEXED WHERE id > ? "
+                "ORDER BY session_id",
                 (after_id,),
             )
         )
