@@ -1,0 +1,60 @@
+"""A plain wheel install works with no checkout beside it: migrations ship inside."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_ships_migrations_and_runs_without_the_checkout(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = dist.glob("memplug-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {Path(n).name for n in names if n.startswith("memplug/migrations/")}
+    assert shipped == {p.name for p in (REPO / "migrations").glob("*.sql")}
+
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    probe = (
+        "import memplug, memplug.db as d; "
+        "db = d.Database.open('m.sqlite'); "
+        "print(memplug.__file__); print(db.schema_version(), d.code_schema_version())"
+    )
+    env = dict(os.environ, PYTHONPATH=str(target))
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0].startswith(str(target))
+    expected = len(list((REPO / "migrations").glob("*.sql")))
+    assert out[1] == f"{expected} {expected}"
