@@ -1,0 +1,885 @@
+"""Claude Code transcripts → memplug host events, read incrementally from a byte offset.
+
+A Claude Code session is a JSONL file, ``~/.claude/projects/<project>/<session>.jsonl``,
+that the harness only ever appends to; subagents write beside it in
+``<session>/subagents/agent-<id>.jsonl``. This module turns its records into events in
+the generic interchange form (plain dicts, exactly what ``memory import`` reads; the
+capture boundary validates them as :class:`memplug.models.HostEvent`). It imports
+nothing heavy: the hook that calls it is a fresh process on every prompt.
+
+Choices, and why:
+
+* **seq** is ``base + line_offset × SEQ_PARTS + part``: the byte offset where the
+  record's line starts, times room for the events one record yields. The file is
+  append-only, so a record's offset never changes once written — and unlike its
+  ordinal line number, the offset is known when a read starts mid-file without
+  counting lines first. ``base`` is 0 unless the file was found rewritten (shorter
+  than the last read, or different bytes before the stored offset); then the read
+  restarts at 0 with a base above every seq used so far, and records whose ``uuid``
+  was already captured are skipped, so a rewrite never duplicates evidence.
+* **Idempotent on uuid**: a record whose uuid is already known (earlier in the read,
+  or to the resolver — the database) is skipped and counted as ``duplicate uuid``.
+* **Split assistant messages**: each record holds one content block, and one API
+  message is spread over several records sharing ``message.id`` (tool results of
+  parallel calls can sit between them). Text blocks of one message become one
+  ``assistant/message`` event at the position of its first non-empty text block;
+  thinking and tool_use blocks stay their own events. A message is emitted only once
+  something after it shows it is complete (a record of another message, a typed
+  prompt, a system record); until then the read stops before its first record and
+  the returned offset points there, so the next read sees the whole message. A
+  caller that knows the turn is over (Stop, UserPromptSubmit, …) passes
+  ``final=True`` to flush it. Should more text of an already flushed message arrive
+  later, it becomes its own ``assistant/message`` with the same ``message_id``:
+  nothing is lost.
+* **Links**: ``uuid`` → ``entry_id`` and ``parentUuid`` → ``parent_id``. Records that
+  yield no event (progress, bookkeeping) still carry links, so a kept record's parent
+  is rewritten to its nearest kept ancestor. Links of one read are returned in
+  ``ReadResult.links`` for the caller to keep; a ``Resolver`` answers for uuids read
+  before. A parent nobody knows keeps the host's raw uuid and is flagged
+  ``parent_unresolved``. A record that yields several events (a user record with
+  several tool results) chains them: ``uuid``, ``uuid#1``, … each the parent of the next.
+* **Compaction**: ``compact_boundary`` → ``compaction/start`` ("the compacted context
+  starts here"); the ``isCompactSummary`` record → ``compaction/summary``. The
+  boundary starts a new root in the transcript (``parentUuid: null``); its event's
+  ``parent_id`` continues the active path at ``logicalParentUuid`` when that record is
+  known, else at the last main-chain event written before it (``continues_from`` says
+  which). Events from the latest ``compaction/start`` on are in the model's context
+  (:func:`model_context`); what precedes it is what memory brings back.
+* **Generated text**: ``isMeta`` records, ``<system-reminder>``, ``<task-notification>``,
+  slash-command output, caveats, interrupt markers, synthetic assistant messages and
+  compaction text get ``source.kind = "host-generated"`` with a ``form`` naming what
+  they are. A typed slash command is a ``command`` event from the user. A subagent's
+  prompt was written by the main agent: ``agent-instructions``. Everything in a
+  compaction agent's transcript is generated.
+* **Sidechains**: a subagent file is its own session, ``<session>/agent-<id>``, whose
+  events carry ``is_sidechain``, ``agent_id`` and ``parent_session_id``; the parent's
+  Task tool result names it in ``subagent_session``.
+* **Dropped on purpose** (counted in ``ReadResult.dropped``): ``progress``,
+  ``file-history-snapshot``, ``queue-operation``, bookkeeping ``system`` records,
+  empty text blocks, redacted thinking, signatures, usage figures and
+  ``toolUseResult`` payloads (the tool result's content already holds the text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HOST = "claude-code"
+SEQ_PARTS = 1024
+TAIL_BYTES = 64
+DEFAULT_MAX_BYTES = 8 << 20
+PENDING_CALLS_CAP = 512
+GENERATED = "host-generated"
+AGENT_INSTRUCTIONS = "agent-instructions"
+
+Event = dict[str, Any]
+# Given uuids read before, answer those it knows: uuid → entry_id (None: a known root).
+Resolver = Callable[[Sequence[str]], Mapping[str, str | None]]
+
+# Records with no conversational content. The count is reported, the links are kept.
+_SKIPPED_TYPES: dict[str, str] = {
+    "progress": "progress: hook, bash and agent progress noise",
+    "file-history-snapshot": "file-history-snapshot: file backup bookkeeping",
+    "queue-operation": "queue-operation: prompt queue bookkeeping (the prompt arrives as a record)",
+    "summary": "summary: session title written by the harness",
+}
+# Records that never close an open assistant message (they come between its parts).
+_NOT_CLOSING = frozenset({"progress", "file-history-snapshot", "queue-operation"})
+
+_COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_COMMAND_MESSAGE = re.compile(r"<command-message>\s*(.*?)\s*</command-message>", re.S)
+_BASH_INPUT = re.compile(r"^<bash-input>(.*?)</bash-input>$", re.S)
+_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+_OUTPUT_TAGS = re.compile(
+    r"^<(local-command-stdout|local-command-stderr|bash-stdout|bash-stderr)>(.*?)</\1>\s*$", re.S
+)
+# Text a harness puts in user-role records; the form names what it is.
+_GENERATED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("<system-reminder>", "system-reminder"),
+    ("<task-notification>", "task-notification"),
+    ("<local-command-caveat>", "caveat"),
+    ("Caveat: The messages below were generated", "caveat"),
+    ("<local-command-stdout>", "command-output"),
+    ("<local-command-stderr>", "command-output"),
+    ("<bash-stdout>", "command-output"),
+    ("<bash-stderr>", "command-output"),
+    ("<user-prompt-submit-hook>", "hook-output"),
+    ("[Request interrupted by user", "interrupt"),
+)
+_REJECTED = "The user doesn't want to proceed with this tool use"
+
+
+@dataclass
+class CursorState:
+    """Everything a read needs from the reads before it (kept by the caller, as JSON)."""
+
+    offset: int = 0
+    base: int = 0
+    tail: str = ""
+    turn: int = 0
+    step: int = 0
+    project: str | None = None
+    last_main: str | None = None
+    message_id: str | None = None
+    context_start: int | None = None
+    pending_calls: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "offset": self.offset,
+            "base": self.base,
+            "tail": self.tail,
+            "turn": self.turn,
+            "step": self.step,
+            "project": self.project,
+            "last_main": self.last_main,
+            "message_id": self.message_id,
+            "context_start": self.context_start,
+            "pending_calls": dict(self.pending_calls),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> CursorState:
+        if not data:
+            return cls()
+        known = {k: data[k] for k in cls().to_dict() if k in data}
+        known["pending_calls"] = dict(known.get("pending_calls") or {})
+        return cls(**known)
+
+    def copy(self) -> CursorState:
+        return CursorState.from_dict(self.to_dict())
+
+
+@dataclass
+class ReadResult:
+    """One incremental read: events of ``[start, state.offset)`` and what was left out."""
+
+    session_id: str
+    events: list[Event]
+    state: CursorState
+    links: dict[str, str | None]
+    record_types: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    rewritten: bool = False
+    held_bytes: int = 0
+    more: bool = False
+
+    def host_events(self) -> list[Any]:
+        """The events validated as :class:`memplug.models.HostEvent` (imports pydantic)."""
+        from memplug.models import parse_event
+
+        return [parse_event(event) for event in self.events]
+
+
+@dataclass(frozen=True)
+class _Line:
+    offset: int
+    record: dict[str, Any]
+
+
+# -- file layout --------------------------------------------------------------------
+
+
+def transcript_kind(path: Path | str) -> str:
+    """``main``, ``subagent`` or ``compaction-agent``, from where the file lives."""
+    path = Path(path)
+    if path.parent.name == "subagents" and path.stem.startswith("agent-"):
+        return "compaction-agent" if path.stem.startswith("agent-acompact") else "subagent"
+    return "main"
+
+
+def session_id_for(path: Path | str) -> str:
+    """The memplug session of a transcript: its stem, or ``<session>/agent-<id>``."""
+    path = Path(path)
+    if transcript_kind(path) != "main":
+        return f"{path.parent.parent.name}/{path.stem}"
+    return path.stem
+
+
+def subagent_paths(transcript_path: Path | str) -> list[Path]:
+    """The subagent transcripts of a session, in name order (none when there are none)."""
+    path = Path(transcript_path)
+    folder = path.parent / path.stem / "subagents"
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))
+    except OSError:
+        return []
+    return [folder / name for name in names]
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+def read_transcript(
+    path: Path | str,
+    state: CursorState | None = None,
+    *,
+    session_id: str | None = None,
+    resolve: Resolver | None = None,
+    final: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ReadResult:
+    """Read the complete lines after ``state.offset`` and map them to events.
+
+    A partial last line (the harness is still writing it) is left for the next read,
+    and so is an assistant message that may still grow unless ``final``. At most about
+    ``max_bytes`` are read; ``ReadResult.more`` says whether complete lines remain.
+    """
+    path = Path(path)
+    state = state.copy() if state is not None else CursorState()
+    session_id = session_id or session_id_for(path)
+    rewritten = False
+    with open(path, "rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        if state.offset and not _same_prefix(stream, state.offset, state.tail, size):
+            rewritten = True
+            state.base += state.offset * SEQ_PARTS
+            state.offset, state.tail = 0, ""
+        limit = max(1, max_bytes)
+        while True:
+            stream.seek(state.offset)
+            data = stream.read(limit)
+            at_eof = state.offset + len(data) >= size
+            cut = data.rfind(b"\n") + 1
+            lines, errors = _split(data[:cut], state.offset)
+            hold = _hold_index(lines, final=final and at_eof and cut == len(data))
+            if not at_eof and (cut == 0 or hold == 0):
+                limit *= 4  # one line or one message larger than the window: widen it
+                continue
+            break
+        end = lines[hold].offset if hold is not None else state.offset + cut
+        tail = _read_tail(stream, end)
+    mapper = _Mapper(session_id, transcript_kind(path), state, resolve)
+    mapper.run(lines if hold is None else lines[:hold])
+    dropped = mapper.dropped
+    kept_errors = [f"byte {offset}: {message}" for offset, message in errors if offset < end]
+    if kept_errors:
+        dropped["malformed line (not a JSON object)"] += len(kept_errors)
+    state.offset, state.tail = end, tail
+    return ReadResult(
+        session_id=session_id,
+        events=mapper.events,
+        state=state,
+        links=mapper.links,
+        record_types=mapper.record_types,
+        dropped=dropped,
+        errors=kept_errors,
+        rewritten=rewritten,
+        held_bytes=size - end if hold is not None else 0,
+        more=not at_eof,
+    )
+
+
+def read_all(
+    path: Path | str,
+    *,
+    session_id: str | None = None,
+    resolve: Resolver | None = None,
+    state: CursorState | None = None,
+) -> ReadResult:
+    """Read a whole transcript as one result (``final``): for imports, tests and compat."""
+    links = MemoryLinks(resolve)
+    total: ReadResult | None = None
+    while True:
+        part = read_transcript(
+            path,
+            state if total is None else total.state,
+            session_id=session_id,
+            resolve=links,
+            final=True,
+        )
+        links.add(part)
+        if total is None:
+            total = part
+        else:
+            total.events.extend(part.events)
+            total.links.update(part.links)
+            total.record_types.update(part.record_types)
+            total.dropped.update(part.dropped)
+            total.errors.extend(part.errors)
+            total.state = part.state
+            total.rewritten = total.rewritten or part.rewritten
+            total.more = part.more
+        if not part.more:
+            return total
+
+
+class MemoryLinks:
+    """An in-memory :data:`Resolver` fed by successive reads (optionally over another)."""
+
+    def __init__(self, fallback: Resolver | None = None) -> None:
+        self.links: dict[str, str | None] = {}
+        self.fallback = fallback
+
+    def add(self, result: ReadResult) -> None:
+        self.links.update(result.links)
+
+    def __call__(self, uuids: Sequence[str]) -> Mapping[str, str | None]:
+        found = {u: self.links[u] for u in uuids if u in self.links}
+        missing = [u for u in uuids if u not in found]
+        if missing and self.fallback is not None:
+            found.update(self.fallback(missing))
+        return found
+
+
+def _same_prefix(stream: Any, offset: int, tail: str, size: int) -> bool:
+    """Whether the bytes before ``offset`` are still the ones read last time."""
+    return size >= offset and _read_tail(stream, offset) == tail
+
+
+def _read_tail(stream: Any, offset: int) -> str:
+    start = max(0, offset - TAIL_BYTES)
+    stream.seek(start)
+    return hashlib.blake2b(stream.read(offset - start), digest_size=12).hexdigest()
+
+
+def _split(data: bytes, base_offset: int) -> tuple[list[_Line], list[tuple[int, str]]]:
+    lines: list[_Line] = []
+    errors: list[tuple[int, str]] = []
+    position = 0
+    for raw in data.split(b"\n")[:-1]:
+        offset = base_offset + position
+        position += len(raw) + 1
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError) as error:
+            errors.append((offset, f"not a JSON record ({type(error).__name__})"))
+            continue
+        if not isinstance(record, dict):
+            errors.append((offset, f"a JSON {type(record).__name__}, not an object"))
+            continue
+        lines.append(_Line(offset, record))
+    return lines, errors
+
+
+def _message_id(record: Mapping[str, Any]) -> str | None:
+    message = record.get("message")
+    if isinstance(message, dict) and isinstance(message.get("id"), str):
+        return str(message["id"])
+    uuid = record.get("uuid")
+    return str(uuid) if uuid else None
+
+
+def _only_tool_results(record: Mapping[str, Any]) -> bool:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _hold_index(lines: list[_Line], *, final: bool) -> int | None:
+    """Index of the first record of an assistant message that may still grow, if any."""
+    if final:
+        return None
+    last = None
+    for index in range(len(lines) - 1, -1, -1):
+        record = lines[index].record
+        if record.get("type") == "assistant":
+            last = index
+            break
+        if record.get("type") in _NOT_CLOSING or record.get("isMeta"):
+            continue
+        if record.get("type") == "user" and _only_tool_results(record):
+            continue
+        return None
+    if last is None:
+        return None
+    message_id = _message_id(lines[last].record)
+    first = last
+    for index in range(last - 1, -1, -1):
+        record = lines[index].record
+        if record.get("type") == "assistant":
+            if _message_id(record) != message_id:
+                break
+            first = index
+    return first
+
+
+# -- mapping ------------------------------------------------------------------------
+
+
+class _Mapper:
+    """Maps the records of one read, in file order, updating ``state`` as it goes."""
+
+    def __init__(
+        self, session_id: str, kind: str, state: CursorState, resolve: Resolver | None
+    ) -> None:
+        self.session_id = session_id
+        self.kind = kind
+        self.state = state
+        self.resolve = resolve
+        self.events: list[Event] = []
+        self.links: dict[str, str | None] = {}
+        self.known: Mapping[str, str | None] = {}
+        self.record_types: Counter[str] = Counter()
+        self.dropped: Counter[str] = Counter()
+        # message id → (anchor uuid, anchor block index, joined text, uuids of its parts)
+        self.messages: dict[str, tuple[str, int, str, list[str]]] = {}
+        self.message_entries: dict[str, str] = {}
+
+    def run(self, lines: list[_Line]) -> None:
+        if self.resolve is not None:
+            wanted: set[str] = set()
+            for line in lines:
+                for key in ("uuid", "parentUuid", "logicalParentUuid"):
+                    value = line.record.get(key)
+                    if isinstance(value, str):
+                        wanted.add(value)
+            self.known = self.resolve(sorted(wanted)) if wanted else {}
+        self._collect_messages(lines)
+        for line in lines:
+            self._record(line)
+
+    def _collect_messages(self, lines: list[_Line]) -> None:
+        texts: dict[str, list[tuple[str, int, str]]] = {}
+        for line in lines:
+            record = line.record
+            if record.get("type") != "assistant" or not isinstance(record.get("uuid"), str):
+                continue
+            message_id = _message_id(record) or ""
+            for index, block in enumerate(_blocks(record)):
+                text = str(block.get("text") or "").strip() if block.get("type") == "text" else ""
+                if text:
+                    texts.setdefault(message_id, []).append((record["uuid"], index, text))
+        for message_id, parts in texts.items():
+            joined = "\n\n".join(text for _, _, text in parts)
+            self.messages[message_id] = (parts[0][0], parts[0][1], joined, [p[0] for p in parts])
+
+    def _side(self, record: Mapping[str, Any]) -> bool:
+        return self.kind != "main" or record.get("isSidechain") is True
+
+    # -- per record --
+
+    def _record(self, line: _Line) -> None:
+        record = line.record
+        rtype = str(record.get("type") or "?")
+        sub = record.get("subtype")
+        if rtype == "progress" and isinstance(record.get("data"), dict):
+            sub = record["data"].get("type")
+        self.record_types[f"{rtype}/{sub}" if sub else rtype] += 1
+        uuid = record.get("uuid") if isinstance(record.get("uuid"), str) else None
+        if uuid is not None and (uuid in self.links or uuid in self.known):
+            self.dropped["duplicate uuid (already captured)"] += 1
+            return
+        if self.state.project is None and isinstance(record.get("cwd"), str):
+            self.state.project = record["cwd"]
+        parent, unresolved = self._parent(record.get("parentUuid"))
+        events: list[Event] = []
+        alias: str | None = None
+        if rtype == "user":
+            events = self._user(record)
+        elif rtype == "assistant":
+            events, alias = self._assistant(record)
+        elif record.get("subtype") == "compact_boundary":
+            events, parent = self._boundary(record)
+            unresolved = False
+        elif rtype == "system" and record.get("subtype") == "local_command":
+            events = self._user_text(record, str(record.get("content") or ""))
+        elif rtype == "system":
+            self.dropped[f"system/{record.get('subtype')}: harness bookkeeping"] += 1
+        elif rtype in _SKIPPED_TYPES:
+            self.dropped[_SKIPPED_TYPES[rtype]] += 1
+        else:
+            self.dropped[f"unknown record type {rtype!r}"] += 1
+        if events:
+            self._emit(line, uuid, parent, unresolved, events)
+        elif uuid is not None:
+            self.links[uuid] = alias if alias is not None else parent
+
+    def _parent(self, raw: Any) -> tuple[str | None, bool]:
+        """The entry a host parent link resolves to, and whether nobody knew it."""
+        if not isinstance(raw, str):
+            return None, False
+        if raw in self.links:
+            return self.links[raw], False
+        if raw in self.known:
+            return self.known[raw], False
+        return raw, True
+
+    def _emit(
+        self,
+        line: _Line,
+        uuid: str | None,
+        parent: str | None,
+        unresolved: bool,
+        events: list[Event],
+    ) -> None:
+        """Give a record's events their seq, identity, links and common fields."""
+        record = line.record
+        side = self._side(record)
+        entry = parent
+        for position, event in enumerate(events[:SEQ_PARTS]):
+            own = None if uuid is None else uuid if position == 0 else f"{uuid}#{position}"
+            out: Event = {
+                "session_id": self.session_id,
+                "seq": self.state.base + line.offset * SEQ_PARTS + position,
+                "type": event.pop("type"),
+            }
+            if isinstance(record.get("timestamp"), str):
+                out["time"] = record["timestamp"]
+            out["turn"] = self.state.turn
+            out["step"] = self.state.step
+            out.update(event)
+            if own is not None:
+                out["entry_id"] = own
+            if entry is not None:
+                out["parent_id"] = entry
+            if isinstance(record.get("cwd"), str):
+                out["cwd"] = record["cwd"]
+            if self.state.project is not None:
+                out["project"] = self.state.project
+            out.update(self._extra(record, side))
+            if unresolved and position == 0:
+                out["parent_unresolved"] = True
+            self.events.append(out)
+            entry = own if own is not None else entry
+            if out["type"] == "assistant/message" and "message_id" in out:
+                self.message_entries[out["message_id"]] = entry or ""
+            if not side:
+                self.state.last_main = entry
+                if out["type"] == "compaction/start":
+                    self.state.context_start = out["seq"]
+        if len(events) > SEQ_PARTS:
+            self.dropped[f"blocks beyond {SEQ_PARTS} in one record"] += len(events) - SEQ_PARTS
+        if uuid is not None:
+            self.links[uuid] = entry
+
+    def _extra(self, record: Mapping[str, Any], side: bool) -> Event:
+        extra: Event = {"host": HOST}
+        if side:
+            extra["is_sidechain"] = True
+        for key, name in (("gitBranch", "git_branch"), ("version", "host_version")):
+            if isinstance(record.get(key), str) and record[key]:
+                extra[name] = record[key]
+        if isinstance(record.get("agentId"), str):
+            extra["agent_id"] = record["agentId"]
+        if self.kind != "main" and isinstance(record.get("sessionId"), str):
+            extra["parent_session_id"] = record["sessionId"]
+        return extra
+
+    # -- user records --
+
+    def _user(self, record: Mapping[str, Any]) -> list[Event]:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("isCompactSummary"):
+            event: Event = {
+                "type": "compaction/summary",
+                "role": "user",
+                "text": _plain_text(content),
+                "source": {"kind": GENERATED, "form": "compact-summary"},
+            }
+            if record.get("isVisibleInTranscriptOnly"):
+                event["visible_in_transcript_only"] = True
+            return [event]
+        if isinstance(content, str):
+            return self._user_text(record, content)
+        if not isinstance(content, list):
+            self.dropped["user record without content"] += 1
+            return []
+        events: list[Event] = []
+        texts: list[str] = []
+        for block in content:
+            btype = block.get("type") if isinstance(block, dict) else None
+            if btype == "tool_result":
+                events += self._user_text(record, "\n".join(texts)) if texts else []
+                texts = []
+                events.append(self._tool_result(record, block))
+            elif btype == "text":
+                texts.append(str(block.get("text") or ""))
+            elif btype in ("image", "document"):
+                texts.append(f"[{btype}]")
+            else:
+                self.dropped[f"unknown user block {btype!r}"] += 1
+        return events + (self._user_text(record, "\n".join(texts)) if texts else [])
+
+    def _user_text(self, record: Mapping[str, Any], text: str) -> list[Event]:
+        """Classify user-role text: a typed prompt, a slash command, or harness-generated."""
+        if not text.strip():
+            self.dropped["empty user text"] += 1
+            return []
+        meta = bool(record.get("isMeta"))
+        stripped = text.strip()
+        command = None if meta else _typed_command(stripped)
+        if command is not None:
+            self._new_turn(record)
+            return [
+                {
+                    "type": "command",
+                    "role": "user",
+                    "text": command[1],
+                    "source": {"kind": "user", "form": command[0]},
+                }
+            ]
+        output = _OUTPUT_TAGS.match(stripped)
+        if output is not None:
+            return [
+                {
+                    "type": "command",
+                    "role": "command",
+                    "text": output.group(2),
+                    "source": {"kind": GENERATED, "form": "command-output"},
+                }
+            ]
+        form = _generated_form(stripped)
+        if self.kind == "compaction-agent":
+            form = form or "compaction-agent"
+        if meta or form is not None:
+            return [_user_event(text, GENERATED, form or "meta")]
+        reminders = _REMINDER.findall(text)
+        typed = _REMINDER.sub("", text).strip() if reminders else text
+        events = []
+        if typed and self._side(record):
+            events.append(_user_event(typed, AGENT_INSTRUCTIONS, "subagent-prompt"))
+        elif typed:
+            self._new_turn(record)
+            events.append(_user_event(typed, "user", "prompt"))
+        events += [_user_event(r, GENERATED, "system-reminder") for r in reminders]
+        return events
+
+    def _new_turn(self, record: Mapping[str, Any]) -> None:
+        if not self._side(record):
+            self.state.turn += 1
+            self.state.step = 0
+
+    def _tool_result(self, record: Mapping[str, Any], block: Mapping[str, Any]) -> Event:
+        text = _plain_text(block.get("content"))
+        is_error = block.get("is_error") is True
+        event: Event = {
+            "type": "tool/result",
+            "role": "tool",
+            "text": text,
+            "outcome": _outcome(text, is_error, record.get("toolUseResult")),
+            "is_error": is_error,
+        }
+        call_id = block.get("tool_use_id")
+        if isinstance(call_id, str):
+            event["call_id"] = call_id
+            name = self.state.pending_calls.pop(call_id, None)
+            if name is not None:
+                event["tool_name"] = name
+        result = record.get("toolUseResult")
+        if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+            root = self.session_id.split("/", 1)[0]
+            event["subagent_session"] = f"{root}/agent-{result['agentId']}"
+        return event
+
+    # -- assistant records --
+
+    def _assistant(self, record: Mapping[str, Any]) -> tuple[list[Event], str | None]:
+        """Events of one assistant record; for a later text part, the entry it joins."""
+        message = record.get("message")
+        message_id = _message_id(record) or ""
+        if message_id != self.state.message_id:
+            self.state.message_id = message_id
+            if not self._side(record):
+                self.state.step += 1
+        model = message.get("model") if isinstance(message, dict) else None
+        common: Event = {"message_id": message_id}
+        if isinstance(model, str):
+            common["model"] = model
+        if self.kind == "compaction-agent":
+            common["source"] = {"kind": GENERATED, "form": "compaction-agent"}
+        elif model == "<synthetic>" or record.get("isApiErrorMessage"):
+            common["source"] = {"kind": GENERATED, "form": "synthetic"}
+        events: list[Event] = []
+        alias: str | None = None
+        anchor = self.messages.get(message_id)
+        for index, block in enumerate(_blocks(record)):
+            btype = block.get("type")
+            if btype == "text" and not str(block.get("text") or "").strip():
+                self.dropped["empty assistant text block"] += 1
+            elif btype == "text" and anchor and (anchor[0], anchor[1]) == (record["uuid"], index):
+                event: Event = {"type": "assistant/message", "role": "assistant", "text": anchor[2]}
+                if len(anchor[3]) > 1:
+                    event["part_uuids"] = anchor[3]
+                events.append(event)
+            elif btype == "text":
+                alias = self.message_entries.get(message_id)
+            elif btype == "thinking" and str(block.get("thinking") or "").strip():
+                events.append(
+                    {
+                        "type": "assistant/thinking",
+                        "role": "assistant",
+                        "text": str(block["thinking"]),
+                    }
+                )
+            elif btype in ("thinking", "redacted_thinking"):
+                self.dropped["thinking without text (empty or redacted)"] += 1
+            elif btype in ("tool_use", "server_tool_use"):
+                events.append(self._tool_call(block))
+            elif isinstance(btype, str) and btype.endswith("_tool_result"):
+                events.append(self._tool_result(record, block))
+            else:
+                self.dropped[f"unknown assistant block {btype!r}"] += 1
+        for event in events:
+            event.update(common)
+        return events, alias
+
+    def _tool_call(self, block: Mapping[str, Any]) -> Event:
+        name = str(block.get("name") or "?")
+        arguments = json.dumps(block.get("input"), ensure_ascii=False, separators=(",", ":"))
+        event: Event = {
+            "type": "tool/call",
+            "role": "assistant",
+            "text": f"{name} {arguments}",
+            "tool_name": name,
+        }
+        call_id = block.get("id")
+        if isinstance(call_id, str):
+            event["call_id"] = call_id
+            self.state.pending_calls[call_id] = name
+            while len(self.state.pending_calls) > PENDING_CALLS_CAP:
+                del self.state.pending_calls[next(iter(self.state.pending_calls))]
+        return event
+
+    # -- compaction --
+
+    def _boundary(self, record: Mapping[str, Any]) -> tuple[list[Event], str | None]:
+        """The ``compaction/start`` event and the entry the active path continues at."""
+        event: Event = {
+            "type": "compaction/start",
+            "role": "system",
+            "text": str(record.get("content") or "Conversation compacted"),
+            "source": {"kind": GENERATED, "form": "compact-boundary"},
+        }
+        metadata = record.get("compactMetadata")
+        if isinstance(metadata, dict):
+            if isinstance(metadata.get("trigger"), str):
+                event["compact_trigger"] = metadata["trigger"]
+            if isinstance(metadata.get("preTokens"), int):
+                event["pre_tokens"] = metadata["preTokens"]
+        logical = record.get("logicalParentUuid")
+        parent: str | None
+        if isinstance(logical, str):
+            event["logical_parent_uuid"] = logical
+        if isinstance(logical, str) and (logical in self.links or logical in self.known):
+            parent, _ = self._parent(logical)
+            event["continues_from"] = "logical-parent"
+        else:
+            parent = self.state.last_main
+            event["continues_from"] = "last-main-chain" if parent else "nothing"
+        return [event], parent
+
+
+def _blocks(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else json.dumps(content, ensure_ascii=False)
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            if block.get("type") == "text":
+                parts.append(str(block.get("text") or ""))
+            else:
+                parts.append(f"[{block.get('type')}]")
+    return "\n".join(parts)
+
+
+def _user_event(text: str, kind: str, form: str) -> Event:
+    return {
+        "type": "user/message",
+        "role": "user",
+        "text": text,
+        "source": {"kind": kind, "form": form},
+    }
+
+
+def _typed_command(text: str) -> tuple[str, str] | None:
+    """``(form, text)`` for a slash command or ``!`` shell command the user typed."""
+    bash = _BASH_INPUT.match(text)
+    if bash is not None:
+        return "bash-mode", "!" + bash.group(1)
+    if not text.startswith(("<command-name>", "<command-message>")):
+        return None
+    name_match = _COMMAND_NAME.search(text) or _COMMAND_MESSAGE.search(text)
+    name = name_match.group(1) if name_match else ""
+    if not name:
+        return None
+    args_match = _COMMAND_ARGS.search(text)
+    args = args_match.group(1).strip() if args_match else ""
+    name = name if name.startswith("/") else "/" + name
+    return "slash-command", f"{name} {args}" if args else name
+
+
+def _generated_form(text: str) -> str | None:
+    for prefix, form in _GENERATED_PREFIXES:
+        if text.startswith(prefix):
+            return form
+    return None
+
+
+def _outcome(text: str, is_error: bool, result: Any) -> str:
+    if text.startswith(_REJECTED) or result == "User rejected tool use":
+        return "aborted"
+    if text.startswith("[Request interrupted by user") or text == "Sibling tool call errored":
+        return "aborted"
+    if isinstance(result, dict) and result.get("interrupted") is True:
+        return "aborted"
+    if text.startswith("Command timed out"):
+        return "timed_out"
+    return "failed" if is_error else "succeeded"
+
+
+# -- the model's context --------------------------------------------------------------
+
+
+def active_path(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The main chain from the latest event back to the root, in seq order.
+
+    Compaction boundaries continue to the record they were linked to, so what came
+    before a compaction stays on the path; sibling results of parallel tool calls
+    (Claude Code hangs each off its own call) are on the path when their call is.
+    """
+    ordered = sorted(events, key=lambda e: e["seq"])
+    # A subagent's own session is all sidechain: then its events are the chain.
+    main = [e for e in ordered if not e.get("is_sidechain")] or ordered
+    by_entry = {e["entry_id"]: e for e in main if e.get("entry_id")}
+    if not main:
+        return []
+    on_path: dict[int, Mapping[str, Any]] = {}
+    node: Mapping[str, Any] | None = main[-1]
+    while node is not None and node["seq"] not in on_path:
+        on_path[node["seq"]] = node
+        parent = node.get("parent_id")
+        node = by_entry.get(parent) if parent else None
+    calls = {e.get("call_id") for e in on_path.values() if e["type"] == "tool/call"}
+    for event in main:
+        if event["type"] == "tool/result" and event.get("call_id") in calls:
+            on_path.setdefault(event["seq"], event)
+    return [on_path[seq] for seq in sorted(on_path)]
+
+
+def model_context(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The events the model still sees: the active path from the latest compaction on."""
+    path = active_path(events)
+    starts = [i for i, e in enumerate(path) if e["type"] == "compaction/start"]
+    return path[starts[-1] :] if starts else path
