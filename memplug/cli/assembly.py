@@ -1,0 +1,80 @@
+"""`memory assemble` (what a pre-step would inject now, logged like one) and `memory explain`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memplug.cli.output import CliContext, emit, json_option
+
+
+def _render_assembly(data: dict[str, Any]) -> str:
+    if data["injected"]:
+        tail = (
+            f"assembly {data['assembly_id']}: {data['used_tokens']} of {data['budget']} tokens "
+            f"({data['token_source']}), {len(data['included'])} included, "
+            f"{len(data['omitted'])} omitted; details: memory explain --assembly "
+            f"{data['assembly_id']}"
+        )
+        return f"{data['text']}\n\n{tail}"
+    why = "; ".join(data["errors"]) or "nothing relevant, and the search was complete"
+    return (
+        f"nothing to inject ({why}); assembly {data['assembly_id']}, "
+        f"{len(data['omitted'])} omitted; details: memory explain --assembly "
+        f"{data['assembly_id']}"
+    )
+
+
+@click.command("assemble")
+@click.option("--session", "session_id", required=True, help="Session to assemble for.")
+@click.option(
+    "--query",
+    default=None,
+    help="Task text (default: the session's latest real user message).",
+)
+@click.option("--turn", type=int, default=None, help="Turn to record in the log.")
+@json_option
+@click.pass_obj
+def assemble_cmd(
+    ctx: CliContext, session_id: str, query: str | None, turn: int | None, as_json: bool
+) -> None:
+    """Build what a pre-step would inject now, and log it like one."""
+    from memplug.assemble import AssemblyRequest
+    from memplug.errors import NotFound
+
+    with ctx.open(create=True) as memory:
+        if memory.store.events.session(session_id) is None:
+            raise NotFound(f"no session {session_id!r} in the database")
+        result = memory.assemble(
+            AssemblyRequest(session_id=session_id, query=query, turn=turn, trigger="cli")
+        )
+        emit(result.as_dict(), as_json, _render_assembly)
+
+
+@click.command("explain")
+@click.option("--assembly", "assembly_id", type=int, default=None, help="A logged assembly id.")
+@click.option("--session", "session_id", default=None, help="Newest assembly of this session.")
+@click.option("--turn", type=int, default=None, help="With --session: newest of this turn.")
+@json_option
+@click.pass_obj
+def explain_cmd(
+    ctx: CliContext,
+    assembly_id: int | None,
+    session_id: str | None,
+    turn: int | None,
+    as_json: bool,
+) -> None:
+    """Show a logged assembly (the newest by default): budget, sections, every omission."""
+    from memplug.errors import UsageError
+    from memplug.explain import explain, find_assembly, render_explain
+
+    if assembly_id is not None and (session_id is not None or turn is not None):
+        raise UsageError("give either --assembly or --session [--turn], not both")
+    if turn is not None and session_id is None:
+        raise UsageError("--turn needs --session")
+    with ctx.open(create=False) as memory:
+        record = find_assembly(
+            memory.store, assembly_id=assembly_id, session_id=session_id, turn=turn
+        )
+        emit(explain(record), as_json, render_explain)
