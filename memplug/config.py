@@ -245,7 +245,7 @@ def _merge(
 
 
 def _all_keys(config: Config) -> list[str]:
-    keys = []
+    keys: list[str] = []
     for section, values in config.to_dict().items():
         keys.extend(f"{section}.{key}" for key in values)
     return keys

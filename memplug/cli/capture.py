@@ -70,5 +70,4 @@ def export_cmd(ctx: CliContext, sessions: tuple[str, ...]) -> None:
     Export, import into a fresh database, export again: the bytes are identical.
     """
     with ctx.open(create=False) as memory:
-        out = click.get_text_stream("stdout")
-        memory.export_jsonl(out, list(sessions) or None)
+        memory.export_jsonl(sys.stdout, list(sessions) or None)
