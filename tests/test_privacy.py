@@ -1,0 +1,619 @@
+"""Privacy: private spans, file modes, secret shapes, and purge that leaves no trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import stat
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memplug.memory import Memory
+from memplug.models import parse_event
+from memplug.purge import purge
+from memplug.secrets import find_secrets, has_secret, redact_secrets, secret_lines
+from memplug.store.logs import LogRecord
+
+# Random-looking words whose trigrams occur nowhere else in these tests.
+SECRET = "zqxjv-wkfpq-quokka-9137"
+KEPT = "tangerine-harbour-4402"
+
+
+def write_jsonl(path: Path, events: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
+    return path
+
+
+def ev(session: str, seq: int, text: str, **extra: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "session_id": session,
+        "seq": seq,
+        "type": "user/message",
+        "role": "user",
+        "time": f"2026-01-{seq:02d}T10:00:00Z",
+        "text": text,
+        "cwd": "/home/ana/shop",
+    }
+    data.update(extra)
+    return data
+
+
+def file_bytes(path: Path) -> bytes:
+    """The database file and its WAL, as a person with `grep -a` would read them."""
+    data = b""
+    for suffix in ("", "-wal"):
+        candidate = Path(str(path) + suffix)
+        if candidate.exists():
+            data += candidate.read_bytes()
+    return data
+
+
+def secret_trigrams(text: str) -> set[str]:
+    return {text[i : i + 3].lower() for i in range(len(text) - 2)}
+
+
+def vocabulary(conn: apsw.Connection, index: str) -> set[str]:
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.v_{index} USING fts5vocab(main, {index}, row)"
+    )
+    return {str(r[0]) for r in conn.execute(f"SELECT term FROM temp.v_{index}")}
+
+
+# -- <private> spans ---------------------------------------------------------------
+
+
+def test_private_spans_never_reach_text_index_archive_export_or_file(tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    long_tail = "filler words " * 2_000  # over the 20,000-character cap: archived
+    events = [
+        ev("s", 1, f"the key is <private>{SECRET}</private> ok"),
+        ev("s", 2, f"{long_tail}<PRIVATE>{SECRET}</PRIVATE> end of a long one"),
+        ev("s", 3, f"unclosed <private>{SECRET} runs to the end"),
+        {
+            "session_id": "s",
+            "seq": 4,
+            "type": "user/message",
+            "content": [{"type": "text", "text": f"<private>{SECRET}</private> in a block"}],
+        },
+    ]
+    with Memory.open(db) as memory:
+        memory.ingest([parse_event(e) for e in events])
+        conn = memory.db.conn
+        rows = conn.execute("SELECT seq, text, private_spans, truncated FROM events").fetchall()
+        assert {r[0]: r[2] for r in rows} == {1: 1, 2: 1, 3: 1, 4: 1}
+        assert all(SECRET not in str(r[1]) for r in rows)
+        assert all("[private]" in str(r[1]) for r in rows if r[0] != 2)  # 2: cut before it
+        assert [r[3] for r in rows if r[0] == 2] == [1]
+        archive = conn.execute("SELECT text FROM archive").fetchall()
+        assert len(archive) == 1 and SECRET not in archive[0][0]
+        assert "[private]" in archive[0][0]
+        assert SECRET not in "".join(memory.iter_export())
+        hits = conn.execute(
+            "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (f'"{SECRET[:11]}"',)
+        ).fetchone()[0]
+        assert hits == 0
+        assert not secret_trigrams("zqxjv-wkfpq") & vocabulary(conn, "events_fts")
+    assert SECRET.encode() not in file_bytes(db)
+    assert b"zqxjv" not in file_bytes(db)
+
+
+# -- file modes --------------------------------------------------------------------
+
+
+def test_database_wal_and_directory_are_private_even_under_umask_0(cli, tmp_path: Path) -> None:
+    db = tmp_path / "home" / "deep" / "m.sqlite"
+    other = tmp_path / "cli" / "m.sqlite"
+    src = write_jsonl(tmp_path / "e.jsonl", [ev("s", 1, "hello")])
+    old = os.umask(0)
+    try:
+        with Memory.open(db) as memory:
+            memory.ingest([parse_event(ev("s", 1, "hello"))])
+            for suffix in ("", "-wal", "-shm"):
+                created = Path(str(db) + suffix)
+                assert stat.S_IMODE(created.stat().st_mode) == 0o600, suffix
+        # The CLI inherits the umask too.
+        result = cli("--db", str(other), "import", str(src))
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(other.stat().st_mode) == 0o600
+    assert stat.S_IMODE(other.parent.stat().st_mode) == 0o700
+
+
+def test_status_reports_loosened_modes(cli, tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        memory.ingest([parse_event(ev("s", 1, "hello"))])
+    status = cli("--db", str(db), "status", "--json").json()
+    assert status["permissions"] == {"file": "600", "dir": "700", "private": True}
+    os.chmod(db, 0o644)
+    status = cli("--db", str(db), "status", "--json").json()
+    assert status["permissions"]["private"] is False and status["permissions"]["file"] == "644"
+    text = cli("--db", str(db), "status")
+    assert text.returncode == 0 and "WARNING: readable by others" in text.stdout
+    os.chmod(db, 0o600)
+    os.chmod(db.parent, 0o755)
+    status = cli("--db", str(db), "status", "--json").json()
+    assert status["permissions"] == {"file": "600", "dir": "755", "private": False}
+
+
+# -- purge -------------------------------------------------------------------------
+
+
+def seed_two_sessions(memory: Memory) -> None:
+    """A purged session with rows in every table that can hold its text, and a kept one."""
+    secret_events = [
+        ev("gone", 1, f"remember: the vault phrase is {SECRET}"),
+        ev("gone", 2, f"{'long words ' * 2_000} and the tail {SECRET}"),
+        ev("gone", 3, f"tool said {SECRET}", type="tool/result", role="tool", tool_name="bash"),
+        ev("gone", 4, f"thinking about {SECRET}", type="assistant/thinking", role="assistant"),
+    ]
+    kept_events = [ev("kept", i, f"note {i}: the harbour code is {KEPT}") for i in range(1, 4)]
+    memory.ingest([parse_event(e) for e in secret_events + kept_events])
+    conn = memory.db.conn
+    with memory.db.write_transaction():
+        for session, text, seq in (("gone", SECRET, 1), ("kept", KEPT, 1)):
+            item_id = f"mem_{session}_0000000000000001"
+            conn.execute(
+                "INSERT INTO memory_items (id, session_id, kind, content, source_refs_json, "
+                "evidence_type, content_hash, extractor, derived_from_seq) "
+                "VALUES (?, ?, 'fact', ?, ?, 'user_explicit', ?, 'test/1', ?)",
+                (
+                    item_id,
+                    session,
+                    f"vault phrase is {text}",
+                    json.dumps([f"{session}:{seq}"]),
+                    session,
+                    seq,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO memory_events (memory_id, session_id, event, actor, detail_json) "
+                "VALUES (?, ?, 'created', 'extractor', ?)",
+                (item_id, session, json.dumps({"content": text})),
+            )
+            conn.execute(
+                "INSERT INTO memory_actions (memory_id, action, actor, at, note) "
+                "VALUES (?, 'promote', 'ana', '2026-01-02T00:00:00Z', ?)",
+                (item_id, text),
+            )
+            conn.execute(
+                "INSERT INTO task_state (session_id, goal) VALUES (?, ?)", (session, f"goal {text}")
+            )
+            conn.execute(
+                "INSERT INTO pending_extraction (session_id, seq, last_error, first_failed_at, "
+                "last_failed_at) VALUES (?, 1, ?, 'x', 'x')",
+                (session, f"failed on {text}"),
+            )
+            memory.store.events.record_error("extract", f"could not read {text}", session, 1)
+        # An item of the kept session that cites the purged one (cross-session evidence).
+        conn.execute(
+            "INSERT INTO memory_items (id, session_id, kind, content, source_refs_json, "
+            "evidence_type, content_hash, extractor, derived_from_seq) "
+            "VALUES ('mem_kept_cites_gone', 'kept', 'fact', 'cites the other session', "
+            "'[\"gone:1\"]', 'user_explicit', 'h2', 'test/1', 1)"
+        )
+    logs = memory.store.logs
+    base = {
+        "trigger": "pre_step",
+        "created_at": "2026-01-05T00:00:00Z",
+        "budget": 600,
+        "used_tokens": 10,
+        "token_source": "estimate",
+        "injected": True,
+    }
+    logs.insert(LogRecord(session_id="gone", text=f"[ev gone:1] {SECRET}", **base), retention=100)
+    # A kept session's assembly that quoted the purged session through global scope.
+    logs.insert(
+        LogRecord(
+            session_id="kept",
+            text=f"[ev gone:1] {SECRET}",
+            included=[{"ref": "gone:1", "why": "bm25"}],
+            **base,
+        ),
+        retention=100,
+    )
+    logs.insert(LogRecord(session_id="kept", text=f"[ev kept:1] {KEPT}", **base), retention=100)
+
+
+def session_rows(conn: apsw.Connection, session: str) -> dict[str, int]:
+    tables = [
+        "events",
+        "archive",
+        "sessions",
+        "checkpoints",
+        "pending_extraction",
+        "memory_items",
+        "memory_events",
+        "task_state",
+        "assembly_logs",
+        "error_log",
+    ]
+    return {
+        t: conn.execute(f"SELECT count(*) FROM {t} WHERE session_id = ?", (session,)).fetchone()[0]
+        for t in tables
+    }
+
+
+def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        seed_two_sessions(memory)
+        conn = memory.db.conn
+        kept_before = list(memory.iter_export(["kept"]))
+        assert SECRET.encode() in file_bytes(db)
+        segments_before = {
+            r[0] for r in conn.execute("SELECT id FROM events_fts_data WHERE id > 10")
+        }
+
+        report = purge(memory, sessions=["gone"])
+
+        assert report.plan.events == 4
+        assert report.deleted["events"] == 4 and report.deleted["archive"] == 1
+        assert report.deleted["assembly_logs"] == 2
+        assert report.deleted["memory_items"] == 2  # its own, and the one citing it
+        assert report.deleted["memory_actions"] == 1
+        assert report.indexes == {"events_fts": "ok", "memory_fts": "ok"}
+        assert report.checkpoint["complete"] is True
+        assert set(session_rows(conn, "gone").values()) == {0}
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM memory_actions WHERE note = ?", (SECRET,)
+            ).fetchone()[0]
+            == 0
+        )
+        # The kept session is untouched, byte for byte.
+        assert list(memory.iter_export(["kept"])) == kept_before
+        assert session_rows(conn, "kept")["memory_items"] == 1
+        assert session_rows(conn, "kept")["assembly_logs"] == 1
+        # No index matches, no index term of the secret survives, no old segment either.
+        for index, column in (("events_fts", "text"), ("memory_fts", "content")):
+            hits = conn.execute(
+                f"SELECT count(*) FROM {index} WHERE {index} MATCH ?", (f'"{SECRET}"',)
+            ).fetchone()[0]
+            assert hits == 0, index
+            assert not secret_trigrams("zqxjv-wkfpq") & vocabulary(conn, index), column
+        segments_after = {
+            r[0] for r in conn.execute("SELECT id FROM events_fts_data WHERE id > 10")
+        }
+        assert not segments_before & segments_after
+        for table in ("events_fts_data", "events_fts_idx", "memory_fts_data", "memory_fts_idx"):
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                for value in row:
+                    raw = value if isinstance(value, bytes) else str(value).encode()
+                    assert SECRET.encode() not in raw and b"zqxjv" not in raw
+        assert memory.db.integrity_check() == ["ok"]
+        # The WAL was truncated while the database is still open.
+        assert Path(str(db) + "-wal").stat().st_size == 0
+        assert SECRET.encode() not in file_bytes(db)
+        assert b"zqxjv" not in file_bytes(db)
+        assert KEPT.encode() in file_bytes(db)
+    assert SECRET.encode() not in file_bytes(db)
+
+
+def test_purge_before_a_date_cuts_by_event_time_and_rederives_the_rest(tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    events = [
+        ev("old", 1, f"old one {SECRET}"),
+        ev("old", 2, "old two"),
+        ev("mixed", 3, f"early {SECRET}"),
+        ev("mixed", 20, f"late {KEPT}"),
+        ev("undated", 1, "no time at all", time=None),
+    ]
+    with Memory.open(db) as memory:
+        memory.ingest([parse_event({k: v for k, v in e.items() if v is not None}) for e in events])
+        conn = memory.db.conn
+        with memory.db.write_transaction():
+            conn.execute(
+                "INSERT INTO memory_items (id, session_id, kind, content, evidence_type, "
+                "content_hash, extractor, derived_from_seq) "
+                "VALUES ('mem_mixed_1', 'mixed', 'fact', ?, 'user_explicit', 'h', 't/1', 3)",
+                (f"early {SECRET}",),
+            )
+            conn.execute("INSERT INTO task_state (session_id, goal) VALUES ('mixed', ?)", (SECRET,))
+        report = purge(memory, before="2026-01-10")
+        assert report.plan.sessions == ("old",)
+        assert report.plan.partial == {"mixed": 1}
+        assert report.plan.undated_kept == 1
+        assert report.rederived == ("mixed",)
+        remaining = conn.execute("SELECT session_id, seq FROM events ORDER BY 1, 2").fetchall()
+        assert remaining == [("mixed", 20), ("undated", 1)]
+        assert (
+            conn.execute("SELECT count(*) FROM sessions WHERE session_id = 'old'").fetchone()[0]
+            == 0
+        )
+        first_time = conn.execute(
+            "SELECT first_time FROM sessions WHERE session_id = 'mixed'"
+        ).fetchone()[0]
+        assert first_time == "2026-01-20T10:00:00Z"
+        assert (
+            conn.execute(
+                "SELECT last_extract_seq FROM checkpoints WHERE session_id = 'mixed'"
+            ).fetchone()[0]
+            != 3
+        )
+        assert SECRET not in json.dumps(conn.execute("SELECT * FROM memory_items").fetchall())
+        assert SECRET not in json.dumps(conn.execute("SELECT * FROM task_state").fetchall())
+    assert SECRET.encode() not in file_bytes(db)
+    assert KEPT.encode() in file_bytes(db)
+
+
+def test_purge_all_empties_every_table_and_index(tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        seed_two_sessions(memory)
+        report = purge(memory, everything=True, vacuum=True)
+        assert report.vacuumed and report.free_pages == 0
+        counts = memory.store.counts()
+        assert set(counts.values()) == {0}, counts
+        assert memory.db.conn.execute("SELECT count(*) FROM memory_actions").fetchone()[0] == 0
+        assert vocabulary(memory.db.conn, "events_fts") == set()
+        assert vocabulary(memory.db.conn, "memory_fts") == set()
+        # The file is still a working memplug database.
+        memory.ingest([parse_event(ev("new", 1, "after the purge"))])
+        assert memory.store.counts()["events"] == 1
+    data = file_bytes(db)
+    assert SECRET.encode() not in data and KEPT.encode() not in data
+
+
+def test_purge_reports_a_wal_it_could_not_truncate(tmp_path: Path) -> None:
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        seed_two_sessions(memory)
+        reader = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchall()
+        memory.db.conn.set_busy_timeout(50)
+        report = purge(memory, sessions=["gone"])
+        assert report.checkpoint == {"complete": False, "busy": True}
+        assert any("write-ahead log could not be truncated" in w for w in report.warnings)
+        assert (
+            memory.db.conn.execute(
+                "SELECT count(*) FROM events WHERE session_id = 'gone'"
+            ).fetchone()[0]
+            == 0
+        )
+        reader.execute("COMMIT")
+        reader.close()
+
+
+# -- purge through the CLI ---------------------------------------------------------
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Path:
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        seed_two_sessions(memory)
+    return db
+
+
+def test_cli_purge_without_a_terminal_needs_yes(cli, seeded: Path) -> None:
+    result = cli("--db", str(seeded), "purge", "--session", "gone", input="y\n")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "Error: purge deletes data for good: pass --yes to confirm when not at a terminal"
+    ]
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 7
+
+
+def test_cli_purge_yes_json(cli, seeded: Path) -> None:
+    result = cli("--db", str(seeded), "purge", "--session", "gone", "--yes", "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["sessions"] == ["gone"] and data["deleted"]["events"] == 4
+    assert data["checkpoint"]["complete"] is True
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 3
+    assert SECRET.encode() not in file_bytes(seeded)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--session", "nope", "--yes"], "Error: no session 'nope' in the database"),
+        (["--yes"], "Error: give exactly one of --session, --before or --all"),
+        (
+            ["--all", "--session", "gone", "--yes"],
+            "Error: give exactly one of --session, --before or --all",
+        ),
+        (
+            ["--before", "last tuesday", "--yes"],
+            "Error: --before 'last tuesday' is not a date (YYYY-MM-DD) or ISO-8601 date-time",
+        ),
+    ],
+)
+def test_cli_purge_bad_usage_is_one_line_and_deletes_nothing(
+    cli, seeded: Path, args: list[str], message: str
+) -> None:
+    result = cli("--db", str(seeded), "purge", *args)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [message]
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 7
+
+
+def test_cli_purge_of_a_missing_database_creates_nothing(cli, tmp_path: Path) -> None:
+    db = tmp_path / "none" / "m.sqlite"
+    result = cli("--db", str(db), "purge", "--all", "--yes")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"Error: no memplug database at {db}"
+    assert not db.parent.exists()
+
+
+def run_in_terminal(args: list[str], answer: str) -> tuple[int, str]:
+    """Run the CLI on a pseudo-terminal, answer its question, return (exit, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child becomes the CLI, with the terminal as stdin/stdout/stderr
+        os.execv(sys.executable, [sys.executable, "-m", "memplug.cli", *args])
+    output = b""
+    deadline = time.monotonic() + 60
+    answered = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not answered and b"[y/N]" in output:
+                os.write(fd, answer.encode() + b"\n")
+                answered = True
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+def test_cli_purge_asks_at_a_terminal(cli, seeded: Path) -> None:
+    code, output = run_in_terminal(["--db", str(seeded), "purge", "--session", "gone"], "n")
+    assert "Delete 4 events, 1 whole session (gone) for good? [y/N]" in output
+    assert code == 1 and "Error: purge cancelled; nothing was deleted" in output
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 7
+    code, output = run_in_terminal(["--db", str(seeded), "purge", "--session", "gone"], "y")
+    assert code == 0, output
+    assert "purged:" in output and "write-ahead log: truncated" in output
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 3
+
+
+# -- secret shapes -----------------------------------------------------------------
+
+POSITIVE = {
+    "aws_access_key_id": "creds AKIAIOSFODNN7EXAMPLE in the file",
+    "aws_secret_access_key": 'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+    "github_token": "token ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+    "gitlab_token": "use glpat-AbCdEfGhIjKlMnOpQrSt12",
+    "slack_token": "xoxb-1234567890-abcdefghijkl",
+    "slack_webhook": "post to https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "stripe_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "anthropic_key": "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
+    "openai_key": "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyzABCD1234",
+    "google_api_key": "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "google_oauth_token": "ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlF",
+    "huggingface_token": "hf_abcdefghijklmnopqrstuvwxyzABCDEF",
+    "npm_token": "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
+    "sendgrid_key": "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+    "twilio_key": "SK0123456789abcdef0123456789abcdef",
+    "shopify_token": "shpat_0123456789abcdef0123456789abcdef",
+    "digitalocean_token": "dop_v1_" + "a" * 64,
+    "telegram_bot_token": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",
+    "azure_storage_key": "AccountKey=" + "Ab1+" * 22 + "==;EndpointSuffix=core",
+    "private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA\n-----END OPENSSH"
+    " PRIVATE KEY-----",
+    "url_credentials": "DATABASE_URL=postgres://admin:s3cr3tP4ss@db.example.com/app",
+    "authorization_header": "curl -H 'Authorization: Bearer abcdef0123456789abcdef'",
+    "assigned_secret": 'db_password = "hunter2hunter2"',
+}
+
+NEGATIVE = [
+    "password = get_password()",
+    "password: changeme_later",
+    "the API port is 9090 and p95 < 200 ms at 1k rps",
+    "ask about sk-learn and the task list",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "see src/cache/deploy.py and https://example.com/docs",
+    "The key to success is a token budget of 3000",
+    "secret = os.environ['SECRET']",
+    "数据库迁移 值班室分机号 8088",
+    "AKIAIOSFODNN7EXAMPLEX is too long to be a key id",
+]
+
+
+@pytest.mark.parametrize("kind", sorted(POSITIVE))
+def test_each_known_secret_shape_is_found(kind: str) -> None:
+    text = POSITIVE[kind]
+    spans = find_secrets(text)
+    assert [s.kind for s in spans] == [kind]
+    assert redact_secrets(text).count("[redacted]") == 1
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_ordinary_text_is_not_a_secret(text: str) -> None:
+    assert find_secrets(text) == []
+    assert not has_secret(text)
+
+
+def test_secret_lines_names_every_line_a_secret_spans() -> None:
+    lines = [
+        "harmless",
+        "token ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+        "-----BEGIN PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "-----END PRIVATE KEY-----",
+        "also harmless",
+    ]
+    assert secret_lines(lines) == {1, 2, 3, 4}
+    assert secret_lines(["nothing", "here"]) == set()
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "password=" * 50_000,
+        "-----BEGIN PRIVATE KEY-----" + "A" * 400_000,
+        "a://b:" * 50_000,
+        "eyJ" + "a" * 8 + "." * 100_000,
+        "Authorization: Bearer " * 20_000,
+        "sk-" * 100_000,
+    ],
+)
+def test_scanning_hostile_text_stays_linear(hostile: str) -> None:
+    started = time.perf_counter()
+    find_secrets(hostile)
+    assert time.perf_counter() - started < 1.0
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=300, deadline=None)
+def test_spans_are_in_bounds_sorted_and_disjoint(text: str) -> None:
+    spans = find_secrets(text)
+    previous_end = 0
+    for span in spans:
+        assert previous_end <= span.start < span.end <= len(text)
+        previous_end = span.end
+    assert len(redact_secrets(text)) <= len(text) + 10 * len(spans)
+
+
+def test_a_twelve_thousand_character_message_scans_in_a_millisecond_or_two() -> None:
+    words = "deploy cache tenant migration password key secret token budget session".split()
+    text = "\n".join(" ".join(words[(i + j) % len(words)] for j in range(12)) for i in range(150))
+    find_secrets(text)
+    started = time.perf_counter()
+    for _ in range(20):
+        find_secrets(text)
+    per_call_ms = (time.perf_counter() - started) * 1000 / 20
+    assert per_call_ms < 5.0, per_call_ms
+
+
+def test_text_deleted_before_a_purge_is_not_left_in_free_space(tmp_path: Path) -> None:
+    """Log retention deletes old assembly logs long before anyone purges; their quoted
+    text must not survive in the file's free space for a later purge to miss."""
+    db = tmp_path / "db" / "m.sqlite"
+    with Memory.open(db) as memory:
+        memory.ingest([parse_event(ev("gone", 1, f"remember {SECRET}"))])
+        base = {
+            "trigger": "pre_step",
+            "created_at": "2026-01-05T00:00:00Z",
+            "budget": 600,
+            "used_tokens": 10,
+            "token_source": "estimate",
+            "injected": True,
+        }
+        memory.store.logs.insert(
+            LogRecord(session_id="gone", text=f"[ev gone:1] {SECRET}", **base), retention=1
+        )
+        memory.store.logs.insert(LogRecord(session_id="other", text="x", **base), retention=1)
+        assert memory.store.counts()["assembly_logs"] == 1
+    with Memory.open(db) as memory:
+        purge(memory, sessions=["gone"])
+    assert SECRET.encode() not in file_bytes(db)
