@@ -1,0 +1,940 @@
+"""Explicit cues: the only way text becomes a memory item.
+
+A kind is never guessed from tone or topic. Each rule below names an explicit word or
+pattern, in English or Chinese, carries a version (stored with every item it creates
+as ``extractor``) and its own labelled examples. The examples are the test table
+(``tests/test_cues.py``) and the rule list in ``docs/extraction.md`` (rendered by
+``python -m memplug.cues``), so documentation, tests and behaviour cannot drift apart.
+
+``analyse(text, role)`` is pure: the same text and role give the same candidates.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from memplug.numbers import Number, conditions_of, extract_numbers
+from memplug.text import CJK_RUN, normalize_text
+
+# Task-state fields a cue can fill; they update ``task_state``, not ``memory_items``.
+TASK_FIELDS: tuple[str, ...] = ("goal", "progress", "blocker", "open_item", "unblocked")
+# What a sentence can do besides naming a kind.
+MODIFIERS: tuple[str, ...] = ("correction", "retraction", "restatement")
+
+# One sentence is analysed at most this far: cues sit where people start to speak, and
+# a bound keeps every pattern linear on pasted walls of text.
+MAX_SENTENCE_CHARS = 2_000
+
+_I = re.IGNORECASE
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labelled utterance: what ``classify`` must return for it (``None``: no cue)."""
+
+    text: str
+    expect: str | None
+    role: str = "user"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named, versioned cue. ``ref`` (``id@version``) is stored in ``extractor``."""
+
+    id: str
+    version: int
+    kind: str
+    lang: str
+    summary: str
+    pattern: re.Pattern[str]
+    examples: tuple[Example, ...]
+    # The cue frames the statement ("Decision:", "Remember that", "Actually,"): the
+    # item's content starts after it. Cues that carry meaning ("must") stay in place.
+    strip: bool = False
+    # Lower wins when several rules match one sentence (labels before inline words).
+    priority: int = 50
+    roles: tuple[str, ...] = ("user",)
+    # A match is void when the text right after it matches ``not_after`` or the text
+    # right before it matches ``not_before`` (searched at its end).
+    not_after: re.Pattern[str] | None = None
+    not_before: re.Pattern[str] | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.version}"
+
+    def matches(self, text: str) -> Iterator[re.Match[str]]:
+        for match in self.pattern.finditer(text):
+            if self.not_after is not None and self.not_after.match(text, match.end()):
+                continue
+            if self.not_before is not None and self.not_before.search(text[: match.start()]):
+                continue
+            yield match
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What one sentence contributes: an item, a task update, a correction or a retraction.
+
+    ``kind`` is a memory kind or a task field, or ``None`` when the sentence only
+    corrects, restates or retracts: the extractor then takes the kind from the item it
+    acts on, or does nothing.
+    """
+
+    kind: str | None
+    content: str
+    rule: str
+    role: str
+    sentence: str
+    index: int
+    subject_key: str | None = None
+    numbers: tuple[Number, ...] = ()
+    conditions: tuple[str, ...] = ()
+    correction_rule: str | None = None
+    correction_target: str | None = None
+    retraction_target: str | None = None
+    restatement: bool = False
+
+    @property
+    def is_correction(self) -> bool:
+        return self.correction_rule is not None
+
+    @property
+    def is_retraction(self) -> bool:
+        return self.retraction_target is not None
+
+    @property
+    def is_task(self) -> bool:
+        return self.kind in TASK_FIELDS
+
+    @property
+    def label(self) -> str:
+        """The single word the example table compares: the kind, else what it does."""
+        if self.kind is not None:
+            return self.kind
+        if self.is_retraction:
+            return "retraction"
+        if self.is_correction:
+            return "correction"
+        return "restatement"
+
+
+def _rx(pattern: str, flags: int = _I) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[Example, ...]:
+    return tuple(Example(*item) for item in items)
+
+
+# Fillers that may precede a sentence-initial cue without changing it.
+_LEAD = r"^(?:(?:please|and|but|so|also|oh|ok(?:ay)?|well|hmm|wait)[,\s]+)*"
+# A word after never/always that shows a description, not an instruction:
+# determiners, "mind", forms of be/have, and third-person verbs ("always fails").
+_NOT_IMPERATIVE = _rx(
+    r"\s+(?:mind|the|a|an|this|that|these|those|my|your|our|his|her|their|its|so|such|"
+    r"same|was|were|is|are|been|be|has|had|ever|again|there|here|enough|really|"
+    r"[a-z]+(?<!s)s)\b"
+)
+# Words after "not" that make "not … but" / ", not …" something other than a correction.
+_NOT_CONTRAST = r"(?!(?:only|just|sure|yet|really|always|that|bad|quite|exactly)\b)"
+
+# fmt: off
+RULES: tuple[Rule, ...] = (
+    # -- labels: a person naming the kind outright --------------------------------------
+    Rule("en.decision.label", 1, "decision", "en",
+         "A sentence that starts with the label `Decision:`.",
+         _rx(_LEAD + r"(?:decisions?|decided)\s*[:：]\s*"),
+         _ex(("Decision: we ship the checkout rewrite on Friday.", "decision"),
+             ("Decisions: Postgres for orders.", "decision"),
+             ("That was a tough decision: we argued for hours.", None),
+             ("Decision pending until the review.", None)),
+         strip=True, priority=10),
+    Rule("zh.decision.label", 1, "decision", "zh",
+         "以 `决定：` 或 `决策：` 开头的句子。",
+         _rx(r"^(?:决定|决策)\s*[：:]\s*"),
+         _ex(("决定：周五发布新版结账流程。", "decision"),
+             ("决策：订单表继续用Postgres。", "decision"),
+             ("这个决定很难做。", None)),
+         strip=True, priority=10),
+    Rule("en.constraint.label", 1, "constraint", "en",
+         "A sentence that starts with `Constraint:`, `Rule:` or `Requirement:`.",
+         _rx(_LEAD + r"(?:constraints?|rules?|requirements?)\s*[:：]\s*"),
+         _ex(("Constraint: card numbers are never written to logs.", "constraint"),
+             ("Rule: one change per commit.", "constraint"),
+             ("The rule engine is slow.", None)),
+         strip=True, priority=10),
+    Rule("zh.constraint.label", 1, "constraint", "zh",
+         "以 `约束：`、`规则：` 或 `要求：` 开头的句子。",
+         _rx(r"^(?:约束|规则|要求)\s*[：:]\s*"),
+         _ex(("约束：日志里不能出现卡号。", "constraint"),
+             ("这条规则太严格了。", None)),
+         strip=True, priority=10),
+    Rule("en.preference.label", 1, "preference", "en",
+         "A sentence that starts with `Preference:`.",
+         _rx(_LEAD + r"(?:my\s+)?preferences?\s*[:：]\s*"),
+         _ex(("Preference: short commit messages in the imperative.", "preference"),
+             ("Open the preferences pane.", None)),
+         strip=True, priority=10),
+    Rule("en.open_question.label", 1, "open_question", "en",
+         "A sentence that starts with `Question:`, `Open question:` or `TBD:`.",
+         _rx(_LEAD + r"(?:open\s+questions?|questions?|tbd)\s*[:：]\s*"),
+         _ex(("Open question: do we keep the v1 checkout endpoint for mobile clients?",
+              "open_question"),
+             ("Question: do we need IPv6?", "open_question"),
+             ("TBD: who owns the billing migration.", "open_question"),
+             ("That's a good question.", None),
+             ("Any questions?", None)),
+         strip=True, priority=10),
+    Rule("zh.open_question.label", 1, "open_question", "zh",
+         "以 `疑问：`、`待定：`、`未决问题：`、`开放问题：` 或 `待确认：` 开头的句子"
+         "（`问题：` 也指故障，所以不算）。",
+         _rx(r"^(?:疑问|待定|未决问题|开放问题|待确认)\s*[：:]\s*"),
+         _ex(("待定：移动端是否继续用v1接口？", "open_question"),
+             ("问题：测试在CI上失败了。", None)),
+         strip=True, priority=10),
+    Rule("en.proposal.label", 1, "proposal", "en",
+         "An assistant sentence that starts with `Proposal:`, `Suggestion:` or"
+         " `Recommendation:`.",
+         _rx(_LEAD + r"(?:proposals?|suggestions?|recommendations?)\s*[:：]\s*"),
+         _ex(("Suggestion: cache the product list for 60 s.", "proposal", "assistant"),
+             ("Suggestion: cache the product list for 60 s.", None, "user")),
+         strip=True, priority=10, roles=("assistant",)),
+    # -- task state ----------------------------------------------------------------------
+    Rule("en.task.goal", 1, "goal", "en",
+         "`Goal:` / `Objective:` sets the session's goal (the previous goal is kept as"
+         " superseded).",
+         _rx(_LEAD + r"(?:goals?|objectives?)\s*[:：]\s*"),
+         _ex(("Goal: make checkout p95 under 200 ms.", "goal"),
+             ("Objective: cut the CI time in half.", "goal"),
+             ("He scored a goal.", None)),
+         strip=True, priority=10),
+    Rule("en.task.goal_is", 1, "goal", "en",
+         "`Our goal is …` / `The goal is …` at the start of a sentence.",
+         _rx(_LEAD + r"(?:our|the|my)\s+(?:main\s+)?goal\s+(?:here\s+)?is\s+(?:to\s+)?"),
+         _ex(("Our goal is to cut p95 latency below 200 ms.", "goal"),
+             ("Was the goal reached?", None)),
+         strip=True, priority=10),
+    Rule("zh.task.goal", 1, "goal", "zh",
+         "以 `目标：` 或 `目标是` 开头（`目标文件` 之类不算）。",
+         _rx(r"^(?:我们的|这次的?|本次的?)?目标\s*(?:[：:]|是)\s*"),
+         _ex(("目标：把结账接口的p95降到200毫秒以下。", "goal"),
+             ("目标文件不存在。", None)),
+         strip=True, priority=10),
+    Rule("en.task.done", 1, "progress", "en",
+         "`Done:` / `Finished:` / `Completed:` / `Progress:` records progress and closes"
+         " the open item with the same text.",
+         _rx(_LEAD + r"(?:done|finished|completed|progress)\s*[:：]\s*"),
+         _ex(("Done: added the index on orders.created_at", "progress"),
+             ("I'm done for today.", None),
+             ("Done.", None)),
+         strip=True, priority=10),
+    Rule("zh.task.done", 1, "progress", "zh",
+         "以 `已完成：`、`完成：` 或 `进展：` 开头。",
+         _rx(r"^(?:已完成|完成|进展)\s*[：:]\s*"),
+         _ex(("已完成：订单表加了索引。", "progress"),
+             ("完成这个任务需要两天。", None)),
+         strip=True, priority=10),
+    Rule("en.task.blocked", 1, "blocker", "en",
+         "`Blocked:` / `Blocker:` at the start (stripped), or `we're blocked on/by …`.",
+         _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"
+             r"|" + _LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
+         _ex(("Blocked: waiting for the Stripe sandbox key.", "blocker"),
+             ("We're blocked on the payments API keys.", "blocker"),
+             ("The port is blocked by the firewall.", None),
+             ("Blocked requests are logged.", None)),
+         priority=10),
+    Rule("zh.task.blocked", 1, "blocker", "zh",
+         "以 `阻塞：`、`受阻：` 或 `卡住：` 开头。",
+         _rx(r"^(?:阻塞|受阻|卡住|阻碍)\s*[：:]\s*"),
+         _ex(("阻塞：还在等Stripe的沙箱密钥。", "blocker"),
+             ("网络阻塞了一会儿。", None)),
+         strip=True, priority=10),
+    Rule("en.task.unblocked", 1, "unblocked", "en",
+         "`Unblocked:` removes the blocker with the same text.",
+         _rx(_LEAD + r"unblocked\s*[:：]\s*"),
+         _ex(("Unblocked: waiting for the Stripe sandbox key.", "unblocked"),
+             ("The queue is unblocked now.", None)),
+         strip=True, priority=10),
+    Rule("en.task.next", 1, "open_item", "en",
+         "`Next:` / `Next steps:` / `TODO:` adds an open item.",
+         _rx(_LEAD + r"(?:next(?:\s+steps?)?|to-?\s?dos?)\s*[:：]\s*"),
+         _ex(("Next: load test the checkout endpoint.", "open_item"),
+             ("TODO: rotate the API keys.", "open_item"),
+             ("Next, we looked at the logs.", None),
+             ("Next time, ask first.", None)),
+         strip=True, priority=10),
+    Rule("zh.task.next", 1, "open_item", "zh",
+         "以 `下一步：`、`待办：` 或 `接下来：` 开头。",
+         _rx(r"^(?:下一步|待办|接下来)\s*[：:]\s*"),
+         _ex(("下一步：对结账接口做压测。", "open_item"),
+             ("接下来，我们看看日志。", None)),
+         strip=True, priority=10),
+    # -- inline cues -----------------------------------------------------------------------
+    Rule("en.decision.we_decided", 1, "decision", "en",
+         "`we decided` / `we've decided` / `I decided` (not after `if`, `whether`, …).",
+         _rx(r"\b(?:we|i)(?:'ve|\s+have)?\s+(?:(?:just|finally|now|already)\s+)?decided\b"),
+         _ex(("We decided to use Redis for the session cache.", "decision"),
+             ("We've decided on Postgres 16.", "decision"),
+             ("We haven't decided yet.", None),
+             ("Have we decided on the cache?", None),
+             ("If we decided to drop v1, mobile would break.", None)),
+         priority=20, not_before=_rx(r"\b(?:if|whether|once|when|until|unless)\s+$")),
+    Rule("zh.decision.inline", 1, "decision", "zh",
+         "`我们决定` / `我决定` / `已经决定` / `最终决定`（`还没决定`、`由你决定` 不算）。",
+         _rx(r"(?:我们|我|已经|最终|最后|大家|团队)决定(?!权|不了|吗)"),
+         _ex(("我们决定用Postgres存订单。", "decision"),
+             ("我们还没决定用哪个数据库。", None),
+             ("这个由你决定。", None)),
+         priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
+         not_after=_rx(r"了?\s*[。！!.]?$")),
+    Rule("en.constraint.must", 1, "constraint", "en",
+         "`must` / `must not` / `mustn't` (not `I must say`, not `it must be the …`).",
+         _rx(r"(?<![-\w])must(?:n't|\s+not)?(?![-\w])"),
+         _ex(("The checkout endpoint must keep p95 < 200 ms at 1k rps.", "constraint"),
+             ("We must never log card numbers.", "constraint"),
+             ("You mustn't log tokens.", "constraint"),
+             ("I must say this looks good.", None),
+             ("It must be the cache.", None),
+             ("There must have been a timeout.", None)),
+         priority=30,
+         not_after=_rx(r"\s+(?:say|admit|confess|agree|apologi[sz]e|thank|ask)\b"
+                       r"|\s+(?:not\s+)?be\s+(?:the|a|an|some|something|why|because|wrong|"
+                       r"broken|it|that|this|nice|great|joking|kidding|missing|somewhere|"
+                       r"down|related)\b"
+                       r"|\s+have\s+(?:been|[a-z]+ed)\b|'ve\b")),
+    Rule("en.constraint.never", 1, "constraint", "en",
+         "`never` as an instruction: at the start, or after `we`/`you` (`never mind` and"
+         " descriptions such as `the tests never pass` are not cues).",
+         _rx(_LEAD + r"never(?![-\w])"
+             r"|\b(?:we|you|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"),
+         _ex(("Never commit secrets to the repo.", "constraint"),
+             ("We never deploy on Fridays.", "constraint"),
+             ("never mind, that was the wrong file", None),
+             ("The tests never pass on CI.", None),
+             ("Never the same error twice.", None)),
+         priority=30, not_after=_NOT_IMPERATIVE),
+    Rule("en.constraint.always", 1, "constraint", "en",
+         "`always` as an instruction: at the start, or after `we`/`you`"
+         " (`always the same flaky test` is not a cue).",
+         _rx(_LEAD + r"always(?![-\w])"
+             r"|\b(?:we|you|one)\s+(?:(?:should|must|will|shall)\s+)?always(?![-\w])"),
+         _ex(("Always run the migrations in a transaction.", "constraint"),
+             ("We always pin dependency versions.", "constraint"),
+             ("it's always the same flaky test", None),
+             ("Always the same flaky test.", None),
+             ("The build always fails on Mondays.", None),
+             ("Always fails on the first run.", None)),
+         priority=30, not_after=_NOT_IMPERATIVE,
+         not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$")),
+    Rule("en.constraint.do_not", 1, "constraint", "en",
+         "`Do not …` / `Don't …` as an instruction at the start of a sentence"
+         " (`don't worry`, `don't forget` and the like are not cues).",
+         _rx(_LEAD + r"(?:do\s+not|don'?t)\b"),
+         _ex(("Do not touch the legacy billing module.", "constraint"),
+             ("Please don't use ORMs in this service.", "constraint"),
+             ("Don't worry about the tests.", None),
+             ("I don't know why it fails.", None),
+             ("Don't forget that the demo is at 3 pm.", None)),
+         priority=30,
+         not_after=_rx(r"\s+(?:worry|bother|panic|know|think|mind|care|forget|get\s+me|sweat|"
+                       r"hesitate|understand|remember|see|have|be\s+sorry)\b")),
+    Rule("zh.constraint.must", 1, "constraint", "zh",
+         "`必须`、`务必`、`一定要`、`禁止`、`严禁`、`不得`、`不许`、`不准`"
+         "（`必须说`、`必须的` 不算）。",
+         _rx(r"必须|务必|一定要|禁止|严禁|不得|不许|不准"),
+         _ex(("结账接口必须保持p95小于200毫秒。", "constraint"),
+             ("禁止在周五部署。", "constraint"),
+             ("我必须说，这个设计很好。", None),
+             ("这是必须的！", None)),
+         priority=30, not_after=_rx(r"说|的\s*[。！!]?$")),
+    Rule("zh.constraint.dont", 1, "constraint", "zh",
+         "`不要` / `别` 作为指令：句首、逗号后或 `请`、`千万`、`一定`、`我们` 之后"
+         "（`不要紧`、`别担心`、`要不要` 不算）。",
+         _rx(r"(?:^|[，,]\s*|请|千万|一定|绝对|永远|你们?|我们|大家)(?:不要|别(?!人|的|处))"),
+         _ex(("不要在周五下午部署。", "constraint"),
+             ("请不要修改生成的文件。", "constraint"),
+             ("不要紧，已经好了。", None),
+             ("要不要加缓存？", None),
+             ("别担心，测试会过的。", None)),
+         priority=30, not_after=_rx(r"紧|了|担心|着急|客气|管|忘")),
+    Rule("en.preference.prefer", 1, "preference", "en",
+         "`I prefer` / `I'd prefer` / `I would prefer` / `my preference is`.",
+         _rx(r"\bi(?:'d|\s+would)?\s+(?:(?:really|strongly|generally|usually|much)\s+)?prefer\b"
+             r"|\bmy\s+preference\s+is\b"),
+         _ex(("I prefer small commits with one change each.", "preference"),
+             ("I'd prefer short commit messages.", "preference"),
+             ("Do you prefer tabs?", None),
+             ("Use whatever you prefer.", None)),
+         priority=40, not_after=_rx(r"\s+not\s+to\s+say\b")),
+    Rule("zh.preference", 1, "preference", "zh",
+         "`我偏好` / `我更喜欢` / `我更倾向` / `我的偏好` / 句首 `偏好：`（`偏好设置` 不算）。",
+         _rx(r"我(?:更|比较|个人)?(?:偏好|更喜欢|更倾向)|我的偏好|^偏好\s*[：:]"),
+         _ex(("我偏好用tab缩进。", "preference"),
+             ("我更喜欢简短的提交信息。", "preference"),
+             ("打开偏好设置。", None),
+             ("你偏好哪种风格？", None)),
+         priority=40),
+    Rule("en.open_question.inline", 1, "open_question", "en",
+         "`an open question is …` / `one open question …` inside a sentence.",
+         _rx(r"\b(?:an?|one|the|another)\s+open\s+question\b"),
+         _ex(("An open question is whether we need SSO.", "open_question"),
+             ("The open question remains who owns billing.", "open_question"),
+             ("That question is open to debate.", None)),
+         priority=50),
+    Rule("en.fact.label", 1, "fact", "en",
+         "A sentence that starts with `Remember:`, `Note:`, `Fact:`, `FYI:` or `NB:`.",
+         _rx(_LEAD + r"(?:remember|notes?|facts?|fyi|nb|n\.b\.|important)\s*[:：]\s*"),
+         _ex(("Note: the API port is 8080.", "fact"),
+             ("Remember: the staging database is db-staging-2 on port 5433.", "fact"),
+             ("FYI: the CI runner has 4 GB of RAM.", "fact"),
+             ("Note to self: buy milk.", None),
+             ("I remember the old API.", None),
+             ("Footnote: see the appendix.", None)),
+         strip=True, priority=60),
+    Rule("en.fact.remember_that", 1, "fact", "en",
+         "`Remember that …` / `Remember, …` / `Keep in mind that …` / `Note that …` at the"
+         " start of a sentence (`remember to …` is not a cue).",
+         _rx(_LEAD + r"(?:remember|keep\s+in\s+mind|bear\s+in\s+mind|note)(?:\s+that\b|\s*,)\s*"),
+         _ex(("Remember that the staging DB is read-only.", "fact"),
+             ("Keep in mind that prices are in EUR.", "fact"),
+             ("Do you remember the port?", None),
+             ("I can't remember the port.", None),
+             ("Remember to run the migrations.", None)),
+         strip=True, priority=60),
+    Rule("zh.fact.remember", 1, "fact", "zh",
+         "句首 `记住`、`请记住`、`记一下`（`记住了`、`记不住` 不算）或 `备注：`、`注意：`。",
+         _rx(r"^(?:请|要|你要)?(?:记住|记下|记一下)\s*[：:，,]?\s*|^(?:备注|注意|笔记)\s*[：:]\s*"),
+         _ex(("记住：值班室分机号 4324。", "fact"),
+             ("请记住API端口是8080。", "fact"),
+             ("好的，我记住了。", None),
+             ("我记不住这么多端口。", None)),
+         strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$")),
+    # -- assistant proposals -----------------------------------------------------------------
+    Rule("en.proposal.suggest", 1, "proposal", "en",
+         "An assistant's `I suggest` / `I propose` / `I recommend` / `I'd recommend` /"
+         " `my recommendation is`.",
+         _rx(r"\b(?:i|we)(?:'d|\s+would)?\s+(?:(?:strongly|also)\s+)?(?:suggest|propose|recommend)\b"
+             r"|\bmy\s+(?:suggestion|recommendation|proposal)\s+(?:is|would\s+be)\b"),
+         _ex(("I suggest we add a partial index on orders(status).", "proposal", "assistant"),
+             ("I recommend a read-through wrapper around the product lookup.", "proposal",
+              "assistant"),
+             ("As you suggested, I added retries.", None, "assistant"),
+             ("I suggest we use Postgres.", None, "user")),
+         priority=20, roles=("assistant",)),
+    Rule("en.proposal.could", 1, "proposal", "en",
+         "An assistant's `we could …` / `you could …` (not `could not`, `could have`,"
+         " `could be`).",
+         _rx(r"\b(?:we|you)\s+could\b"),
+         _ex(("We could shard the orders table by region.", "proposal", "assistant"),
+             ("We could not reproduce the failure.", None, "assistant"),
+             ("We could have caught this earlier.", None, "assistant"),
+             ("Could we use Redis here?", None, "assistant")),
+         priority=30, roles=("assistant",),
+         not_after=_rx(r"(?:n't|\s+not|\s+have|\s+never|\s+be|\s+see|\s+tell)\b")),
+    Rule("zh.proposal", 1, "proposal", "zh",
+         "助手的 `我建议`、`建议…`、`我推荐`、`我提议`（`你的建议` 不算）。",
+         _rx(r"(?:^|[，,]\s*|我们?)(?:建议|推荐|提议)"),
+         _ex(("我建议把商品列表缓存60秒。", "proposal", "assistant"),
+             ("建议先加索引再上线。", "proposal", "assistant"),
+             ("谢谢你的建议。", None, "assistant"),
+             ("我建议用Postgres。", None, "user")),
+         priority=20, roles=("assistant",)),
+    # -- corrections and retractions -------------------------------------------------------------
+    Rule("en.correction.label", 1, "correction", "en",
+         "`Correction:` / `Actually, …` / `Scratch that, …` at the start: the statement"
+         " replaces an earlier one.",
+         _rx(_LEAD + r"(?:corrections?\s*[:：]|actually\b[,:]?|scratch\s+that\b[,.:;]?)\s*"),
+         _ex(("Actually, the API port is 9090 now.", "correction"),
+             ("Correction: the cache limit is 4 GB, not 3 GB.", "correction"),
+             ("Actually, we decided to ship on Monday.", "decision"),
+             ("It actually works now.", None)),
+         strip=True, priority=5),
+    Rule("en.correction.instead_of", 1, "correction", "en",
+         "`instead of X use Y` / `use Y instead of X`: X names what is replaced.",
+         _rx(r"\binstead\s+of\s+(?P<old>[^,.;]{1,60}?)\s*,?\s+(?:use|go\s+with|pick|choose|"
+             r"try|we(?:'ll|\s+will)?\s+use)\b|\binstead\s+of\s+(?P<old2>[^,.;]{1,60})"),
+         _ex(("Instead of pip-tools use uv for locking.", "correction"),
+             ("Use uv instead of pip-tools.", "correction"),
+             ("We went to the park instead.", None)),
+         priority=5),
+    Rule("en.correction.not_but", 1, "correction", "en",
+         "`not X but Y` and `Y, not X`: X names what is replaced.",
+         _rx(r"\bnot\s+" + _NOT_CONTRAST + r"(?P<old>[^,.;]{1,40}?)\s*,?\s+but\s+(?!also\b)"
+             r"|,\s*not\s+" + _NOT_CONTRAST + r"(?P<old2>[^,.;!?]{1,40}?)\s*[.!]?$"),
+         _ex(("The deadline is not Friday but Monday.", "correction"),
+             ("The cache limit is 4 GB, not 3 GB.", "correction"),
+             ("Not only fast but also cheap.", None),
+             ("It works, not sure why.", None)),
+         priority=5, not_before=_rx(r"\b(?:if|whether)\b[^,]*$")),
+    Rule("zh.correction", 1, "correction", "zh",
+         "`更正：` / `纠正：`、`改为` / `改成` / `改用`、`不是X而是Y`。",
+         _rx(r"^(?:更正|纠正|订正)\s*[：:]\s*|改为|改成|改用"
+             r"|不是(?P<old>[^，,。；;]{1,30}?)[，,]?\s*而是"),
+         _ex(("更正：缓存上限是4 GB。", "correction"),
+             ("把测试环境的端口改为5433。", "correction"),
+             ("数据库不是MySQL，而是Postgres。", "correction"),
+             ("决定：测试环境的端口改为 5433。", "decision"),
+             ("这个改动很大。", None)),
+         strip=True, priority=5),
+    Rule("en.retraction", 1, "retraction", "en",
+         "`Forget that …` / `Forget about …` / `Disregard what I said about …`: retract the"
+         " matching item (`Forget that, …` alone and `don't forget` are not cues).",
+         _rx(_LEAD + r"(?:forget|disregard)\s+(?:that|about|what\s+i\s+said\s+about|my\s+"
+             r"(?:note|remark)\s+about)\s+(?P<target>\S.*)$"),
+         _ex(("Forget that the API port is 8080.", "retraction"),
+             ("Please forget about the Friday deploy.", "retraction"),
+             ("Forget that, it's fine.", None),
+             ("Don't forget that the demo is at 3 pm.", None),
+             ("I forget that sometimes.", None)),
+         priority=1),
+    Rule("zh.retraction", 1, "retraction", "zh",
+         "句首 `忘掉…`、`请忘记…`、`忘记我说的…`、`撤回…`（`忘记密码了` 不算）。",
+         _rx(r"^(?:请)?(?:忘掉|撤回)(?:之前|刚才|我)?(?:说的|记的)?(?:那条|关于)?(?P<target>.+)$"
+             r"|^(?:请忘记|忘记(?:之前|刚才|我)说的)(?:那条|关于)?(?P<target2>.+)$"),
+         _ex(("忘掉之前说的端口8080。", "retraction"),
+             ("请忘记周五部署那条。", "retraction"),
+             ("忘记密码了。", None)),
+         priority=1),
+)
+
+# Key–value statements are not kinds: they give a subject key, and act only when an
+# earlier item in the session has that key (then they restate or correct it). Their
+# pattern is the key grammar in ``subject_key``; the regex here only documents it.
+RESTATEMENT_RULES: tuple[Rule, ...] = (
+    Rule("en.kv", 1, "restatement", "en",
+         "`the X is Y`, `set X to Y`, `X: Y` with a value that looks like one (a number,"
+         " a name, a symbol): no kind of its own; it restates the earlier item with the"
+         " same subject key `X`, which a new value supersedes.",
+         _rx(r"\b(?:is|are|to|:)\b"),
+         _ex(("The API port is 9090.", "restatement"),
+             ("Set the API port to 9090.", "restatement"),
+             ("The deadline is Friday.", "restatement"),
+             ("The build is broken.", None),
+             ("It is 9090.", None)),
+         priority=90),
+    Rule("zh.kv", 1, "restatement", "zh",
+         "`X是Y`、`X为Y`、`把X设为Y`：没有自己的类型，只在会话中已有同一主题键的条目时起作用。",
+         _rx(r"是|为"),
+         _ex(("API端口是9090。", "restatement"),
+             ("这是一个bug。", None)),
+         priority=90),
+)
+# fmt: on
+
+ALL_RULES: tuple[Rule, ...] = RULES + RESTATEMENT_RULES
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in ALL_RULES}
+_KIND_RULES = tuple(r for r in RULES if r.kind not in ("correction", "retraction"))
+_CORRECTION_RULES = tuple(r for r in RULES if r.kind == "correction")
+_RETRACTION_RULES = tuple(r for r in RULES if r.kind == "retraction")
+
+
+# -- sentences ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
+_BOLD_LABEL = re.compile(r"^[*_]{1,3}([^*_\n]{1,40}?[:：])[*_]{1,3}\s*")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    # A label that stood alone on the line above a bullet list ("Decisions:").
+    header: Rule | None = None
+
+
+def _header_rule(line: str) -> Rule | None:
+    for rule in _KIND_RULES:
+        if not rule.strip:
+            continue
+        match = rule.pattern.match(line)
+        if match and not line[match.end() :].strip():
+            return rule
+    return None
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Sentences a person wrote: code fences, quoted (``>``) lines and blank lines out."""
+    out: list[Sentence] = []
+    in_fence = False
+    header: Rule | None = None
+    for line in normalize_text(text).split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        stripped = line.strip()
+        if in_fence or not stripped or stripped.startswith(">"):
+            header = None
+            continue
+        bullet = _BULLET.match(stripped)
+        body = stripped[bullet.end() :] if bullet else stripped
+        body = _BOLD_LABEL.sub(r"\1 ", body)
+        alone = _header_rule(body)
+        if alone is not None:
+            header = alone
+            continue
+        if not bullet:
+            header = None
+        for piece in _SENTENCE_END.split(body):
+            piece = piece.strip()
+            if piece:
+                out.append(Sentence(piece[:MAX_SENTENCE_CHARS], header if bullet else None))
+    return out
+
+
+def _mask_code(text: str) -> str:
+    """Inline code keeps its length but can no longer hold a cue word."""
+    return _INLINE_CODE.sub(lambda m: "`" + "_" * (len(m.group(0)) - 2) + "`", text)
+
+
+# -- subject keys --------------------------------------------------------------------------
+
+_DETERMINERS = frozenset("the a an our my your their its this that these those".split())
+_NOT_A_SUBJECT = frozenset(
+    """it this that there here he she they we i you what which who everything nothing
+    something anything all one today now then yes no ok okay""".split()
+)
+_KEY_STOPS = frozenset(
+    """is are was were be been do does did have has had will would can could should must
+    may might not never always decided think know want need use uses used and or but if
+    when because so to of in on for with at""".split()
+)
+_FILLER = (
+    r"^(?:(?:so|and|but|also|ok(?:ay)?|well|now|that|we|you|let's|let\s+us|to|please|"
+    r"should|can|could|will|shall|just)[,\s]+)*"
+)
+_KEY_WORDS = r"(?P<key>[a-z][\w\-./']*(?:\s+[a-z0-9][\w\-./']*){0,4}?)"
+_KV_EN: tuple[re.Pattern[str], ...] = (
+    _rx(
+        _FILLER + _KEY_WORDS + r"\s+(?:is|are|=|==|:=|should\s+be|must\s+be|will\s+be|stays|"
+        r"remains|becomes|(?:was|has\s+been|is)\s+(?:changed|moved|set)\s+to|is\s+set\s+to)"
+        r"(?:\s+(?:now|still|currently|actually))?\s+(?P<value>\S.{0,160})$"
+    ),
+    _rx(
+        _FILLER + r"(?:set|change|switch|move|update|bump|raise|lower|increase|decrease|reduce)"
+        r"\s+" + _KEY_WORDS + r"\s+(?:from\s+\S+\s+)?to\s+(?P<value>\S.{0,160})$"
+    ),
+    _rx(r"^(?P<key>[a-z][\w\-. ]{0,30}?)\s*[:=]\s*(?P<value>\S.{0,160})$"),
+)
+_KV_ZH = re.compile(
+    r"^(?:我们的|我的|这个|那个|把|将)?(?P<key>[^\s，,。；;：:！？!?]{1,16}?)"
+    r"(?:现在|目前|仍然|还)?(?:是|为|改为|改成|设为|设置为|用的是|等于)\s*"
+    r"(?P<value>[^，,。；;！？!?]{1,40})"
+)
+_ZH_KEY_BAD_START = re.compile(r"^(?:我|你|他|她|它|这|那|谁|什么|哪|有)")
+_ZH_KEY_BAD_END = re.compile(r"(?:但|还|就|于|可|总|只|要|不|真|正|也|都|又|而|若|凡|或|否)$")
+# A value that names something: a digit, a capitalised name, a symbol, a quote, or one
+# of a few settings words. "The build is broken" has a subject but no such value.
+_VALUE_SHAPE = re.compile(
+    r"\d|(?<![\w'])[A-Z]|\w[._/:@\-]\w|[`\"'“”‘’]"
+    r"|\b(?:on|off|true|false|enabled|disabled|required|optional)\b"
+)
+
+
+def _clean_key(words: list[str]) -> str | None:
+    while words and words[0] in _DETERMINERS:
+        words = words[1:]
+    words = [w.strip(".,'\"") for w in words]
+    words = [w[:-2] if w.endswith("'s") else w for w in words if w]
+    if not words or len(words) > 4:
+        return None
+    if words[0] in _NOT_A_SUBJECT or any(w in _KEY_STOPS for w in words):
+        return None
+    return " ".join(words)
+
+
+def _is_label(text: str) -> bool:
+    return any(rule.strip and rule.pattern.match(text) for rule in RULES)
+
+
+def _key_value(text: str) -> tuple[str, str] | None:
+    body = text.strip()
+    for pattern in _KV_EN:
+        # "Suggestion: …" said by a user is no cue, and no subject either.
+        if pattern is _KV_EN[-1] and _is_label(body):
+            continue
+        match = pattern.match(body)
+        if match:
+            key = _clean_key(match.group("key").lower().split())
+            if key:
+                return key, match.group("value")
+    match = _KV_ZH.match(body)
+    if match:
+        key = re.sub(r"^(?:我们的|我的)", "", match.group("key"))
+        if (
+            len(key) >= 2
+            and not _ZH_KEY_BAD_START.search(key)
+            and not _ZH_KEY_BAD_END.search(key)
+            and "不" not in key
+            and "没" not in key
+        ):
+            return key.lower(), match.group("value")
+    return None
+
+
+def subject_key(text: str, *, need_value: bool = False) -> str | None:
+    """The subject a key–value statement is about (``the API port is 8080`` → ``api port``).
+
+    Mechanical on purpose: two statements are about the same subject only when this
+    returns the same string, and ``memory inspect`` shows it so a person can see why.
+    With ``need_value`` the value must look like one (see ``_VALUE_SHAPE``): that is
+    what an uncued sentence needs before it may restate anything.
+    """
+    found = _key_value(text)
+    if found is None:
+        return None
+    key, value = found
+    if need_value and not (_VALUE_SHAPE.search(value) or CJK_RUN.search(value)):
+        return None
+    return key
+
+
+# -- content words --------------------------------------------------------------------------
+
+_STOPWORDS = frozenset(
+    """a an the and or but if then so to of in on at for with by from as into onto about over
+    under is are was were be been being do does did done have has had will would can could
+    should shall must may might not no yes it its this that these those there here we you i
+    he she they them us our your my their me him her what which who whom when where why how
+    all any some each every just also too very now still yet again only really actually
+    correction instead please use using used get got make made set let lets need want like
+    one two than more most less least much many such own same other up down out off ok
+    okay well""".split()
+)
+_LATIN_TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-.]*[a-z0-9]|[a-z0-9]")
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Words that carry meaning: Latin words and numbers (hyphenated words whole and in
+    parts) and CJK bigrams. They tie a correction or retraction to the item it names."""
+    words: set[str] = set()
+    for token in _LATIN_TOKEN.findall(text.lower()):
+        parts = [token, *re.split(r"[\-_.]", token)] if re.search(r"[\-_.]", token) else [token]
+        for part in parts:
+            if part and part not in _STOPWORDS and (len(part) >= 2 or part.isdigit()):
+                words.add(part)
+    for run in CJK_RUN.findall(text):
+        if len(run) == 1:
+            words.add(run)
+        words.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(words)
+
+
+def canonical(text: str) -> str:
+    """The form two contents are compared in: case, spacing and end punctuation folded."""
+    folded = re.sub(r"\s+", " ", text.casefold()).strip()
+    return folded.rstrip(" .。!！")
+
+
+# -- analysis --------------------------------------------------------------------------------
+
+
+def _first_hit(rules: tuple[Rule, ...], text: str, role: str) -> tuple[Rule, re.Match[str]] | None:
+    """The matching rule with the lowest priority number (table order breaks ties)."""
+    best: tuple[Rule, re.Match[str]] | None = None
+    for rule in rules:
+        if role not in rule.roles:
+            continue
+        match = next(rule.matches(text), None)
+        if match is not None and (best is None or rule.priority < best[0].priority):
+            best = (rule, match)
+    return best
+
+
+def _old_text(match: re.Match[str]) -> str | None:
+    for name in ("old", "old2", "target", "target2"):
+        if name in match.re.groupindex and match.group(name):
+            return str(match.group(name)).strip().rstrip(".。!！")
+    return None
+
+
+def _meaningful(text: str) -> bool:
+    return bool(re.search(r"[A-Za-z]{2}|\d|" + CJK_RUN.pattern, text))
+
+
+def _candidate(
+    kind: str | None,
+    content: str,
+    rule: Rule,
+    role: str,
+    sentence: Sentence,
+    index: int,
+    *,
+    key: str | None,
+    correction: tuple[Rule, str | None] | None = None,
+    retraction_target: str | None = None,
+    restatement: bool = False,
+) -> Candidate:
+    numbers = tuple(extract_numbers(content))
+    return Candidate(
+        kind=kind,
+        content=content,
+        rule=rule.ref,
+        role=role,
+        sentence=sentence.text,
+        index=index,
+        subject_key=key,
+        numbers=numbers,
+        conditions=tuple(conditions_of(list(numbers))),
+        correction_rule=correction[0].ref if correction else None,
+        correction_target=correction[1] if correction else None,
+        retraction_target=retraction_target,
+        restatement=restatement,
+    )
+
+
+def _analyse_sentence(sentence: Sentence, role: str, index: int) -> Candidate | None:
+    original = sentence.text
+    masked = _mask_code(original)
+    question = original.rstrip().endswith(("?", "？"))
+    user = role == "user"
+
+    if user and not question:
+        retraction = _first_hit(_RETRACTION_RULES, masked, role)
+        if retraction is not None:
+            target = _old_text(retraction[1])
+            # "Forget about it" names nothing that could be found again.
+            if not target or not content_words(target):
+                return None
+            return _candidate(
+                None,
+                original,
+                retraction[0],
+                role,
+                sentence,
+                index,
+                key=subject_key(target),
+                retraction_target=target,
+            )
+
+    # A correction cue marks the sentence; a framing one ("Actually,") is cut off and
+    # what follows is read like any other sentence.
+    correction: tuple[Rule, str | None] | None = None
+    body, body_masked = original, masked
+    if user and not question:
+        hit = _first_hit(_CORRECTION_RULES, masked, role)
+        if hit is not None:
+            targets = (_old_text(m) for r in _CORRECTION_RULES for m in r.matches(masked))
+            correction = (hit[0], next((t for t in targets if t), None))
+            if hit[0].strip and hit[1].start() == 0:
+                body = original[hit[1].end() :].strip()
+                body_masked = masked[hit[1].end() :].strip()
+
+    allowed = tuple(r for r in _KIND_RULES if not question or r.kind == "open_question")
+    hit = _first_hit(allowed, body_masked, role)
+    header = sentence.header
+    if hit is None and header is not None and role in header.roles and _meaningful(body):
+        return _candidate(
+            header.kind,
+            body,
+            header,
+            role,
+            sentence,
+            index,
+            key=subject_key(body),
+            correction=correction,
+        )
+    if hit is not None:
+        rule, match = hit
+        content = body[match.end() :].strip() if rule.strip else body
+        # A sentence-initial cue ("I suggest we set …") is not part of the subject.
+        key_text = body[match.end() :] if rule.strip or match.start() == 0 else body
+        if not _meaningful(content):
+            return None
+        return _candidate(
+            rule.kind,
+            content,
+            rule,
+            role,
+            sentence,
+            index,
+            key=subject_key(key_text),
+            correction=correction,
+        )
+
+    if not user or question or not _meaningful(body):
+        return None
+    if correction is not None:
+        return _candidate(
+            None,
+            body,
+            correction[0],
+            role,
+            sentence,
+            index,
+            key=subject_key(body),
+            correction=correction,
+        )
+    key = subject_key(body, need_value=True)
+    if key is None:
+        return None
+    rule = RULES_BY_ID["zh.kv" if CJK_RUN.match(body) or "是" in body else "en.kv"]
+    return _candidate(None, body, rule, role, sentence, index, key=key, restatement=True)
+
+
+def analyse(text: str, role: str) -> list[Candidate]:
+    """Every cue in ``text`` said by ``role`` (``user`` or ``assistant``), in order.
+
+    Text with no cue gives nothing. Assistant text only ever gives proposals.
+    """
+    if role not in ("user", "assistant") or not text:
+        return []
+    out = []
+    for index, sentence in enumerate(split_sentences(text)):
+        candidate = _analyse_sentence(sentence, role, index)
+        if candidate is not None:
+            out.append(candidate)
+    return out
+
+
+def classify(text: str, role: str = "user") -> str | None:
+    """The label of the first candidate in ``text`` (what the example table checks)."""
+    found = analyse(text, role)
+    return found[0].label if found else None
+
+
+def all_examples() -> list[tuple[Rule, Example]]:
+    return [(rule, example) for rule in ALL_RULES for example in rule.examples]
+
+
+# -- documentation ---------------------------------------------------------------------------
+
+DOC_BEGIN = "<!-- rules:begin (generated by `python -m memplug.cues`; do not edit) -->"
+DOC_END = "<!-- rules:end -->"
+
+
+def render_rules_markdown() -> str:
+    """The rule reference in ``docs/extraction.md``, generated from the same table the
+    tests read, so that a rule cannot change without its documentation changing."""
+    lines = [DOC_BEGIN, ""]
+    for rule in ALL_RULES:
+        notes = [
+            f"language {rule.lang}",
+            f"said by {', '.join(rule.roles)}",
+            f"priority {rule.priority}",
+        ]
+        if rule.strip:
+            notes.append("the cue is cut from the content")
+        lines += [
+            f"#### `{rule.ref}` → {rule.kind}",
+            "",
+            f"{rule.summary} *({'; '.join(notes)})*",
+            "",
+            "| said by | text | result |",
+            "| --- | --- | --- |",
+        ]
+        for example in rule.examples:
+            shown = example.text.replace("|", "\\|")
+            lines.append(f"| {example.role} | {shown} | {example.expect or 'no cue'} |")
+        lines.append("")
+    lines.append(DOC_END)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_rules_markdown() + "\n")
