@@ -30,6 +30,7 @@ from memplug.text import estimate_tokens, normalize_text, sha256_hex
 from memplug.vocab import GENERATED_SOURCE_KINDS
 
 if TYPE_CHECKING:
+    from memplug.retrieve import RankedItem, RetrievalResult, Retriever
     from memplug.store import Store
 
 # Section names, in the order they are filled and rendered.
@@ -95,6 +96,8 @@ class ItemCandidate:
     scope: tuple[tuple[str, str], ...] = ()
     source_refs: tuple[tuple[str, int], ...] = ()
     superseded_by: str | None = None
+    # Holds a numeric symbol of the query verbatim: kept even below the min score.
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,108 @@ class CandidateSource(Protocol):
     def candidates(self, session_id: str, task_text: str) -> Candidates: ...
 
     def task_state(self, session_id: str) -> TaskState: ...
+
+
+class MemorySource:
+    """Candidates from :class:`memplug.retrieve.Retriever`, task state from the items store."""
+
+    def __init__(self, retriever: Retriever, store: Store, config: Config) -> None:
+        self.retriever = retriever
+        self.store = store
+        self.config = config
+
+    def candidates(self, session_id: str, task_text: str) -> Candidates:
+        result = self.retriever.retrieve(
+            session_id,
+            task_text,
+            scope=self.config.assembly.scope,
+            limit=self.config.assembly.candidate_limit,
+        )
+        return from_retrieval(result)
+
+    def task_state(self, session_id: str) -> TaskState:
+        return task_state_from(self.store.items.task_state(session_id))
+
+
+def from_retrieval(result: RetrievalResult) -> Candidates:
+    """Retrieval's result in the assembler's terms (the one place that knows both)."""
+    return Candidates(
+        items=tuple(_item(i) for i in result.items),
+        events=tuple(
+            EventCandidate(
+                session_id=e.session_id,
+                seq=e.seq,
+                type=e.type,
+                text=e.text,
+                role=e.role,
+                source_kind=e.source_kind,
+                generated=e.generated,
+                score=e.score,
+                why=e.why,
+                turn=e.turn,
+                time=e.time,
+            )
+            for e in result.evidence
+        ),
+        omitted=tuple(
+            Omission(o.ref, "memory" if o.ref.startswith("mem_") else "evidence", o.reason, o.score)
+            for o in result.omitted
+        ),
+        coverage=Coverage(result.coverage.complete, tuple(result.coverage.reasons)),
+        signals=dict(result.signals),
+        successors={k: _item(v) for k, v in sorted(result.successors.items())},
+    )
+
+
+def _item(item: RankedItem) -> ItemCandidate:
+    return ItemCandidate(
+        id=item.id,
+        kind=item.kind,
+        content=item.content,
+        evidence_type=item.evidence_type,
+        status=item.status,
+        score=item.score,
+        why=item.why,
+        session_id=item.session_id,
+        conditions=tuple(str(c) for c in item.conditions if c),
+        numbers=tuple(_number(n) for n in item.numbers if isinstance(n, Mapping)),
+        source_refs=tuple(item.source_refs),
+        superseded_by=item.superseded_by,
+        pinned=item.pinned,
+    )
+
+
+def _number(data: Mapping[str, Any]) -> NumberInfo:
+    flagged = data.get("flagged")
+    return NumberInfo(
+        text=str(data.get("raw") or data.get("value") or ""),
+        unit=data.get("unit"),
+        conditions=tuple(str(c) for c in data.get("conditions") or ()),
+        flagged=bool(flagged) if flagged is not None else None,
+    )
+
+
+def task_state_from(state: Any) -> TaskState:
+    """The items store's task state (or None) as section lines, in a fixed field order."""
+    if state is None:
+        return TaskState()
+    lines: list[TaskLine] = []
+    for name in ("goal", "progress", "blockers", "open_items"):
+        value = state.get(name) if isinstance(state, Mapping) else getattr(state, name, None)
+        entries = [value] if name == "goal" else list(value or ())
+        for entry in entries:
+            if not entry:
+                continue
+            if isinstance(entry, Mapping):
+                text = str(entry.get("text") or "")
+                ref = entry.get("ref")
+                if ref is None and entry.get("seq") is not None:
+                    ref = f"{entry.get('session_id', '')}:{entry['seq']}"
+            else:
+                text, ref = str(entry), None
+            if text.strip():
+                lines.append(TaskLine(name, text, str(ref) if ref else None))
+    return TaskState(tuple(lines))
 
 
 # -- request and result ----------------------------------------------------------------
@@ -766,7 +871,7 @@ class Assembler:
             if item.status not in ("active", "disputed"):
                 draft.omit(item.id, "memory", item.status, item.score)
                 continue
-            if item.score < min_score:
+            if item.score < min_score and not item.pinned:
                 draft.omit(item.id, "memory", BELOW_MIN_SCORE, item.score)
                 continue
             if visible and item.source_refs:

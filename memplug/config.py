@@ -107,9 +107,16 @@ class AssemblyConfig(_Section):
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
     snippet_chars: int = 600
+    # How many ranked items and events assembly asks retrieval for; the budget decides
+    # how many are used, so this is set to fill it rather than to retrieval.limit.
+    candidate_limit: int = 100
+    # Which sessions a step's memory comes from: its own, its project's, or all.
+    scope: Literal["session", "project", "global"] = "project"
 
     _clamp_min = field_validator("min_budget_tokens")(_clamp(50, 200_000))
     _clamp_soft = field_validator("soft_budget_tokens")(_clamp(0, 200_000))
+    _clamp_snippet = field_validator("snippet_chars")(_clamp(80, 20_000))
+    _clamp_candidates = field_validator("candidate_limit")(_clamp(1, 100))
 
     @property
     def budget_tokens(self) -> int:

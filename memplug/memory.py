@@ -23,7 +23,9 @@ from memplug.models import HostEvent
 from memplug.store import InsertResult, Store
 
 if TYPE_CHECKING:
+    from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
     from memplug.extract import Extractor
+    from memplug.retrieve import Retriever
 
 IMPORT_BATCH = 5_000
 
@@ -109,6 +111,24 @@ class Memory:
         from memplug.extract import Extractor
 
         return Extractor(self.store, self.config)
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        from memplug.retrieve import Retriever
+
+        return Retriever(self.store, self.config)
+
+    @cached_property
+    def assembler(self) -> Assembler:
+        from memplug.assemble import Assembler, MemorySource
+
+        return Assembler(
+            self.config, MemorySource(self.retriever, self.store, self.config), self.store
+        )
+
+    def assemble(self, request: AssemblyRequest) -> AssemblyResult:
+        """What a pre-step would inject now, logged in ``assembly_logs``; never raises."""
+        return self.assembler.run(request)
 
     # -- capture --------------------------------------------------------------------
 

@@ -1,0 +1,164 @@
+"""The host protocol: three calls a harness makes, none of which ever raises into it.
+
+``on_event`` after the host commits an event, ``pre_step`` before an agent step (at
+most one labelled evidence message back), ``pre_tool`` before a tool runs. Anything
+that goes wrong is recorded (``memory status`` shows it) and the host carries on.
+
+This is the only module that turns an assembly into a host message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from memplug.assemble import AssemblyRequest, AssemblyResult
+from memplug.config import Config
+from memplug.memory import Memory
+from memplug.models import (
+    Decision,
+    HostEvent,
+    Injection,
+    StepContext,
+    ToolCall,
+    describe_validation_error,
+    parse_event,
+)
+from memplug.vocab import MEMPLUG_SOURCE_KIND
+
+
+class Plugin:
+    """memplug bound to one database; hand it to a host loop."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        # The last assembly of each call to pre_step, for hosts that want to show it.
+        self.last_result: AssemblyResult | None = None
+
+    @property
+    def config(self) -> Config:
+        return self.memory.config
+
+    def close(self) -> None:
+        self.memory.close()
+
+    def __enter__(self) -> Plugin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the three calls -------------------------------------------------------------
+
+    def on_event(self, event: HostEvent | Mapping[str, Any]) -> bool:
+        """Capture one committed event (and derive memory from it); True when stored.
+
+        memplug's own injection, committed back by the host, is captured like any
+        event — the log must agree with the host's — but is marked generated, so it
+        is never extracted from nor quoted; its assembly log gets the event's seq.
+        """
+        session_id = _get(event, "session_id")
+        seq = _get(event, "seq")
+        try:
+            parsed = event if isinstance(event, HostEvent) else parse_event(dict(event))
+            result = self.memory.ingest([parsed], origin="live")
+            if parsed.source_kind == MEMPLUG_SOURCE_KIND and result.new:
+                self._link_injection(parsed)
+            return bool(result.new)
+        except Exception as error:
+            self._record("capture", error, session_id, seq)
+            return False
+
+    def pre_step(self, ctx: StepContext | Mapping[str, Any]) -> Injection | None:
+        """The evidence message for this step, or None (nothing relevant, or a failure)."""
+        session_id = _get(ctx, "session_id")
+        try:
+            step = ctx if isinstance(ctx, StepContext) else _parse_ctx(ctx)
+            result = self.memory.assemble(
+                AssemblyRequest(
+                    session_id=step.session_id,
+                    query=step.query,
+                    messages=tuple(step.messages),
+                    turn=step.turn,
+                    step=step.step,
+                    trigger=step.trigger,
+                    token_meter=step.token_meter,
+                )
+            )
+        except Exception as error:
+            self._record("assemble", error, session_id)
+            return None
+        self.last_result = result
+        if result.errors:
+            self._record_message("assemble", "; ".join(result.errors), result.session_id)
+        if not result.injected:
+            return None
+        return Injection(text=result.text, assembly_id=result.assembly_id)
+
+    def pre_tool(self, call: ToolCall | Mapping[str, Any]) -> Decision:
+        """Preconditions before a tool runs; none are configured yet, so always allow."""
+        try:
+            if not isinstance(call, ToolCall):
+                ToolCall.model_validate(dict(call))
+        except Exception as error:
+            self._record("pre_tool", error, _get(call, "session_id"))
+        return Decision(allow=True)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _link_injection(self, event: HostEvent) -> None:
+        stored = self.memory.store.events.get(event.session_id, event.seq)
+        if stored is not None:
+            self.memory.store.logs.link_message(event.session_id, stored.content_hash, event.seq)
+
+    def _record(
+        self, stage: str, error: Exception, session_id: Any = None, seq: Any = None
+    ) -> None:
+        if isinstance(error, pydantic.ValidationError):
+            message = describe_validation_error(error)
+        else:
+            message = f"{type(error).__name__}: {error}"
+        self._record_message(stage, message, session_id, seq)
+
+    def _record_message(
+        self, stage: str, message: str, session_id: Any = None, seq: Any = None
+    ) -> None:
+        # If the database itself is failing there is nowhere to record it; the host
+        # step must still go on.
+        with contextlib.suppress(Exception):
+            self.memory.record_error(
+                stage,
+                message,
+                session_id if isinstance(session_id, str) else None,
+                seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+            )
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _parse_ctx(data: Mapping[str, Any]) -> StepContext:
+    return StepContext.model_validate(dict(data))
+
+
+def open_plugin(
+    path: str | None = None,
+    config: Mapping[str, Any] | Config | None = None,
+    *,
+    config_path: str | None = None,
+) -> Plugin:
+    """Open (creating when needed) a database and return its :class:`Plugin`."""
+    overrides: dict[str, Any] | None
+    if config is None:
+        overrides = None
+    elif isinstance(config, Config):
+        overrides = config.to_dict()
+    else:
+        overrides = dict(config)
+    return Plugin(Memory.open(path, config_path=config_path, config=overrides))
