@@ -170,7 +170,10 @@ class Database:
             try:
                 yield self.conn
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                # SQLite has already rolled back after some errors (SQLITE_FULL, IOERR);
+                # a second ROLLBACK would raise and hide the real error.
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
                 raise
             else:
                 self.conn.execute("COMMIT")
@@ -217,7 +220,8 @@ class Database:
                 )
                 self.conn.execute(f"PRAGMA user_version = {migration.version:d}")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
             applied.append(migration.name)
