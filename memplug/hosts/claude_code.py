@@ -123,6 +123,7 @@ class CursorState:
     """Everything a read needs from the reads before it (kept by the caller, as JSON)."""
 
     offset: int = 0
+    seen: int = 0
     base: int = 0
     tail: str = ""
     turn: int = 0
@@ -136,6 +137,7 @@ class CursorState:
     def to_dict(self) -> dict[str, Any]:
         return {
             "offset": self.offset,
+            "seen": self.seen,
             "base": self.base,
             "tail": self.tail,
             "turn": self.turn,
@@ -245,14 +247,14 @@ def read_transcript(
             rewritten = True
             state.base += state.offset * SEQ_PARTS
             state.offset, state.tail = 0, ""
-        limit = max(1, max_bytes)
+        start, limit = state.offset, max(1, max_bytes)
         while True:
             stream.seek(state.offset)
             data = stream.read(limit)
             at_eof = state.offset + len(data) >= size
             cut = data.rfind(b"\n") + 1
             lines, errors = _split(data[:cut], state.offset)
-            hold = _hold_index(lines, final=final and at_eof and cut == len(data))
+            hold = _hold_index(lines, final=final and at_eof)
             if not at_eof and (cut == 0 or hold == 0):
                 limit *= 4  # one line or one message larger than the window: widen it
                 continue
@@ -266,6 +268,9 @@ def read_transcript(
     if kept_errors:
         dropped["malformed line (not a JSON object)"] += len(kept_errors)
     state.offset, state.tail = end, tail
+    # Bytes examined, held and partial ones included: a hook compares it with the file
+    # size to pass over a transcript that did not grow without opening anything else.
+    state.seen = start + len(data)
     return ReadResult(
         session_id=session_id,
         events=mapper.events,

@@ -1,0 +1,506 @@
+"""The Claude Code hook: one payload in on stdin, the transcript captured, maybe context out.
+
+Every hook is a fresh process, so this module imports nothing heavy until it needs it,
+and it never fails the host: whatever goes wrong, it prints nothing, exits 0 and
+records the error (``memory status`` shows it). Claude Code reads exit code 2 as
+"block" — a UserPromptSubmit hook that exited 2 would erase the user's prompt.
+
+On every event the transcript at ``transcript_path`` (and, outside tool hooks, its
+subagents' transcripts) is captured from where the last hook stopped reading. A hook
+that finds nothing appended and has nothing to answer returns before opening the
+database for writing or loading the configuration. ``UserPromptSubmit`` and
+``SessionStart`` with source ``compact`` or ``resume`` answer with the assembled memory
+as ``hookSpecificOutput.additionalContext``, kept under ``hook.maxContextChars``.
+
+If another process holds the write lock longer than the hook can wait, capture is
+skipped (the next hook catches up from the same cursor) and the hook still injects
+from what is there. That note, like any error a locked or missing database cannot
+take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
+``error_log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memplug.hosts import claude_code as cc
+
+if TYPE_CHECKING:
+    from memplug.assemble import AssemblyResult
+    from memplug.memory import Memory
+
+HOST = "claude-code"
+HOOK_EVENTS: frozenset[str] = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "Stop",
+        "SubagentStop",
+        "SessionEnd",
+    }
+)
+# After these the main agent is between model calls, so an assistant message that
+# looks unfinished in the transcript is complete: flush it.
+FLUSHING_EVENTS: frozenset[str] = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
+)
+# Tool hooks run on the agent's hot loop; subagent files are captured by the others.
+TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+REINJECT_SOURCES: frozenset[str] = frozenset({"compact", "resume"})
+# The most text a model context holds (≈200k tokens); older text was compacted away.
+VISIBLE_CHARS = 800_000
+VISIBLE_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", "command"})
+# Characters one estimated token can stand for (ASCII), and the share of the cap kept
+# for the newlines the estimate does not count: they turn the cap into a token budget.
+CHARS_PER_TOKEN = 4
+NEWLINE_SHARE = 10
+LOCK_WAIT_MS = 1_000
+LOG_WAIT_MS = 250
+BUSY_TIMEOUT_MS = 5_000
+
+
+@dataclass
+class HookReport:
+    """What one hook did; the CLI prints ``output`` and nothing else."""
+
+    event: str | None = None
+    session_id: str | None = None
+    captured: int = 0
+    present: int = 0
+    transcripts: int = 0
+    opened: bool = False
+    skipped: str | None = None
+    output: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class Deadline:
+    def __init__(self, ms: float) -> None:
+        self.end = time.monotonic() + ms / 1000
+
+    def left_ms(self) -> float:
+        return max(0.0, (self.end - time.monotonic()) * 1000)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A transcript file, the memplug session it feeds, and whether its writer is known
+    to be between model calls (an unfinished-looking message is then complete)."""
+
+    path: Path
+    session_id: str
+    final: bool
+
+
+# -- entry points -------------------------------------------------------------------
+
+
+def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = None) -> str:
+    """Run one hook; return what to print (possibly nothing). Never raises."""
+    try:
+        report = handle_bytes(stdin, db_path=db_path, config_path=config_path)
+    except BaseException as error:  # the host must go on, whatever happened here
+        _pending_error(db_path, f"hook crashed: {type(error).__name__}: {error}")
+        return ""
+    if report.output is None:
+        return ""
+    return json.dumps(report.output, ensure_ascii=False)
+
+
+def run_from_stdin() -> None:
+    """Read a payload on stdin, print the answer if any, exit 0."""
+    out = main(sys.stdin.buffer.read(), db_path=os.environ.get("MEMPLUG_DB") or None)
+    if out:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+
+
+def handle_bytes(
+    stdin: bytes, *, db_path: str | None = None, config_path: str | None = None
+) -> HookReport:
+    try:
+        payload = json.loads(stdin.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        payload = f"the hook payload is not JSON ({type(error).__name__})"
+    if not isinstance(payload, dict):
+        report = HookReport()
+        if not isinstance(payload, str):
+            payload = f"the hook payload is a JSON {type(payload).__name__}, not an object"
+        report.errors.append(payload)
+        _record(None, db_path, config_path, report)
+        return report
+    return handle(payload, db_path=db_path, config_path=config_path)
+
+
+def handle(
+    payload: Mapping[str, Any], *, db_path: str | None = None, config_path: str | None = None
+) -> HookReport:
+    """Capture what the payload's transcripts gained and answer the hook. Never raises."""
+    report = HookReport(
+        event=_str(payload.get("hook_event_name")), session_id=_str(payload.get("session_id"))
+    )
+    memory = None
+    try:
+        if report.event not in HOOK_EVENTS:
+            raise ValueError(f"unknown hook_event_name {report.event!r}")
+        if report.session_id is None:
+            raise ValueError("the payload has no session_id")
+        transcripts = plan(payload, report.event, report.session_id)
+        answers = report.event == "UserPromptSubmit" or (
+            report.event == "SessionStart" and payload.get("source") in REINJECT_SOURCES
+        )
+        if not answers and not has_work(db_path, transcripts):
+            return report
+        from memplug.memory import Memory
+
+        memory = Memory.open(db_path, config_path=config_path, create=True)
+        report.opened = True
+        deadline = Deadline(memory.config.hook.deadline_ms)
+        memory.db.conn.set_busy_timeout(LOG_WAIT_MS)
+        _drain_pending(memory)
+        capture_all(memory, transcripts, report, deadline)
+        if answers:
+            prompt = _str(payload.get("prompt"))
+            report.output = inject(memory, report, prompt, deadline)
+    except Exception as error:
+        report.output = None
+        report.errors.append(f"{type(error).__name__}: {error}")
+    finally:
+        if report.errors or report.skipped:
+            _record(memory, db_path, config_path, report)
+        if memory is not None:
+            memory.close()
+    return report
+
+
+# -- capture --------------------------------------------------------------------------
+
+
+def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transcript]:
+    """The payload's transcript and, outside tool hooks, its subagents' transcripts."""
+    main_path = _str(payload.get("transcript_path"))
+    if main_path is None:
+        return []
+    path = Path(main_path)
+    final = event in FLUSHING_EVENTS
+    files = [Transcript(path, session_id, final)]
+    agent = _str(payload.get("agent_transcript_path"))
+    if event == "SubagentStop" and agent is not None:
+        files.append(Transcript(Path(agent), f"{session_id}/{Path(agent).stem}", True))
+    elif event not in TOOL_EVENTS:
+        for sub in cc.subagent_paths(path):
+            files.append(Transcript(sub, f"{session_id}/{sub.stem}", final))
+    return files
+
+
+def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:
+    """Whether any transcript grew (or holds a message to flush) since it was read."""
+    database = database_path(db_path)
+    if not transcripts or not database.exists():
+        return bool(transcripts)
+    from memplug.store.hosts import saved_positions
+
+    saved = saved_positions(str(database), [t.session_id for t in transcripts])
+    return any(_grew(t, saved.get(t.session_id)) for t in transcripts)
+
+
+def _grew(transcript: Transcript, saved: Mapping[str, Any] | None) -> bool:
+    """Whether the file has bytes not read yet, or a held message to flush."""
+    if saved is None:
+        return True
+    try:
+        size = transcript.path.stat().st_size
+    except OSError:
+        return True
+    offset, seen = int(saved.get("offset", -1)), int(saved.get("seen", -1))
+    return size != seen or (transcript.final and offset < seen)
+
+
+def database_path(explicit: str | None) -> Path:
+    """:func:`memplug.memory.default_db_path`, without importing the whole stack to
+    learn it (a test keeps the two in agreement)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("MEMPLUG_DB"):
+        return Path(os.environ["MEMPLUG_DB"]).expanduser()
+    home = os.environ.get("MEMPLUG_HOME")
+    if not home:
+        import platformdirs
+
+        home = platformdirs.user_data_dir("memplug")
+    return Path(home).expanduser() / "memory.sqlite"
+
+
+def capture_all(
+    memory: Memory, transcripts: list[Transcript], report: HookReport, deadline: Deadline
+) -> None:
+    sessions: set[str] = set()
+    for transcript in transcripts:
+        if report.skipped:
+            break
+        if not transcript.path.is_file():
+            report.errors.append(f"transcript {transcript.path} does not exist")
+            continue
+        new, present = capture_transcript(memory, transcript, report, deadline)
+        report.captured += new
+        report.present += present
+        report.transcripts += 1
+        if new:
+            sessions.add(transcript.session_id)
+    if sessions:
+        memory.derive(sessions)
+
+
+def capture_transcript(
+    memory: Memory, transcript: Transcript, report: HookReport, deadline: Deadline
+) -> tuple[int, int]:
+    """Read one transcript from its cursor and store what is new; ``(new, present)``.
+
+    Each read is one write transaction holding the events, their links and the moved
+    cursor, so a crash never moves the cursor past uncaptured events, and two hooks
+    running at once take turns. Reads are bounded, so a long first capture stops at
+    the deadline and resumes with the next hook.
+    """
+    import apsw
+
+    from memplug.db import utc_now
+    from memplug.models import parse_event
+    from memplug.store.hosts import HostStore
+
+    hosts = HostStore(memory.db)
+    conn = memory.db.conn
+    session_id, path = transcript.session_id, transcript.path
+    new = present = 0
+    while True:
+        if not _grew(transcript, hosts.cursor(session_id)):
+            return new, present  # checked without the write lock another hook may hold
+        wait = int(min(LOCK_WAIT_MS, deadline.left_ms() / 2))
+        if wait <= 0:
+            report.errors.append(f"capture of {path.name} stopped at the deadline; resumes later")
+            return new, present
+        conn.set_busy_timeout(wait)
+        try:
+            with memory.db.write_transaction():
+                state = cc.CursorState.from_dict(hosts.cursor(session_id))
+                result = cc.read_transcript(
+                    path,
+                    state,
+                    session_id=session_id,
+                    resolve=lambda uuids: hosts.resolve(session_id, uuids),
+                    final=transcript.final,
+                )
+                events = []
+                for event in result.events:
+                    try:
+                        events.append(parse_event(event))
+                    except Exception as error:
+                        report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
+                inserted = memory.capture.capture(events, origin=HOST, ingested_at=utc_now())
+                hosts.save_links(session_id, result.links)
+                hosts.save_cursor(
+                    session_id, HOST, str(path), result.state.offset, result.state.to_dict()
+                )
+        except apsw.BusyError:
+            report.skipped = (
+                "capture skipped: another process held the database's write lock; "
+                "the next hook catches up"
+            )
+            return new, present
+        finally:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        new += inserted.new
+        present += inserted.present
+        if result.errors:
+            report.errors.append(f"{path.name}: {len(result.errors)} malformed line(s) skipped")
+        if not result.more:
+            return new, present
+
+
+# -- injection ------------------------------------------------------------------------
+
+
+def inject(
+    memory: Memory, report: HookReport, prompt: str | None, deadline: Deadline
+) -> dict[str, Any] | None:
+    """Assemble for this step and wrap it as the hook's documented JSON output."""
+    from memplug.assemble import AssemblyRequest
+    from memplug.models import Message, Source
+
+    session_id, event = str(report.session_id), str(report.event)
+    cap = memory.config.hook.max_context_chars
+    # Only text that items are extracted from or that may be quoted can make a
+    # candidate "visible"; long tool output would only slow the comparison down.
+    sources = VISIBLE_TYPES | set(memory.config.assembly.evidence_types)
+    messages = tuple(
+        Message(
+            role=e["role"] or "user",
+            text=e["text"],
+            source=Source(kind=e["source_kind"]) if e.get("source_kind") else None,
+        )
+        for e in visible_events(memory, session_id)
+        if e["type"] in sources
+    )
+    # A write lock held elsewhere must not stall the prompt: the log waits briefly.
+    memory.db.conn.set_busy_timeout(int(min(LOG_WAIT_MS, deadline.left_ms())) or 1)
+    result = capped(memory, cap).assemble(
+        AssemblyRequest(
+            session_id=session_id,
+            query=prompt,
+            messages=messages,
+            turn=_turn(memory, session_id, event),
+            trigger=f"{HOST}:{event}",
+        )
+    )
+    memory.db.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    report.errors.extend(f"assembly: {e}" for e in result.errors)
+    return hook_output(result, event, cap, report)
+
+
+def hook_output(
+    result: AssemblyResult, event: str, cap: int, report: HookReport
+) -> dict[str, Any] | None:
+    if not result.injected or not result.text:
+        return None
+    text = result.text
+    if len(text) > cap:
+        # The budget keeps the text under the cap; this only guards the promise.
+        text = text[: max(0, text.rfind("\n", 0, cap))]
+        report.errors.append(
+            f"additionalContext of assembly {result.assembly_id} cut to {len(text)} characters"
+        )
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def capped(memory: Memory, cap: int) -> Memory:
+    """The same database with a token budget whose text fits in ``cap`` characters.
+
+    What does not fit is then an ordinary ``over budget`` omission in the assembly log
+    (which is written once, before the hook could cut anything).
+    """
+    from memplug.memory import Memory as MemoryClass
+
+    limit = max(50, (cap - cap // NEWLINE_SHARE) // CHARS_PER_TOKEN)
+    config = memory.config
+    if config.assembly.budget_tokens <= limit:
+        return memory
+    assembly = config.assembly.model_copy(
+        update={
+            "min_budget_tokens": min(config.assembly.min_budget_tokens, limit),
+            "soft_budget_tokens": limit,
+        }
+    )
+    loaded = memory.loaded.model_copy(
+        update={"config": config.model_copy(update={"assembly": assembly})}
+    )
+    return MemoryClass(memory.db, loaded)
+
+
+def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:
+    """What the model still sees: the active path since the latest compaction."""
+    from memplug.store.hosts import HostStore
+
+    events = HostStore(memory.db).context_events(session_id, VISIBLE_CHARS)
+    return cc.model_context(events)
+
+
+def _turn(memory: Memory, session_id: str, event: str) -> int | None:
+    from memplug.store.hosts import HostStore
+
+    saved = HostStore(memory.db).cursor(session_id)
+    if saved is None:
+        return None
+    turn = int(saved.get("turn") or 0)
+    # The prompt being submitted is not in the transcript yet: it opens the next turn.
+    return turn + 1 if event == "UserPromptSubmit" else turn
+
+
+# -- errors that must not be lost -------------------------------------------------------
+
+
+def _record(
+    memory: Memory | None, db_path: str | None, config_path: str | None, report: HookReport
+) -> None:
+    """Write the report's errors to ``error_log``; beside the database when it cannot."""
+    lines = [f"[{report.event or 'hook'}] {e}" for e in report.errors]
+    if report.skipped:
+        lines.append(f"[{report.event}] {report.skipped}")
+    try:
+        if memory is None:
+            from memplug.memory import Memory
+
+            memory = Memory.open(db_path, config_path=config_path, create=True)
+            opened_here = True
+        else:
+            opened_here = False
+        try:
+            memory.db.conn.set_busy_timeout(LOG_WAIT_MS)
+            for line in lines:
+                memory.record_error("hook", line, report.session_id)
+            lines = []
+        finally:
+            if opened_here:
+                memory.close()
+    except Exception:
+        for line in lines:
+            _pending_error(db_path, line, report.session_id)
+
+
+def _pending_error(db_path: str | None, message: str, session_id: str | None = None) -> None:
+    try:
+        database = database_path(db_path)
+        if not database.parent.is_dir():
+            database.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+        line = json.dumps({"message": message, "session_id": session_id}, ensure_ascii=False)
+        fd = os.open(_pending_file(database), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+    except Exception:  # nowhere left to keep it; the host must go on
+        pass
+
+
+def _pending_file(database: Path) -> Path:
+    return database.with_name(database.name + ".hook-pending.jsonl")
+
+
+def _drain_pending(memory: Memory) -> None:
+    """Move errors kept beside the database into ``error_log``."""
+    path = _pending_file(memory.db.path)
+    if not path.exists():
+        return
+    claimed = path.with_name(f"{path.name}.{os.getpid()}")
+    try:
+        os.rename(path, claimed)
+    except OSError:
+        return  # another hook claimed it first
+    kept: list[str] = []
+    for raw in claimed.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue  # a torn line from a crashed writer says nothing usable
+        try:
+            memory.record_error("hook", str(item.get("message")), item.get("session_id"))
+        except Exception:
+            kept.append(str(item.get("message")))
+    claimed.unlink()
+    for message in kept:
+        _pending_error(str(memory.db.path), message)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+if __name__ == "__main__":
+    run_from_stdin()

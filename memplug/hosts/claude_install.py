@@ -1,0 +1,238 @@
+"""Install memplug's hooks into a Claude Code settings file, and take them out again.
+
+Merging is conservative: the file is read as JSON (a file that is not JSON is left
+alone, with an error), a backup is written before any change, only hook entries whose
+command runs ``hook claude-code`` are added, updated or removed, and the new file
+replaces the old one atomically. Installing twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memplug.errors import UsageError
+
+# Every hook memplug handles, with the matcher each needs (tool hooks match all tools).
+HOOKS: tuple[tuple[str, str | None], ...] = (
+    ("SessionStart", None),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", "*"),
+    ("PostToolUse", "*"),
+    ("PostToolUseFailure", "*"),
+    ("PreCompact", None),
+    ("Stop", None),
+    ("SubagentStop", None),
+    ("SessionEnd", None),
+)
+MARKER = "hook claude-code"
+TIMEOUT_SECONDS = 10
+PLUGIN_DIR = Path(__file__).resolve().parent / "claude_plugin"
+
+
+@dataclass
+class InstallReport:
+    path: str
+    command: str
+    changes: dict[str, str] = field(default_factory=dict)
+    backup: str | None = None
+    written: bool = False
+    dry_run: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return any(change != "unchanged" for change in self.changes.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "command": self.command,
+            "changes": self.changes,
+            "changed": self.changed,
+            "backup": self.backup,
+            "written": self.written,
+            "dry_run": self.dry_run,
+        }
+
+
+def settings_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
+    """``user`` → ``~/.claude/settings.json``; ``project`` → ``<project>/.claude/settings.json``."""
+    if scope == "user":
+        return (home or Path.home()) / ".claude" / "settings.json"
+    if scope == "project":
+        return (project_dir or Path.cwd()) / ".claude" / "settings.json"
+    raise UsageError(f"unknown scope {scope!r} (expected user or project)")
+
+
+def default_command() -> str:
+    """The command the hooks run: this installation's ``memory`` script when it exists, so
+    the hook works whatever Claude Code's PATH is."""
+    script = Path(sys.executable).parent / "memory"
+    if script.is_file() and os.access(script, os.X_OK):
+        return f"{shlex.quote(str(script))} {MARKER}"
+    return f"memory {MARKER}"
+
+
+def hook_settings(command: str) -> dict[str, list[dict[str, Any]]]:
+    """The ``hooks`` mapping that runs ``command`` on every event memplug handles."""
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event, matcher in HOOKS:
+        group: dict[str, Any] = {}
+        if matcher is not None:
+            group["matcher"] = matcher
+        group["hooks"] = [{"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}]
+        hooks[event] = [group]
+    return hooks
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
+
+
+def merge(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """``settings`` with memplug's hooks in place, and what changed for each event."""
+    merged = copy.deepcopy(settings)
+    hooks = merged.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError("the settings file's 'hooks' is not a JSON object; not touching it")
+    changes: dict[str, str] = {}
+    for event, group in hook_settings(command).items():
+        wanted = group[0]
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise UsageError(f"the settings file's hooks.{event} is not a list; not touching it")
+        found = [
+            (g, h)
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+            if _is_ours(h)
+        ]
+        if not found:
+            groups.append(copy.deepcopy(wanted))
+            changes[event] = "added"
+            continue
+        status = "unchanged"
+        emptied = []
+        for index, (owner, hook) in enumerate(found):
+            if index > 0:  # a duplicate from an earlier hand edit
+                owner["hooks"].remove(hook)
+                emptied += [owner] if not owner["hooks"] else []
+                status = "updated"
+                continue
+            if hook != wanted["hooks"][0] or owner.get("matcher") != wanted.get("matcher"):
+                hook.clear()
+                hook.update(wanted["hooks"][0])
+                if "matcher" in wanted:
+                    owner["matcher"] = wanted["matcher"]
+                status = "updated"
+        hooks[event] = [g for g in groups if not any(g is e for e in emptied)]
+        changes[event] = status
+    return merged, changes
+
+
+def unmerge(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``settings`` without memplug's hooks; groups and events it emptied go too."""
+    result = copy.deepcopy(settings)
+    hooks = result.get("hooks")
+    changes: dict[str, str] = {}
+    if not isinstance(hooks, dict):
+        return result, changes
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        removed = 0
+        kept_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                before = len(group["hooks"])
+                group["hooks"] = [h for h in group["hooks"] if not _is_ours(h)]
+                removed += before - len(group["hooks"])
+                if before and not group["hooks"]:
+                    continue
+            kept_groups.append(group)
+        if removed:
+            changes[event] = "removed"
+            if kept_groups:
+                hooks[event] = kept_groups
+            else:
+                del hooks[event]
+    if not hooks and changes:
+        del result["hooks"]
+    return result, changes
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (UnicodeDecodeError, ValueError) as error:
+        raise UsageError(
+            f"{path} is not valid JSON ({error}); fix it first, nothing changed"
+        ) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object; nothing changed")
+    return data
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> str | None:
+    """Back up the current file (when there is one), then replace it atomically."""
+    backup = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = 0o600
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        backup_path = _backup_name(path)
+        backup_path.write_bytes(path.read_bytes())
+        os.chmod(backup_path, mode)
+        backup = str(backup_path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            json.dump(settings, stream, indent=2, ensure_ascii=False)
+            stream.write("\n")
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def _backup_name(path: Path) -> Path:
+    candidate = path.with_name(path.name + ".memplug-backup")
+    number = 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.memplug-backup-{number}")
+    return candidate
+
+
+def install(path: Path, command: str | None = None, *, dry_run: bool = False) -> InstallReport:
+    command = command or default_command()
+    merged, changes = merge(read_settings(path), command)
+    report = InstallReport(str(path), command, changes, dry_run=dry_run, settings=merged)
+    if report.changed and not dry_run:
+        report.backup = write_settings(path, merged)
+        report.written = True
+    return report
+
+
+def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
+    current = read_settings(path)
+    result, changes = unmerge(current)
+    report = InstallReport(str(path), "", changes, dry_run=dry_run, settings=result)
+    if report.changed and not dry_run:
+        report.backup = write_settings(path, result)
+        report.written = True
+    return report

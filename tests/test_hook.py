@@ -1,0 +1,249 @@
+"""`memory hook claude-code` run as Claude Code runs it: a fresh process, JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from memplug.hosts import claude_code as cc
+from memplug.hosts import claude_hook
+from memplug.memory import default_db_path
+from tests.conftest import CliResult
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
+SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+# Events of the main session, its Task subagent and its compaction agent.
+ALL_EVENTS = sum(len(cc.read_all(p).events) for p in FIXTURES.rglob("*.jsonl") if SID in str(p))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the fixture transcripts where Claude Code would keep them."""
+    target = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(FIXTURES, target)
+    return target
+
+
+@pytest.fixture
+def hook(cli: Callable[..., CliResult], project: Path, db_path: Path) -> Callable[..., CliResult]:
+    def run(event: str, stdin: str | None = None, **fields: Any) -> CliResult:
+        payload = {
+            "session_id": SID,
+            "transcript_path": str(project / f"{SID}.jsonl"),
+            "cwd": "/home/ana/shop",
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **fields,
+        }
+        text = stdin if stdin is not None else json.dumps(payload)
+        return cli("--db", str(db_path), "hook", "claude-code", input=text)
+
+    return run
+
+
+def status(cli: Callable[..., CliResult], db_path: Path) -> dict[str, Any]:
+    result = cli("--db", str(db_path), "status", "--json")
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def errors(cli: Callable[..., CliResult], db_path: Path) -> list[str]:
+    return [e["message"] for e in status(cli, db_path)["latest_errors"] if e["stage"] == "hook"]
+
+
+def test_session_start_captures_the_session_and_its_subagents(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
+) -> None:
+    result = hook("SessionStart", source="startup")
+    assert (result.returncode, result.stdout) == (0, "")
+    data = status(cli, db_path)
+    assert data["counts"]["events"] == ALL_EVENTS
+    sessions = {s["session_id"]: s for s in data["sessions"]}
+    assert set(sessions) == {SID, f"{SID}/agent-a1b2c3d", f"{SID}/agent-acompact-7f3e21"}
+    assert sessions[SID]["project"] == "/home/ana/shop"
+    assert errors(cli, db_path) == []
+
+
+def test_hooks_are_idempotent_and_a_repeat_opens_nothing(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
+) -> None:
+    hook("Stop", stop_hook_active=False)
+    first = status(cli, db_path)["counts"]
+    for event in ("Stop", "PostToolUse", "SessionEnd"):
+        assert hook(event).returncode == 0
+    assert status(cli, db_path)["counts"] == first
+    assert errors(cli, db_path) == []
+
+
+def test_the_same_events_whether_read_in_pieces_or_at_once(
+    cli: Callable[..., CliResult], project: Path, tmp_path: Path
+) -> None:
+    lines = (project / f"{SID}.jsonl").read_bytes().splitlines(keepends=True)
+    growing = tmp_path / "growing" / f"{SID}.jsonl"
+    growing.parent.mkdir()
+    db = tmp_path / "pieces.sqlite"
+    for end, event in ((9, "PreToolUse"), (13, "PostToolUse"), (30, "PostToolUse"), (41, "Stop")):
+        growing.write_bytes(b"".join(lines[:end]) + b'{"partial": ')
+        payload = {"session_id": SID, "transcript_path": str(growing), "hook_event_name": event}
+        result = cli("--db", str(db), "hook", "claude-code", input=json.dumps(payload))
+        assert (result.returncode, result.stdout) == (0, "")
+    exported = cli("--db", str(db), "export", "--session", SID)
+    got = [json.loads(line) for line in exported.stdout.splitlines()]
+    expected = cc.read_all(project / f"{SID}.jsonl").events
+    assert [(e["seq"], e["type"], e.get("entry_id")) for e in got] == [
+        (e["seq"], e["type"], e.get("entry_id")) for e in expected
+    ]
+    joined = next(e for e in got if e.get("entry_id") == "00000000-0000-4000-8000-000000000012")
+    assert joined["text"].endswith("I suggest we change app.toml to port 8080.")
+
+
+def test_user_prompt_submit_injects_memory_from_before_the_compaction(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
+) -> None:
+    hook("SessionStart", source="startup")
+    result = hook("UserPromptSubmit", prompt="Which port does the checkout API listen on?")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    context = output["hookSpecificOutput"]["additionalContext"]
+    assert "8080" in context and 0 < len(context) < 10_000
+    explained = cli("--db", str(db_path), "explain", "--json").json()
+    assert explained["trigger"] == "claude-code:UserPromptSubmit"
+    assert explained["query"]["text"] == "Which port does the checkout API listen on?"
+
+
+def test_session_start_after_compaction_or_resume_reinjects(
+    hook: Callable[..., CliResult],
+) -> None:
+    assert hook("SessionStart", source="startup").stdout == ""
+    for source in ("compact", "resume"):
+        result = hook("SessionStart", source=source)
+        assert result.returncode == 0
+        output = json.loads(result.stdout)["hookSpecificOutput"]
+        assert output["hookEventName"] == "SessionStart"
+        assert output["additionalContext"].startswith("[memplug]")
+
+
+def test_the_character_cap_holds_and_what_it_cut_is_logged(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
+) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    (db_path.parent / "memory.toml").write_text("[hook]\nmaxContextChars = 1000\n")
+    hook("SessionStart", source="startup")
+    result = hook("UserPromptSubmit", prompt="port 8080 staging database card numbers checkout")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 1000
+    explained = cli("--db", str(db_path), "explain", "--json").json()
+    assert explained["budget"] <= 1000 // 4
+    sections = explained["sections"]
+    assert any(section["included"] for section in sections)
+    reasons = {o["reason"] for section in sections for o in section["omitted"]}
+    assert "over budget" in reasons
+    # Without the cap the same prompt brings more.
+    (db_path.parent / "memory.toml").unlink()
+    uncapped = hook("UserPromptSubmit", prompt="port 8080 staging database card numbers checkout")
+    assert len(json.loads(uncapped.stdout)["hookSpecificOutput"]["additionalContext"]) > 1000
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    ["not json at all {{{", "[1, 2, 3]", "", '{"hook_event_name": "Nope", "session_id": "s"}'],
+)
+def test_bad_input_exits_0_prints_nothing_and_is_recorded(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, stdin: str
+) -> None:
+    result = hook("UserPromptSubmit", stdin=stdin)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert len(errors(cli, db_path)) == 1
+
+
+def test_a_missing_transcript_is_recorded_and_the_prompt_still_answered(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
+) -> None:
+    hook("Stop")
+    (project / f"{SID}.jsonl").unlink()
+    result = hook("UserPromptSubmit", prompt="Which port does the checkout API listen on?")
+    assert result.returncode == 0
+    assert "8080" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert any("does not exist" in e for e in errors(cli, db_path))
+
+
+def test_a_held_write_lock_skips_capture_within_the_deadline_and_still_injects(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
+) -> None:
+    transcript = project / f"{SID}.jsonl"
+    full = transcript.read_bytes()
+    lines = full.splitlines(keepends=True)
+    # Captured through the compaction (records 35–37), so the decision made before it is
+    # out of the model's context and memory must bring it back.
+    transcript.write_bytes(b"".join(lines[:37]))
+    hook("Stop")
+    before = status(cli, db_path)["counts"]["events"]
+    transcript.write_bytes(full)
+    writer = apsw.Connection(str(db_path))
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        result = hook("UserPromptSubmit", prompt="Which port does the checkout API listen on?")
+        elapsed = time.monotonic() - started
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert result.returncode == 0 and elapsed < 4
+    assert "8080" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert status(cli, db_path)["counts"]["events"] == before
+    hook("Stop")  # catches up, and writes down what the locked hook could not
+    assert status(cli, db_path)["counts"]["events"] == ALL_EVENTS
+    assert any("capture skipped" in e for e in errors(cli, db_path))
+
+
+def test_subagent_stop_captures_the_subagent_transcript(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
+) -> None:
+    agent = project / SID / "subagents" / "agent-a1b2c3d.jsonl"
+    hook("SubagentStop", agent_id="a1b2c3d", agent_transcript_path=str(agent))
+    sessions = {s["session_id"]: s["events"] for s in status(cli, db_path)["sessions"]}
+    assert sessions[f"{SID}/agent-a1b2c3d"] == 5
+
+
+def test_a_hook_with_nothing_new_loads_neither_click_nor_pydantic(
+    hook: Callable[..., CliResult], project: Path, db_path: Path
+) -> None:
+    hook("Stop")
+    payload = {
+        "session_id": SID,
+        "transcript_path": str(project / f"{SID}.jsonl"),
+        "hook_event_name": "PostToolUse",
+    }
+    code = (
+        "import sys, json; from memplug.hosts import claude_hook as h; "
+        f"r = h.handle(json.loads(sys.argv[1]), db_path={str(db_path)!r}); "
+        "print(json.dumps([r.opened, r.errors, 'pydantic' in sys.modules, 'click' in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(payload)], capture_output=True, text=True
+    )
+    assert json.loads(out.stdout) == [False, [], False, False], out.stderr
+
+
+def test_the_hook_finds_the_database_where_the_cli_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMPLUG_HOME", str(tmp_path / "home"))
+    assert claude_hook.database_path(None) == default_db_path(None)
+    monkeypatch.setenv("MEMPLUG_DB", str(tmp_path / "x.sqlite"))
+    assert claude_hook.database_path(None) == default_db_path(None)
+    assert claude_hook.database_path("~/y.sqlite") == default_db_path("~/y.sqlite")
+    monkeypatch.delenv("MEMPLUG_DB")
+    monkeypatch.delenv("MEMPLUG_HOME")
+    assert claude_hook.database_path(None) == default_db_path(None)
