@@ -1,0 +1,197 @@
+"""`memory install claude-code` / `memory uninstall claude-code` on real settings files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import memplug
+from memplug.hosts import claude_install as ci
+from tests.conftest import CliResult
+
+OTHER_HOOKS = {
+    "PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]},
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+}
+SETTINGS = {"permissions": {"allow": ["Bash(git status)"]}, "hooks": OTHER_HOOKS, "model": "opus"}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def install(cli: Callable[..., CliResult], home: Path) -> Callable[..., CliResult]:
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        return cli(*args, env={"HOME": str(home)}) if cwd is None else _in(cwd, home, *args)
+
+    return run
+
+
+def _in(cwd: Path, home: Path, *args: str) -> CliResult:
+    import os
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "HOME": str(home)},
+        timeout=60,
+    )
+    return CliResult(completed)
+
+
+def user_settings(home: Path) -> Path:
+    return home / ".claude" / "settings.json"
+
+
+def ours(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [
+        h
+        for group in settings["hooks"].get(event, [])
+        for h in group["hooks"]
+        if ci.MARKER in h["command"]
+    ]
+
+
+def test_install_into_a_new_user_settings_file(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    result = install("install", "claude-code", "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["changed"] and data["written"] and data["backup"] is None
+    settings = json.loads(user_settings(home).read_text())
+    assert sorted(settings["hooks"]) == sorted(event for event, _ in ci.HOOKS)
+    for event, matcher in ci.HOOKS:
+        (hook,) = ours(settings, event)
+        assert hook["command"] == data["command"] and hook["command"].endswith("hook claude-code")
+        assert settings["hooks"][event][0].get("matcher") == matcher
+    assert user_settings(home).stat().st_mode & 0o777 == 0o600
+
+
+def test_install_keeps_other_hooks_and_keys_and_backs_up_first(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    original = json.dumps(SETTINGS, indent=4)
+    path.write_text(original)
+    data = install("install", "claude-code", "--json").json()
+    assert Path(data["backup"]).read_text() == original
+    settings = json.loads(path.read_text())
+    assert settings["permissions"] == SETTINGS["permissions"] and settings["model"] == "opus"
+    assert settings["hooks"]["PreToolUse"][0] == OTHER_HOOKS["PreToolUse"][0]
+    assert settings["hooks"]["Stop"][0] == OTHER_HOOKS["Stop"][0]
+    assert len(ours(settings, "Stop")) == 1 and len(ours(settings, "PreToolUse")) == 1
+
+
+def test_installing_twice_changes_nothing(install: Callable[..., CliResult], home: Path) -> None:
+    install("install", "claude-code")
+    before = user_settings(home).read_bytes()
+    data = install("install", "claude-code", "--json").json()
+    assert not data["changed"] and not data["written"] and data["backup"] is None
+    assert set(data["changes"].values()) == {"unchanged"}
+    assert user_settings(home).read_bytes() == before
+    assert not list(user_settings(home).parent.glob("*memplug-backup*"))
+
+
+def test_an_old_command_is_updated_and_duplicates_collapse(home: Path) -> None:
+    stale = {"type": "command", "command": "/old/venv/bin/memory hook claude-code"}
+    settings = {"hooks": {"Stop": [{"hooks": [stale, dict(stale)]}, {"hooks": [dict(stale)]}]}}
+    merged, changes = ci.merge(settings, "memory hook claude-code")
+    assert changes["Stop"] == "updated"
+    assert merged["hooks"]["Stop"] == [
+        {"hooks": [{"type": "command", "command": "memory hook claude-code", "timeout": 10}]}
+    ]
+    assert settings["hooks"]["Stop"][1] == {"hooks": [stale]}  # the input is not touched
+
+
+def test_dry_run_writes_nothing_and_shows_the_result(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    data = install("install", "claude-code", "--dry-run", "--json").json()
+    assert data["dry_run"] and data["changed"] and not data["written"]
+    assert not user_settings(home).exists()
+    assert len(ours(data["settings"], "UserPromptSubmit")) == 1
+
+
+def test_uninstall_takes_out_only_memplug(install: Callable[..., CliResult], home: Path) -> None:
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(SETTINGS))
+    install("install", "claude-code")
+    data = install("uninstall", "claude-code", "--json").json()
+    assert data["written"] and set(data["changes"].values()) == {"removed"}
+    assert json.loads(path.read_text()) == SETTINGS
+    again = install("uninstall", "claude-code", "--json").json()
+    assert not again["changed"] and not again["written"]
+
+
+def test_uninstall_of_a_memplug_only_file_leaves_no_empty_hooks(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    install("install", "claude-code")
+    install("uninstall", "claude-code")
+    assert json.loads(user_settings(home).read_text()) == {}
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {,}')
+    result = install("install", "claude-code")
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: ") and "not valid JSON" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert path.read_text() == '{"hooks": {,}'
+
+
+def test_project_scope_writes_the_project_settings(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    result = install("install", "claude-code", "--project", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert len(ours(json.loads((project / ".claude" / "settings.json").read_text()), "Stop")) == 1
+    assert not user_settings(home).exists()
+
+
+def test_the_installed_command_runs_as_a_hook(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path
+) -> None:
+    install("install", "claude-code")
+    (hook,) = ours(json.loads(user_settings(home).read_text()), "UserPromptSubmit")
+    payload = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
+    db = tmp_path / "m.sqlite"
+    completed = subprocess.run(
+        hook["command"],
+        shell=True,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env={"MEMPLUG_DB": str(db), "PATH": "/usr/bin:/bin", "HOME": str(home)},
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert db.exists()
+
+
+def test_the_plugin_directory_matches_what_install_writes() -> None:
+    manifest = json.loads((ci.PLUGIN_DIR / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "memplug" and manifest["version"] == memplug.__version__
+    hooks = json.loads((ci.PLUGIN_DIR / "hooks" / "hooks.json").read_text())
+    assert hooks["hooks"] == ci.hook_settings("memory hook claude-code")
