@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
     from memplug.store import Store
 
+# How long an attempt waits for the write lock to log itself before giving up on the row.
+LOG_WAIT_MS = 1000
+
 # Section names, in the order they are filled and rendered.
 SECTIONS: tuple[str, ...] = ("task", "rules-core", "rules", "memory", "evidence", "notice")
 
@@ -540,26 +543,38 @@ def task_text_from_messages(
 
 
 class VisibleText:
-    """The text the model sees at this step, for "is this event still in context?".
+    """The text the model sees at this step, for "is this already in its context?".
 
-    An event counts as visible when its whole (whitespace-collapsed) text occurs in one
-    of the step's messages: a clipped quote does not hide the original.
+    Text counts as visible when, whitespace aside, it is one of the step's messages or
+    each of its lines is a line of them — how an event reappears in a host's context,
+    and how a line of an earlier injection does. A clipped quote does not hide the
+    whole event. Set lookups only: a long context must not cost a scan per candidate.
     """
 
     def __init__(self, messages: Sequence[Message]) -> None:
-        texts = [_squash(m.text) for m in messages if m.text]
-        self._exact = frozenset(texts)
-        # One haystack, separated by a character normalised text never contains.
-        self._haystack = "\x00".join(texts)
+        whole: set[str] = set()
+        lines: set[str] = set()
+        for message in messages:
+            if not message.text:
+                continue
+            whole.add(_squash(message.text))
+            lines.update(" ".join(line.split()) for line in message.text.splitlines())
+        lines.discard("")
+        self._whole = frozenset(whole)
+        self._lines = frozenset(lines)
 
     def __bool__(self) -> bool:
-        return bool(self._exact)
+        return bool(self._whole)
 
     def contains(self, text: str) -> bool:
         needle = _squash(text)
         if not needle:
             return False
-        return needle in self._exact or needle in self._haystack
+        if needle in self._whole or needle in self._lines:
+            return True
+        parts = [" ".join(line.split()) for line in normalize_text(text).splitlines()]
+        parts = [p for p in parts if p]
+        return len(parts) > 1 and all(p in self._lines for p in parts)
 
 
 class _Meter:
@@ -595,6 +610,7 @@ class _Draft:
     entries: list[Entry] = field(default_factory=list)
     omitted: list[Omission] = field(default_factory=list)
     opened: set[str] = field(default_factory=set)
+    visible: VisibleText | None = None
 
     def offer(
         self,
@@ -612,6 +628,10 @@ class _Draft:
         if secrets:
             kinds = ", ".join(sorted({s.kind for s in secrets}))
             self.omitted.append(Omission(ref, section, REDACTED, score, kinds))
+            return False
+        if self.visible and self.visible.contains(line):
+            # The same line of an earlier injection is still in the model's context.
+            self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))
             return False
         cost = self.meter(line + "\n")
         title_cost = 0 if section in self.opened else self.meter("\n" + title + "\n")
@@ -688,22 +708,19 @@ class Assembler:
         )
 
     def log(self, result: AssemblyResult) -> None:
-        """Write the attempt to ``assembly_logs``; a failure to log is recorded, not raised."""
+        """Write the attempt to ``assembly_logs``. A failure to log (another writer holds
+        the lock past :data:`LOG_WAIT_MS`, a full disk) is added to the result's errors
+        for the caller to report, never raised: the step's message is still good."""
         if self.store is None:
             return
         try:
             result.assembly_id = self.store.logs.insert(
                 result.to_log(utc_now()),
                 retention=self.config.diagnostics.assembly_log_retention,
+                wait_ms=LOG_WAIT_MS,
             )
         except Exception as error:
             result.errors.append(f"could not log the assembly ({type(error).__name__}: {error})")
-            try:
-                with self.store.db.write_transaction():
-                    self.store.events.record_error("assemble", result.errors[-1], result.session_id)
-            except Exception:
-                # Nowhere left to record it; the host step must still go on.
-                pass
 
     def task_text(self, request: AssemblyRequest) -> str:
         """The step's task text: explicit query, else the latest real user input."""
@@ -786,8 +803,8 @@ class Assembler:
         labels = self.labels
         meter = _Meter(request.token_meter)
         budget = self.config.assembly.budget_tokens
-        draft = _Draft(budget=budget, meter=meter)
         visible = VisibleText(request.messages)
+        draft = _Draft(budget=budget, meter=meter, visible=visible)
 
         # The header and the notices that must be said are paid for first.
         mandatory: list[Entry] = []
@@ -813,15 +830,16 @@ class Assembler:
 
         # Retrieval's own omissions (below min score, …) are part of the account.
         draft.omitted.extend(candidates.omitted)
-        self._task_section(draft, task_state)
+        self._task_section(draft, task_state, visible)
         # Skills and rules land in a later milestone: their sections exist, empty.
-        superseded = self._memory_section(draft, candidates, visible)
+        texts = self._source_texts(candidates) if visible else {}
+        superseded = self._memory_section(draft, candidates, visible, texts)
         self._evidence_section(draft, candidates, visible)
         answered = any(e.section in ("memory", "evidence") for e in draft.entries) or any(
             o.reason in (VISIBLE, OVER_BUDGET) and o.section in ("memory", "evidence")
             for o in draft.omitted
         )
-        self._notice_section(draft, candidates, superseded)
+        self._notice_section(draft, candidates, superseded, visible, texts)
         return _Packed(budget, meter, draft, mandatory, answered, errors)
 
     def render(self, entries: Sequence[Entry]) -> str:
@@ -837,9 +855,10 @@ class Assembler:
 
     # -- sections -----------------------------------------------------------------
 
-    def _task_section(self, draft: _Draft, state: TaskState) -> None:
+    def _task_section(self, draft: _Draft, state: TaskState, visible: VisibleText) -> None:
         title = self.labels["section.task"]
         counters: dict[str, int] = {}
+        sources = self._texts([_parse_ref(line.ref) for line in state.lines]) if visible else {}
         for line in state.lines:
             index = counters.get(line.field, 0)
             counters[line.field] = index + 1
@@ -848,17 +867,24 @@ class Assembler:
             text = f"- {label}{self.labels['colon']}{one_line(line.text)}"
             if line.ref:
                 text += f" [ev {line.ref}]"
+            source = sources.get(_parse_ref(line.ref))
+            if source is not None and visible.contains(source):
+                draft.omit(ref, "task", VISIBLE, detail=line.ref or "")
+                continue
             draft.offer("task", title, ref, text, kind=line.field, why="task state")
 
     def _memory_section(
-        self, draft: _Draft, candidates: Candidates, visible: VisibleText
+        self,
+        draft: _Draft,
+        candidates: Candidates,
+        visible: VisibleText,
+        texts: Mapping[tuple[str, int], str],
     ) -> list[ItemCandidate]:
         """Offer active and disputed items; return the superseded ones for the notice."""
         title = self.labels["section.memory"]
         min_score = self.config.retrieval.min_score
         superseded: list[ItemCandidate] = []
         seen: set[str] = set()
-        source_texts = self._source_texts(candidates)
         for item in candidates.items:
             if item.id in seen:
                 draft.omit(item.id, "memory", DUPLICATE, item.score)
@@ -874,11 +900,9 @@ class Assembler:
             if item.score < min_score and not item.pinned:
                 draft.omit(item.id, "memory", BELOW_MIN_SCORE, item.score)
                 continue
-            if visible and item.source_refs:
-                texts = [source_texts.get(ref) for ref in item.source_refs]
-                if all(t is not None and visible.contains(t) for t in texts):
-                    draft.omit(item.id, "memory", VISIBLE, item.score)
-                    continue
+            if _item_visible(item, texts, visible):
+                draft.omit(item.id, "memory", VISIBLE, item.score)
+                continue
             draft.offer(
                 "memory",
                 title,
@@ -923,13 +947,16 @@ class Assembler:
     def _source_texts(self, candidates: Candidates) -> dict[tuple[str, int], str]:
         """Texts of the items' source events (from the candidates, else the store)."""
         texts = {(e.session_id, e.seq): e.text for e in candidates.events}
-        missing = sorted(
-            {ref for item in candidates.items for ref in item.source_refs} - texts.keys()
-        )
-        if missing and self.store is not None:
-            for row in self.store.events.get_many(missing):
-                texts[(row.session_id, row.seq)] = row.text
+        items = [*candidates.items, *candidates.successors.values()]
+        missing = {ref for item in items for ref in item.source_refs} - texts.keys()
+        texts.update(self._texts(missing))
         return texts
+
+    def _texts(self, refs: Iterable[tuple[str, int] | None]) -> dict[tuple[str, int], str]:
+        wanted = sorted({ref for ref in refs if ref is not None})
+        if not wanted or self.store is None:
+            return {}
+        return {(r.session_id, r.seq): r.text for r in self.store.events.get_many(wanted)}
 
     def _evidence_section(
         self, draft: _Draft, candidates: Candidates, visible: VisibleText
@@ -976,24 +1003,36 @@ class Assembler:
         return f"- [ev {event.ref}] {labels['sep'].join(where)}{labels['colon']}{quote}"
 
     def _notice_section(
-        self, draft: _Draft, candidates: Candidates, superseded: Sequence[ItemCandidate]
+        self,
+        draft: _Draft,
+        candidates: Candidates,
+        superseded: Sequence[ItemCandidate],
+        visible: VisibleText,
+        texts: Mapping[tuple[str, int], str],
     ) -> None:
         labels = self.labels
         title = labels["section.notice"]
         for item in superseded:
+            ref = f"notice:superseded:{item.id}"
+            successor = candidates.successors.get(item.superseded_by or "")
+            if (
+                successor is not None
+                and _item_visible(item, texts, visible)
+                and _item_visible(successor, texts, visible)
+            ):
+                # Both the old statement and its correction are in front of the model.
+                draft.omit(ref, "notice", VISIBLE)
+                continue
             old = f"[mem {item.id}]"
             content = '"' + snippet(item.content, 160) + '"'
             if item.superseded_by:
-                successor = candidates.successors.get(item.superseded_by)
                 new = f"[mem {item.superseded_by}]"
                 if successor is not None:
                     new += ' "' + snippet(successor.content, 160) + '"'
                 line = labels["notice.superseded"].format(old=old, old_content=content, new=new)
             else:
                 line = labels["notice.superseded_nonew"].format(old=old, old_content=content)
-            draft.offer(
-                "notice", title, f"notice:superseded:{item.id}", "- " + line, why="superseded"
-            )
+            draft.offer("notice", title, ref, "- " + line, why="superseded")
         disputed = [
             i.id
             for i in candidates.items
@@ -1021,6 +1060,24 @@ class Assembler:
                 }
             )
         return out
+
+
+def _item_visible(
+    item: ItemCandidate, texts: Mapping[tuple[str, int], str], visible: VisibleText
+) -> bool:
+    """Every source event of ``item`` is still in the model's context."""
+    if not visible or not item.source_refs:
+        return False
+    found = [texts.get(ref) for ref in item.source_refs]
+    return all(t is not None and visible.contains(t) for t in found)
+
+
+def _parse_ref(ref: str | None) -> tuple[str, int] | None:
+    """``SESSION:SEQ`` → ``(session, seq)`` (the session may itself hold colons)."""
+    if not ref or ":" not in ref:
+        return None
+    session, _, seq = ref.rpartition(":")
+    return (session, int(seq)) if seq.isdigit() else None
 
 
 def count_reasons(omitted: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -82,12 +82,13 @@ def _section_meta(record: LogRecord) -> list[dict[str, Any]]:
     return [logged.get(name, {"name": name, "title": name, "tokens": 0}) for name in SECTIONS]
 
 
-def render_explain(data: dict[str, Any]) -> str:
-    """``memory explain`` for people: the decision first, the injected text last."""
-    head = [
-        f"assembly {data['id']}",
-        f"session {data['session_id']}",
-    ]
+def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> str:
+    """``memory explain`` for people: the decision first, the injected text last.
+
+    ``max_omitted`` shortens each section's list of omissions to that many lines plus
+    a count by reason (the demo uses it; the command shows every omission).
+    """
+    head = [f"assembly {data['id']}", f"session {data['session_id']}"]
     if data["turn"] is not None:
         head.append(f"turn {data['turn']}")
     if data["step"] is not None:
@@ -113,8 +114,8 @@ def render_explain(data: dict[str, Any]) -> str:
         lines.append(f"coverage   INCOMPLETE: {'; '.join(coverage.get('reasons', []))}")
     for error in data["errors"]:
         lines.append(f"error      {error}")
+    lines.append("")
     for section in data["sections"]:
-        lines.append("")
         inc, out = section["included"], section["omitted"]
         if not inc and not out:
             lines.append(f"{section['number']}. {section['title']}: empty")
@@ -123,14 +124,18 @@ def render_explain(data: dict[str, Any]) -> str:
             f"{section['number']}. {section['title']}: {len(inc)} in, {len(out)} out, "
             f"{section['tokens']} tokens"
         )
-        for entry in inc:
-            lines.append("   + " + _entry_line(entry))
-        for omission in out:
-            lines.append("   - " + _omission_line(omission))
+        lines.extend("   + " + _entry_line(entry) for entry in inc)
+        shown = out if max_omitted is None else out[:max_omitted]
+        lines.extend("   - " + _omission_line(omission) for omission in shown)
+        if len(shown) < len(out):
+            rest = count_reasons(out[len(shown) :])
+            lines.append(
+                f"   … {len(out) - len(shown)} more: "
+                + ", ".join(f"{n} {reason}" for reason, n in rest.items())
+            )
     if data["omitted_by_reason"]:
-        lines.append("")
         counts = ", ".join(f"{n} {reason}" for reason, n in data["omitted_by_reason"].items())
-        lines.append(f"omitted    {counts}")
+        lines += ["", f"omitted    {counts}"]
     if data["text"]:
         lines += ["", f"--- injected text ({data['used_tokens']} tokens) ---", data["text"]]
     return "\n".join(lines)

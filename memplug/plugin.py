@@ -9,10 +9,10 @@ This is the only module that turns an assembly into a host message.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+import apsw
 import pydantic
 
 from memplug.assemble import AssemblyRequest, AssemblyResult
@@ -37,6 +37,9 @@ class Plugin:
         self.memory = memory
         # The last assembly of each call to pre_step, for hosts that want to show it.
         self.last_result: AssemblyResult | None = None
+        # Errors not yet written: recording one while another writer holds the lock
+        # would stall the host a second time, so they wait for the next good write.
+        self._unrecorded: list[tuple[str, str, str | None, int | None]] = []
 
     @property
     def config(self) -> Config:
@@ -67,10 +70,11 @@ class Plugin:
             result = self.memory.ingest([parsed], origin="live")
             if parsed.source_kind == MEMPLUG_SOURCE_KIND and result.new:
                 self._link_injection(parsed)
-            return bool(result.new)
         except Exception as error:
             self._record("capture", error, session_id, seq)
             return False
+        self._flush()
+        return bool(result.new)
 
     def pre_step(self, ctx: StepContext | Mapping[str, Any]) -> Injection | None:
         """The evidence message for this step, or None (nothing relevant, or a failure)."""
@@ -93,7 +97,11 @@ class Plugin:
             return None
         self.last_result = result
         if result.errors:
-            self._record_message("assemble", "; ".join(result.errors), result.session_id)
+            self._record_message(
+                "assemble", "; ".join(result.errors), result.session_id, flush=False
+            )
+        if result.assembly_id is not None:
+            self._flush()
         if not result.injected:
             return None
         return Injection(text=result.text, assembly_id=result.assembly_id)
@@ -121,20 +129,42 @@ class Plugin:
             message = describe_validation_error(error)
         else:
             message = f"{type(error).__name__}: {error}"
-        self._record_message(stage, message, session_id, seq)
+        self._record_message(stage, message, session_id, seq, flush=not _is_busy(error))
 
     def _record_message(
-        self, stage: str, message: str, session_id: Any = None, seq: Any = None
+        self,
+        stage: str,
+        message: str,
+        session_id: Any = None,
+        seq: Any = None,
+        *,
+        flush: bool = True,
     ) -> None:
-        # If the database itself is failing there is nowhere to record it; the host
-        # step must still go on.
-        with contextlib.suppress(Exception):
-            self.memory.record_error(
+        self._unrecorded.append(
+            (
                 stage,
                 message,
                 session_id if isinstance(session_id, str) else None,
                 seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
             )
+        )
+        if flush:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the errors kept so far; stop at the first that cannot be written."""
+        while self._unrecorded:
+            try:
+                self.memory.record_error(*self._unrecorded[0])
+            except Exception:
+                # The database itself is failing; keep it for the next good write.
+                return
+            self._unrecorded.pop(0)
+
+
+def _is_busy(error: BaseException) -> bool:
+    """Another writer holds the lock (retrying at once would wait the timeout again)."""
+    return isinstance(error, apsw.BusyError) or "locked" in str(error)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memplug.db import Database
+from memplug.db import BUSY_TIMEOUT_MS, Database
 from memplug.text import canonical_json
 
 _COLUMNS: tuple[str, ...] = (
@@ -147,12 +147,23 @@ class LogStore:
 
     # -- writing ------------------------------------------------------------------
 
-    def insert(self, record: LogRecord, *, retention: int) -> int:
+    def insert(self, record: LogRecord, *, retention: int, wait_ms: int | None = None) -> int:
         """Write one attempt and trim the oldest rows beyond ``retention``; return its id.
 
         Also moves the session's ``last_assembly_seq`` checkpoint to the newest event the
         attempt could have seen, so `memory status` shows how far assembly has looked.
+        ``wait_ms`` bounds the wait for the write lock (a host step must not stall
+        behind another writer for the whole busy timeout just to keep a log row).
         """
+        if wait_ms is None:
+            return self._insert(record, retention)
+        self.conn.set_busy_timeout(wait_ms)
+        try:
+            return self._insert(record, retention)
+        finally:
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+    def _insert(self, record: LogRecord, retention: int) -> int:
         with self.db.write_transaction():
             self.conn.execute(
                 "INSERT INTO assembly_logs (session_id, turn, step, trigger, created_at, "
