@@ -1,0 +1,156 @@
+"""Claude Code hook latency: whole-process wall time, interpreter start included.
+
+    python -m bench.hook_latency [--runs 40] [--sizes 10000,100000]
+
+For each size, a fresh database holds that many synthetic events in the same project
+as a Claude Code session (the fixture transcript, captured by a hook, compaction
+included). Then ``memory hook claude-code`` runs as Claude Code runs it — a new
+process, the payload on stdin — and the wall time of each run is measured:
+``UserPromptSubmit`` (capture check, retrieval, assembly, its log), the same without
+the click CLI (``python -m memplug.hosts.claude_hook``), a ``PostToolUse`` with
+nothing new (the hook's fast path), and the floor of importing what the prompt path
+needs. Target (DESIGN.md): UserPromptSubmit p95 ≤ 150 ms at 100k events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.report import machine, percentiles, synthetic_events, write_section
+from memplug.memory import Memory
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "fixtures" / "claude_code"
+SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+PROJECT = "/home/ana/shop"
+PROMPT = "Which port does the checkout API listen on, and what did we decide about card numbers?"
+MEMORY = str(Path(sys.executable).parent / "memory")
+
+
+def _populate(root: Path, count: int) -> tuple[Path, Path]:
+    db = root / "m.sqlite"
+    lines = []
+    for event in synthetic_events(count, sessions=50):
+        event["cwd"] = PROJECT
+        lines.append(json.dumps(event, ensure_ascii=False))
+    with Memory.open(db) as memory:
+        summary = memory.import_jsonl([("-", io.BytesIO(("\n".join(lines) + "\n").encode()))])
+        assert summary.new == count and not summary.rejected
+    projects = root / "projects"
+    shutil.copytree(FIXTURE, projects)
+    _hook(db, projects, "SessionStart", source="startup")
+    return db, projects
+
+
+def _payload(projects: Path, event: str, **fields: object) -> str:
+    return json.dumps(
+        {
+            "session_id": SID,
+            "transcript_path": str(projects / f"{SID}.jsonl"),
+            "cwd": PROJECT,
+            "hook_event_name": event,
+            **fields,
+        }
+    )
+
+
+def _hook(db: Path, projects: Path, event: str, **fields: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [MEMORY, "--db", str(db), "hook", "claude-code"],
+        input=_payload(projects, event, **fields),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def _timed(command: list[str], stdin: str, runs: int, env: dict[str, str]) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env)
+        samples.append((time.perf_counter() - start) * 1000)
+        if done.returncode:
+            raise SystemExit(f"hook failed: {done.stderr[-400:]}")
+    return samples
+
+
+def measure(count: int, runs: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        db, projects = _populate(Path(tmp), count)
+        env = {**os.environ, "MEMPLUG_DB": str(db)}
+        prompt = _payload(projects, "UserPromptSubmit", prompt=PROMPT)
+        answer = _hook(db, projects, "UserPromptSubmit", prompt=PROMPT)
+        assert "additionalContext" in answer.stdout, "the prompt hook injected nothing"
+        floor = (
+            "import memplug.memory, memplug.assemble, memplug.retrieve, memplug.hosts.claude_hook"
+        )
+        return {
+            "UserPromptSubmit (memory hook claude-code)": percentiles(
+                _timed([MEMORY, "hook", "claude-code"], prompt, runs, env)
+            ),
+            "UserPromptSubmit (python -m memplug.hosts.claude_hook)": percentiles(
+                _timed([sys.executable, "-m", "memplug.hosts.claude_hook"], prompt, runs, env)
+            ),
+            "PostToolUse, nothing new (memory hook claude-code)": percentiles(
+                _timed(
+                    [MEMORY, "hook", "claude-code"], _payload(projects, "PostToolUse"), runs, env
+                )
+            ),
+            "PostToolUse, nothing new (python -m memplug.hosts.claude_hook)": percentiles(
+                _timed(
+                    [sys.executable, "-m", "memplug.hosts.claude_hook"],
+                    _payload(projects, "PostToolUse"),
+                    runs,
+                    env,
+                )
+            ),
+            "floor: python -c 'import …' (the prompt path's modules)": percentiles(
+                _timed([sys.executable, "-c", floor], "", runs, env)
+            ),
+            "floor: python -c pass": percentiles(
+                _timed([sys.executable, "-c", "pass"], "", runs, env)
+            ),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shared", default="../shared", help="unused; for bench.run")
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--sizes", default="10000,100000")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for count in sizes:
+        started = time.perf_counter()
+        results = measure(count, args.runs)
+        print(f"{count:,} events ({time.perf_counter() - started:.0f} s)")
+        for name, p in results.items():
+            print(f"  {name:<64} p50 {p['p50']:>7.1f} ms  p95 {p['p95']:>7.1f} ms")
+            rows.append(f"| {count:,} | {name} | {p['p50']:.1f} | {p['p95']:.1f} |")
+    load = os.getloadavg()[0]
+    body = f"""Command: `python -m bench.hook_latency --runs {args.runs} --sizes {args.sizes}`
+(part of `make bench`). Machine: {machine()}; load average at the end {load:.1f}.
+Each figure is the wall time of a whole hook process, from spawn to exit, {args.runs} runs.
+The database holds the synthetic events in the session's project plus the fixture
+Claude Code session (captured by a hook, with a compaction); the prompt asks about a
+decision made before that compaction. Target: UserPromptSubmit p95 ≤ 150 ms at 100k.
+
+| events | hook | p50 ms | p95 ms |
+| ---: | --- | ---: | ---: |
+""" + "\n".join(rows)
+    write_section("Claude Code hook latency", body)
+
+
+if __name__ == "__main__":
+    main()
