@@ -52,11 +52,42 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+class BusyCounter:
+    """SQLite's own busy-timeout schedule (sqliteDefaultBusyCallback), counted: how
+    often a write found the lock taken, and how long it slept waiting for it."""
+
+    DELAYS_MS = (1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100)
+    TOTALS_MS = (0, 1, 3, 8, 18, 33, 53, 78, 103, 128, 178, 228)
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self.waits = 0
+        self.slept_ms = 0.0
+
+    def __call__(self, count: int) -> bool:
+        if count == 0:
+            self.waits += 1
+        if count < len(self.DELAYS_MS):
+            delay, prior = self.DELAYS_MS[count], self.TOTALS_MS[count]
+        else:
+            delay = self.DELAYS_MS[-1]
+            prior = self.TOTALS_MS[-1] + delay * (count - len(self.DELAYS_MS) + 1)
+        delay = min(delay, self.timeout_ms - prior)
+        if delay <= 0:
+            return False
+        time.sleep(delay / 1000)
+        self.slept_ms += delay
+        return True
+
+
 def capture(db: str, writer: int, count: int, out: str, start_at: float) -> None:
+    from memplug.db import BUSY_TIMEOUT_MS
     from memplug.plugin import open_plugin
 
     latencies, skipped = [], []
+    busy = BusyCounter(BUSY_TIMEOUT_MS)
     with open_plugin(db) as plugin:
+        plugin.memory.db.conn.set_busy_handler(busy)
         while time.time() < start_at:
             time.sleep(0.005)
         began = time.perf_counter()
@@ -67,7 +98,15 @@ def capture(db: str, writer: int, count: int, out: str, start_at: float) -> None
             latencies.append((time.perf_counter() - t0) * 1000)
         elapsed = time.perf_counter() - began
     Path(out).write_text(
-        json.dumps({"latencies_ms": latencies, "skipped": skipped, "seconds": elapsed})
+        json.dumps(
+            {
+                "latencies_ms": latencies,
+                "skipped": skipped,
+                "seconds": elapsed,
+                "lock_waits": busy.waits,
+                "lock_slept_ms": busy.slept_ms,
+            }
+        )
     )
 
 
@@ -131,6 +170,8 @@ class Figures:
     events: int
     seconds: float
     skipped: int
+    lock_waits: int
+    lock_slept_ms: float
     latencies_ms: list[float]
     assemble_ms: list[float]
     injected: int
@@ -151,7 +192,9 @@ class Figures:
                 "p99": round(percentile(lat, 0.99), 2),
                 "max": round(max(lat, default=0), 2),
             },
-            "waited_over_50ms": sum(1 for v in lat if v > WAITED_MS),
+            "lock_waits": self.lock_waits,
+            "lock_slept_ms": round(self.lock_slept_ms, 1),
+            "slower_than_50ms": sum(1 for v in lat if v > WAITED_MS),
             "skipped": self.skipped,
             "pre_step_calls": len(self.assemble_ms),
             "pre_step_ms": {
@@ -174,7 +217,9 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def run(db: Path, work: Path, *, writers: int = 4, events: int = 500) -> Figures:
+def run(
+    db: Path, work: Path, *, writers: int = 4, events: int = 500, readers: bool = True
+) -> Figures:
     """Run the whole scenario; return what every process saw."""
     from memplug.db import Database
 
@@ -186,16 +231,18 @@ def run(db: Path, work: Path, *, writers: int = 4, events: int = 500) -> Figures
         _spawn("capture", str(db), str(w), str(events), str(work / f"w{w}.json"), str(start_at))
         for w in range(writers)
     ]
-    readers = [
+    others = [
         _spawn("assemble", str(db), str(writers), str(stop), str(work / "assemble.json")),
         _spawn("cli", str(db), str(stop), str(work / "cli.json")),
     ]
+    if not readers:  # writers alone: the baseline the figures compare against
+        stop.touch()
     stderr = []
     for proc in writers_procs:
         _, err = proc.communicate(timeout=600)
         stderr.append(err)
     stop.touch()
-    for proc in readers:
+    for proc in others:
         _, err = proc.communicate(timeout=600)
         stderr.append(err)
     missing = [
@@ -212,6 +259,8 @@ def run(db: Path, work: Path, *, writers: int = 4, events: int = 500) -> Figures
         events=writers * events,
         seconds=max(r["seconds"] for r in results),
         skipped=sum(len(r["skipped"]) for r in results),
+        lock_waits=sum(r["lock_waits"] for r in results),
+        lock_slept_ms=sum(r["lock_slept_ms"] for r in results),
         latencies_ms=[v for r in results for v in r["latencies_ms"]],
         assemble_ms=assembled["latencies_ms"],
         injected=assembled["injected"],
@@ -234,8 +283,15 @@ def main(argv: list[str]) -> None:
         parser.add_argument("--db", required=True, type=Path)
         parser.add_argument("--writers", type=int, default=4)
         parser.add_argument("--events", type=int, default=2000)
+        parser.add_argument("--no-readers", action="store_true", help="Writers alone.")
         args = parser.parse_args(argv[1:])
-        figures = run(args.db, args.db.parent / "work", writers=args.writers, events=args.events)
+        figures = run(
+            args.db,
+            args.db.parent / "work",
+            writers=args.writers,
+            events=args.events,
+            readers=not args.no_readers,
+        )
         print(json.dumps(figures.summary(), indent=2))
         for err in figures.worker_stderr:
             print(err, file=sys.stderr)
