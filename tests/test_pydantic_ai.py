@@ -74,7 +74,7 @@ def test_the_model_receives_memory_right_before_the_latest_prompt(plugin: Plugin
     assert isinstance(prompt, UserPromptPart) and prompt.content == "Which port do we deploy on?"
 
 
-def test_each_step_has_exactly_one_memory_message(plugin: Plugin) -> None:
+def test_a_tool_step_adds_no_second_copy_of_the_same_memory(plugin: Plugin) -> None:
     remember(plugin, "Decision: we deploy with blue-green on port 9090.")
     history = MemoryHistory(plugin, "conv-b", project=PROJECT)
     model, received = recording_model(
@@ -91,10 +91,31 @@ def test_each_step_has_exactly_one_memory_message(plugin: Plugin) -> None:
     assert len(received) == 2
     for messages in received:
         (memory,) = memory_parts(messages)
-        request = next(m for m in messages if memory in m.parts)
-        position = request.parts.index(memory)
-        assert request.parts[position + 1].content == "Which port do we deploy on?"
+        request = messages[0]
+        assert request.parts[request.parts.index(memory) + 1].content == (
+            "Which port do we deploy on?"
+        )
     assert len(memory_parts(result.all_messages())) == 1
+
+
+def test_a_later_turn_gets_its_memory_before_its_own_prompt_and_history_is_untouched(
+    plugin: Plugin,
+) -> None:
+    history = MemoryHistory(plugin, "conv-b", project=PROJECT)
+    model, received = recording_model(
+        ModelResponse(parts=[TextPart("Hi.")]), ModelResponse(parts=[TextPart("9090.")])
+    )
+    agent = Agent(model, capabilities=[history.capability()])
+    first = agent.run_sync("Hello, shall we deploy today?")
+    assert memory_parts(received[0]) == []  # nothing known yet
+    remember(plugin, "Decision: we deploy with blue-green on port 9090.")
+    agent.run_sync("Which port do we deploy on?", message_history=first.all_messages())
+    latest = received[1]
+    assert latest[:2] == first.all_messages()  # earlier messages reach the model as they were
+    (memory,) = memory_parts(latest)
+    parts = latest[-1].parts
+    assert "9090" in memory.content and parts.index(memory) == len(parts) - 2
+    assert parts[-1].content == "Which port do we deploy on?"
 
 
 def test_run_messages_are_captured_with_memplugs_own_part_marked(plugin: Plugin) -> None:

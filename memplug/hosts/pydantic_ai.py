@@ -15,8 +15,12 @@ Choices, and why:
 * The memory message is a ``UserPromptPart`` inserted in the latest prompt's request,
   right before the prompt: the model reads it as context for that prompt, after the
   system prompt. Its text starts with ``[memplug]`` (the assembled header, in every
-  locale), which is how a later step finds and replaces it: pydantic-ai 2.x keeps what
-  a processor returns in the history, so without that each step would add one more.
+  locale), which is how it is recognised later.
+* History stays append-only. pydantic-ai 2.x keeps what a processor returns, so an
+  injection becomes part of the conversation like any committed message; the next
+  step's assembly sees it among the visible messages and leaves out what it already
+  said, so a step adds a message only when it has something new. Earlier messages are
+  never rewritten (that would also break the provider's prompt cache).
 * Capture follows the conversation as pydantic-ai keeps it, append-only: part ``k`` of
   message ``i`` is ``seq = i × 128 + k`` in the session (memplug's own part is
   ``k = 127``, wherever it sits), so capturing the same history again stores nothing
@@ -105,29 +109,28 @@ class MemoryHistory:
     # -- the processor ----------------------------------------------------------------
 
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
-        """Capture what is new, then return the history with this step's memory message."""
+        """Capture what is new; return the history, with a memory message when there is one."""
         try:
             if self.capture_enabled:
                 self.capture(messages)
-            clean = without_memory(messages)
-            found = latest_prompt(clean)
+            found = latest_prompt(messages)
             if found is None:
-                return clean
+                return messages
             index, prompt = found
-            turn, step = _turn_and_step(clean)
+            turn, step = _turn_and_step(messages)
             injection = self.plugin.pre_step(
                 StepContext(
                     session_id=self.session_id,
                     turn=turn,
                     step=step,
-                    messages=visible_messages(clean),
+                    messages=visible_messages(messages),
                     query=prompt,
                     trigger=HOST,
                 )
             )
             if injection is None:
-                return clean
-            return with_memory(clean, index, injection.text)
+                return messages
+            return with_memory(messages, index, injection.text)
         except Exception as error:
             # Recording can fail too (a broken database); the run must still go on.
             with contextlib.suppress(Exception):
@@ -154,27 +157,15 @@ def is_memory(part: Any) -> bool:
     return isinstance(part, UserPromptPart) and _text(part.content).startswith(MEMPLUG_PREFIX)
 
 
-def without_memory(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """The history without memplug's earlier messages (new message objects where cut)."""
-    out: list[ModelMessage] = []
-    for message in messages:
-        if isinstance(message, ModelRequest) and any(is_memory(p) for p in message.parts):
-            parts = [p for p in message.parts if not is_memory(p)]
-            if not parts:
-                continue
-            message = dataclasses.replace(message, parts=parts)
-        out.append(message)
-    return out
-
-
 def latest_prompt(messages: Sequence[ModelMessage]) -> tuple[int, str] | None:
     """Index of the request holding the latest user prompt, and the prompt's text."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, ModelRequest):
             prompts = [p for p in message.parts if isinstance(p, UserPromptPart)]
-            if prompts:
-                return index, _text(prompts[-1].content)
+            typed = [p for p in prompts if not is_memory(p)]
+            if typed:
+                return index, _text(typed[-1].content)
     return None
 
 
@@ -183,7 +174,7 @@ def with_memory(messages: Sequence[ModelMessage], index: int, text: str) -> list
     request = messages[index]
     assert isinstance(request, ModelRequest)
     parts = list(request.parts)
-    at = max(i for i, p in enumerate(parts) if isinstance(p, UserPromptPart))
+    at = max(i for i, p in enumerate(parts) if isinstance(p, UserPromptPart) and not is_memory(p))
     parts.insert(at, UserPromptPart(content=text))
     out = list(messages)
     out[index] = dataclasses.replace(request, parts=parts)
