@@ -247,3 +247,11 @@ def test_the_hook_finds_the_database_where_the_cli_does(
     monkeypatch.delenv("MEMPLUG_DB")
     monkeypatch.delenv("MEMPLUG_HOME")
     assert claude_hook.database_path(None) == default_db_path(None)
+
+
+def test_the_claude_code_doc_names_every_hook_and_setting() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "claude-code.md").read_text()
+    missing = [event for event in sorted(claude_hook.HOOK_EVENTS) if f"`{event}`" not in doc]
+    assert not missing, f"docs/claude-code.md does not describe {missing}"
+    for key in ("hook.maxContextChars", "hook.deadlineMs", "maxContextChars", "deadlineMs"):
+        assert key in doc
