@@ -614,6 +614,8 @@ class _Draft:
     omitted: list[Omission] = field(default_factory=list)
     opened: set[str] = field(default_factory=set)
     visible: VisibleText | None = None
+    # Lines left out for the budget alone, in offer order: a top-up may still take them.
+    deferred: list[tuple[int, str, str, Entry]] = field(default_factory=list)
 
     def offer(
         self,
@@ -627,24 +629,60 @@ class _Draft:
         why: str = "",
     ) -> bool:
         """Include ``line`` if it fits (opening its section costs the title once)."""
-        secrets = find_secrets(line)
-        if secrets:
-            kinds = ", ".join(sorted({s.kind for s in secrets}))
-            self.omitted.append(Omission(ref, section, REDACTED, score, kinds))
-            return False
         if self.visible and self.visible.contains(line):
             # The same line of an earlier injection is still in the model's context.
             self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))
             return False
-        cost = self.meter(line + "\n")
-        title_cost = 0 if section in self.opened else self.meter("\n" + title + "\n")
-        if cost + title_cost > self.remaining:
-            self.omitted.append(Omission(ref, section, OVER_BUDGET, score, f"{cost} tokens"))
+        entry = Entry(ref, section, line, self.meter(line + "\n"), kind, score, why)
+        if not self._fits(entry, title):
+            self.deferred.append((len(self.omitted), section, title, entry))
+            self.omitted.append(
+                Omission(ref, section, OVER_BUDGET, score, f"{entry.tokens} tokens")
+            )
             return False
-        self.remaining -= cost + title_cost
-        self.opened.add(section)
-        self.entries.append(Entry(ref, section, line, cost, kind, score, why))
+        redacted = self._redacted(entry)
+        if redacted is not None:
+            self.omitted.append(redacted)
+            return False
+        self._take(entry, title)
         return True
+
+    def top_up(self, extra: int) -> None:
+        """Give ``extra`` tokens back and take, in order, the deferred lines that now fit."""
+        self.remaining += extra
+        changed: dict[int, Omission | None] = {}
+        for index, _, title, entry in self.deferred:
+            if not self._fits(entry, title):
+                continue
+            redacted = self._redacted(entry)
+            if redacted is None:
+                self._take(entry, title)
+            changed[index] = redacted
+        if changed:
+            self.omitted = [
+                changed.get(i, o) for i, o in enumerate(self.omitted) if changed.get(i, o)
+            ]
+        self.deferred = []
+
+    def _fits(self, entry: Entry, title: str) -> bool:
+        title_cost = 0 if entry.section in self.opened else self.meter("\n" + title + "\n")
+        return entry.tokens + title_cost <= self.remaining
+
+    def _take(self, entry: Entry, title: str) -> None:
+        if entry.section not in self.opened:
+            self.remaining -= self.meter("\n" + title + "\n")
+            self.opened.add(entry.section)
+        self.remaining -= entry.tokens
+        self.entries.append(entry)
+
+    @staticmethod
+    def _redacted(entry: Entry) -> Omission | None:
+        # Scanned only once a line would be taken: most candidates never get that far.
+        secrets = find_secrets(entry.line)
+        if not secrets:
+            return None
+        kinds = ", ".join(sorted({s.kind for s in secrets}))
+        return Omission(entry.ref, entry.section, REDACTED, entry.score, kinds)
 
     def omit(
         self, ref: str, section: str, reason: str, score: float | None = None, detail: str = ""
@@ -660,6 +698,9 @@ class _Packed:
     mandatory: list[Entry]
     answered: bool
     errors: list[str]
+    # Tokens set aside for the insufficient-evidence statement (and its section title
+    # when nothing else needed it), given back when something answered the query.
+    reserve: int = 0
 
 
 class Assembler:
@@ -753,8 +794,12 @@ class Assembler:
         has_query = bool(task_text.strip())
         packed = self._pack(request, candidates, task_state, reserve_insufficient=has_query)
         if has_query and packed.answered:
-            # The statement is not needed: give its reserve back to the evidence.
-            packed = self._pack(request, candidates, task_state, reserve_insufficient=False)
+            # The statement is not needed: its room goes to what the budget left out.
+            if not packed.mandatory and not any(
+                e.section == "notice" for e in packed.draft.entries
+            ):
+                packed.draft.opened.discard("notice")
+            packed.draft.top_up(packed.reserve)
         cfg = self.config.assembly
         meter, draft = packed.meter, packed.draft
         content = [e for e in draft.entries if e.section != "notice"]
@@ -817,12 +862,21 @@ class Assembler:
             mandatory.append(
                 Entry("notice:incomplete", "notice", line, meter(line + "\n"), why="coverage")
             )
-        reserved = meter(labels["header"] + "\n") + sum(e.tokens for e in mandatory)
-        if reserve_insufficient:
-            reserved += meter("- " + labels["notice.insufficient"] + "\n")
+        statement = (
+            meter("- " + labels["notice.insufficient"] + "\n") if reserve_insufficient else 0
+        )
+        notice_title = 0
         if mandatory or reserve_insufficient:
-            reserved += meter("\n" + labels["section.notice"] + "\n")
+            notice_title = meter("\n" + labels["section.notice"] + "\n")
             draft.opened.add("notice")
+        reserved = (
+            meter(labels["header"] + "\n")
+            + sum(e.tokens for e in mandatory)
+            + statement
+            + notice_title
+        )
+        # What the statement holds back, returned when the query is answered.
+        reserve = statement + (0 if mandatory else notice_title)
         errors: list[str] = []
         draft.remaining = budget - reserved
         if draft.remaining < 0:
@@ -843,7 +897,7 @@ class Assembler:
             for o in draft.omitted
         )
         self._notice_section(draft, candidates, superseded, visible, texts)
-        return _Packed(budget, meter, draft, mandatory, answered, errors)
+        return _Packed(budget, meter, draft, mandatory, answered, errors, reserve)
 
     def render(self, entries: Sequence[Entry]) -> str:
         """Header, then each non-empty section's title and lines, in section order."""

@@ -422,3 +422,15 @@ def test_a_line_holding_a_key_is_left_out_as_redacted() -> None:
     assert reasons(result)["s1:40"] == "redacted"
     assert "ghp_" not in result.text
     assert "[ev s1:13]" in result.text
+
+
+def test_the_room_kept_for_the_statement_is_given_back_when_answered() -> None:
+    events = tuple(ev(300 + i, f"line {i:02d} " + "word " * 30) for i in range(40))
+    cfg = config(minBudgetTokens=600, softBudgetTokens=0)
+    asked = run(Candidates(events=events), cfg=cfg)
+    unasked = run(Candidates(events=events), cfg=cfg, query="")
+    assert "No committed evidence" not in asked.text
+    # Packed as if no room had been set aside: the same lines, the same bytes.
+    assert [e.ref for e in asked.included] == [e.ref for e in unasked.included]
+    assert asked.text == unasked.text
+    assert asked.used_tokens <= 600
