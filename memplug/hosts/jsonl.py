@@ -51,7 +51,14 @@ def parse_line(raw: bytes) -> HostEvent:
     except RecursionError:
         raise ValidationError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
     _check_structure(data, check_surrogates=_SURROGATE_ESCAPE.search(raw) is not None)
-    return parse_event(data)
+    event = parse_event(data)
+    try:
+        # Stored in UTC: 0001-01-01T00:00+01:00 parses but has no UTC spelling, and
+        # failing later would take the rest of its import batch with it.
+        event.time_text()
+    except (OverflowError, ValueError):
+        raise ValidationError("field 'time' is out of range once converted to UTC") from None
+    return event
 
 
 def _check_structure(data: Any, *, check_surrogates: bool) -> None:

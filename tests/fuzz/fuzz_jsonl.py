@@ -1,0 +1,70 @@
+"""Fuzz target: one generic-JSONL line through the parser, capture and export.
+
+Invariants: a line is an event or a one-line ValidationError; an event becomes an
+``events`` row that SQLite accepts (in a rolled-back savepoint of a real file); its
+export parses back to the same identity and text.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from memplug.capture import Capture, event_to_json
+from memplug.config import CaptureConfig
+from memplug.db import Database, utc_now
+from memplug.errors import ValidationError
+from memplug.hosts.jsonl import dump_line, parse_line
+from memplug.store import Store
+from memplug.store.events import EVENT_COLUMNS
+
+SEEDS: tuple[bytes, ...] = (
+    b'{"session_id": "s1", "seq": 7, "type": "user/message", "role": "user", '
+    b'"time": "2026-01-05T10:00:00Z", "turn": 3, "text": "Decision: we ship on Friday."}',
+    b'{"session_id": "s1", "seq": 8, "type": "tool/result", "role": "tool", "tool_name": "bash", '
+    b'"call_id": "c4", "outcome": "failed", "is_error": true, '
+    b'"content": [{"type": "text", "text": "exit 1: port 8080 in use"}]}',
+    b'{"session_id": "s", "seq": 1, "type": "user/message", "text": "a <private>x</private> b", '
+    b'"source": {"kind": "user", "form": "prompt"}, "extra": {"k": [1, 2, {"z": null}]}}',
+    b'{"session_id": "\\u7aef", "seq": 0, "type": "compaction/summary", "text": "\\ud83d\\ude00"}',
+    b"\xef\xbb\xbf{}",
+    b"[[[[[[[[[[]]]]]]]]]]",
+)
+
+_DIR = tempfile.mkdtemp(prefix="memplug-fuzz-jsonl-")
+_DB = Database.open(Path(_DIR) / "m.sqlite")
+_CAPTURE = Capture(Store(_DB), CaptureConfig())
+_INSERT = (
+    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+
+
+def test_one_input(data: bytes) -> None:
+    try:
+        event = parse_line(data)
+    except ValidationError as error:
+        message = str(error)
+        assert message and "\n" not in message, repr(message)
+        return
+    row, archived = _CAPTURE.row(event, utc_now())
+    conn = _DB.conn
+    conn.execute("SAVEPOINT fuzz")
+    try:
+        conn.execute(_INSERT, row)
+        if archived is not None:
+            conn.execute(
+                "INSERT INTO archive (session_id, ref, text, chars) VALUES (?, ?, ?, length(?3))",
+                archived,
+            )
+        stored = _CAPTURE.store.events.get(event.session_id, event.seq)
+        assert stored is not None
+        exported = dump_line(event_to_json(stored, _CAPTURE.store.events.full_text(stored)))
+    finally:
+        conn.execute("ROLLBACK TO fuzz")
+        conn.execute("RELEASE fuzz")
+    again = parse_line(exported.encode("utf-8"))
+    assert (again.session_id, again.seq, again.type) == (event.session_id, event.seq, event.type)
+    assert _CAPTURE.row(again, "x")[0][7] == row[7], "text changed through export"
+    json.loads(exported)
