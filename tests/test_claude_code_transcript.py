@@ -60,7 +60,7 @@ def test_record_types_counted_and_noise_dropped_with_reasons(main: cc.ReadResult
         "system/turn_duration: harness bookkeeping": 1,
         "empty assistant text block": 1,
     }
-    assert sum(main.record_types.values()) == 41
+    assert sum(main.record_types.values()) == 42
 
 
 def test_split_assistant_message_is_joined_into_one_event(main: cc.ReadResult) -> None:
@@ -137,6 +137,8 @@ def test_generated_text_is_marked_and_typed_input_is_not(main: cc.ReadResult) ->
     assert source(U(29)) == ("host-generated", "interrupt")
     assert source(U(36)) == ("host-generated", "compact-summary")
     assert source(U(40)) == ("host-generated", "synthetic")
+    # memplug's own additionalContext, written back by Claude Code.
+    assert source(U(41)) == ("memplug", "evidence")
     # A system reminder appended to a typed prompt is split off as its own event.
     assert events[U(19)]["text"] == "Remember: the staging database is db-staging-2 on port 5433."
     assert source(U(19)) == ("user", "prompt")
@@ -174,7 +176,7 @@ def test_compaction_boundary_continues_at_its_logical_parent(main: cc.ReadResult
 
 def test_model_context_is_what_follows_the_latest_compaction(main: cc.ReadResult) -> None:
     context = [e["entry_id"] for e in cc.model_context(main.events)]
-    assert context == [U(35), U(36), U(38), U(39), U(40)]
+    assert context == [U(35), U(36), U(38), U(39), U(40), U(41)]
 
 
 def test_active_path_skips_the_rewound_branch_but_crosses_the_compaction(
@@ -315,7 +317,7 @@ def test_reading_again_is_idempotent_on_uuid(tmp_path: Path, main: cc.ReadResult
     links.links.update(main.links)
     from_start = cc.read_transcript(MAIN, None, resolve=links, final=True)
     assert from_start.events == []
-    assert from_start.dropped["duplicate uuid (already captured)"] == 38
+    assert from_start.dropped["duplicate uuid (already captured)"] == 39
 
 
 def test_a_rewritten_file_restarts_above_every_seq_and_skips_known_uuids(
@@ -328,15 +330,15 @@ def test_a_rewritten_file_restarts_above_every_seq_and_skips_known_uuids(
     first = cc.read_transcript(target, resolve=links, final=True)
     links.add(first)
     extra = json.loads(lines[38])
-    extra.update(uuid=U(41), parentUuid=U(39), message={"role": "user", "content": "Ship it."})
+    extra.update(uuid=U(42), parentUuid=U(41), message={"role": "user", "content": "Ship it."})
     # The file was rewritten: its first half gone, one new record at the end, so the
     # new record's offset is below offsets already used.
     target.write_bytes(b"".join(lines[20:]) + json.dumps(extra).encode() + b"\n")
     second = cc.read_transcript(target, first.state, resolve=links, final=True)
     assert second.rewritten
-    assert [e["entry_id"] for e in second.events] == [U(41)]
+    assert [e["entry_id"] for e in second.events] == [U(42)]
     assert second.events[0]["seq"] > max(e["seq"] for e in first.events)
-    assert second.events[0]["parent_id"] == U(39)
+    assert second.events[0]["parent_id"] == U(41)
 
 
 def test_malformed_lines_are_reported_and_the_rest_is_kept(tmp_path: Path) -> None:

@@ -92,7 +92,12 @@ def test_the_same_events_whether_read_in_pieces_or_at_once(
     growing = tmp_path / "growing" / f"{SID}.jsonl"
     growing.parent.mkdir()
     db = tmp_path / "pieces.sqlite"
-    for end, event in ((9, "PreToolUse"), (13, "PostToolUse"), (30, "PostToolUse"), (41, "Stop")):
+    for end, event in (
+        (9, "PreToolUse"),
+        (13, "PostToolUse"),
+        (30, "PostToolUse"),
+        (len(lines), "Stop"),
+    ):
         growing.write_bytes(b"".join(lines[:end]) + b'{"partial": ')
         payload = {"session_id": SID, "transcript_path": str(growing), "hook_event_name": event}
         result = cli("--db", str(db), "hook", "claude-code", input=json.dumps(payload))

@@ -45,6 +45,9 @@ Choices, and why:
   known, else at the last main-chain event written before it (``continues_from`` says
   which). Events from the latest ``compaction/start`` on are in the model's context
   (:func:`model_context`); what precedes it is what memory brings back.
+* **memplug's own context**, which Claude Code writes back as an ``isMeta``
+  ``<system-reminder>`` ("… hook additional context: [memplug] …"), gets
+  ``source.kind = "memplug"``: never evidence, and an earlier injection to the assembler.
 * **Generated text**: ``isMeta`` records, ``<system-reminder>``, ``<task-notification>``,
   slash-command output, caveats, interrupt markers, synthetic assistant messages and
   compaction text get ``source.kind = "host-generated"`` with a ``form`` naming what
@@ -72,12 +75,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
+
 HOST = "claude-code"
 SEQ_PARTS = 1024
 TAIL_BYTES = 64
 DEFAULT_MAX_BYTES = 8 << 20
 PENDING_CALLS_CAP = 512
 GENERATED = "host-generated"
+# The start of every assembled memplug message (its header, in every locale).
+MEMPLUG_MARK = "additional context: [memplug]"
 AGENT_INSTRUCTIONS = "agent-instructions"
 
 Event = dict[str, Any]
@@ -644,6 +651,9 @@ class _Mapper:
         form = _generated_form(stripped)
         if self.kind == "compaction-agent":
             form = form or "compaction-agent"
+        if (meta or form is not None) and MEMPLUG_MARK in text:
+            # memplug's own additionalContext, written back by Claude Code.
+            return [_user_event(text, MEMPLUG_SOURCE_KIND, MEMPLUG_SOURCE_FORM)]
         if meta or form is not None:
             return [_user_event(text, GENERATED, form or "meta")]
         reminders = _REMINDER.findall(text)
