@@ -59,6 +59,7 @@ OMISSION_REASONS: tuple[str, ...] = (
     EMPTY_TEXT,
     DUPLICATE,
     REDACTED,
+    "over limit",
 )
 
 
@@ -131,6 +132,8 @@ class Omission:
     reason: str
     score: float | None = None
     detail: str | None = None
+    # A summary row stands for this many omissions with the same reason (ref "*").
+    count: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ref": self.ref, "section": self.section, "reason": self.reason}
@@ -138,6 +141,8 @@ class Omission:
             out["score"] = round(self.score, 4)
         if self.detail:
             out["detail"] = self.detail
+        if self.count is not None:
+            out["count"] = self.count
         return out
 
 
@@ -224,14 +229,35 @@ def from_retrieval(result: RetrievalResult) -> Candidates:
             )
             for e in result.evidence
         ),
-        omitted=tuple(
-            Omission(o.ref, "memory" if o.ref.startswith("mem_") else "evidence", o.reason, o.score)
-            for o in result.omitted
-        ),
+        omitted=_retrieval_omissions(result.omitted),
         coverage=Coverage(result.coverage.complete, tuple(result.coverage.reasons)),
         signals=dict(result.signals),
         successors={k: _item(v) for k, v in sorted(result.successors.items())},
     )
+
+
+# Retrieval ranks far more candidates than assembly asks for; the ones cut at the limit
+# were never offered. The best few are logged by name, the rest as one counted row, so
+# that a log row stays a few kilobytes rather than a list of the whole candidate pool.
+OVER_LIMIT_NAMED = 10
+
+
+def _retrieval_omissions(omitted: Iterable[Any]) -> tuple[Omission, ...]:
+    out: list[Omission] = []
+    past: dict[str, int] = {}
+    for o in omitted:
+        section = "memory" if o.ref.startswith("mem_") else "evidence"
+        if o.reason == "over limit":
+            past[section] = past.get(section, 0) + 1
+            if past[section] > OVER_LIMIT_NAMED:
+                continue
+        out.append(Omission(o.ref, section, o.reason, o.score))
+    for section in ("memory", "evidence"):
+        rest = past.get(section, 0) - OVER_LIMIT_NAMED
+        if rest > 0:
+            detail = f"{rest} more candidates ranked below the ones named"
+            out.append(Omission("*", section, "over limit", None, detail, count=rest))
+    return tuple(out)
 
 
 def _item(item: RankedItem) -> ItemCandidate:
@@ -299,6 +325,8 @@ class AssemblyRequest:
     step: int | None = None
     trigger: str = "api"
     token_meter: TokenMeter | None = None
+    # How long the log write may wait for another writer's lock (default LOG_WAIT_MS).
+    log_wait_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -732,7 +760,7 @@ class Assembler:
         except Exception as error:
             result = self.failure(request, f"{type(error).__name__}: {error}")
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        self.log(result)
+        self.log(result, wait_ms=request.log_wait_ms)
         return result
 
     def failure(self, request: AssemblyRequest, message: str) -> AssemblyResult:
@@ -751,7 +779,7 @@ class Assembler:
             trigger=request.trigger,
         )
 
-    def log(self, result: AssemblyResult) -> None:
+    def log(self, result: AssemblyResult, *, wait_ms: int | None = None) -> None:
         """Write the attempt to ``assembly_logs``. A failure to log (another writer holds
         the lock past :data:`LOG_WAIT_MS`, a full disk) is added to the result's errors
         for the caller to report, never raised: the step's message is still good."""
@@ -761,7 +789,7 @@ class Assembler:
             result.assembly_id = self.store.logs.insert(
                 result.to_log(utc_now()),
                 retention=self.config.diagnostics.assembly_log_retention,
-                wait_ms=LOG_WAIT_MS,
+                wait_ms=LOG_WAIT_MS if wait_ms is None else max(1, wait_ms),
             )
         except Exception as error:
             result.errors.append(f"could not log the assembly ({type(error).__name__}: {error})")
@@ -1142,7 +1170,7 @@ def count_reasons(omitted: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for omission in omitted:
         reason = str(omission.get("reason"))
-        counts[reason] = counts.get(reason, 0) + 1
+        counts[reason] = counts.get(reason, 0) + int(omission.get("count") or 1)
     order = {reason: i for i, reason in enumerate(OMISSION_REASONS)}
     return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 

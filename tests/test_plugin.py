@@ -350,3 +350,34 @@ def _ev_refs(text: str) -> list[str]:
 def _items(plugin: Plugin) -> list[tuple[str, str, str, str]]:
     rows = plugin.memory.store.items.list(session_ids=["shop-1"])
     return sorted((r.id, r.kind, r.content, r.status) for r in rows)
+
+
+def test_a_locked_log_does_not_stall_the_step(tmp_path: Path) -> None:
+    import time
+
+    import apsw
+
+    db = tmp_path / "m.sqlite"
+    with memplug.open(str(db)) as plugin:
+        note = "Remember: the staging database listens on port 5433."
+        plugin.on_event({"session_id": "s1", "seq": 1, "type": "user/message", "text": note})
+        blocker = apsw.Connection(str(db))
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            started = time.monotonic()
+            injection = plugin.pre_step({"session_id": "s1", "query": "which port for staging?"})
+            waited = time.monotonic() - started
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        # The message is still good; only its log row could not be written in time.
+        assert injection is not None and "port 5433" in injection.text
+        assert injection.assembly_id is None
+        assert waited < 3
+        assert plugin.memory.store.events.latest_errors() == []
+        # The next good write records what could not be recorded then.
+        plugin.on_event({"session_id": "s1", "seq": 2, "type": "assistant/message",
+                         "role": "assistant", "text": "5433."})  # fmt: skip
+        errors = plugin.memory.store.events.latest_errors()
+    assert [e["stage"] for e in errors] == ["assemble"]
+    assert "could not log the assembly" in errors[0]["message"]

@@ -1,0 +1,101 @@
+"""`memory assemble` from the outside: the documented JSON shape, logged like a pre-step,
+explained with the same figures, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MEMORY = Path(sys.executable).parent / "memory"
+
+
+def memory(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(MEMORY), "--db", str(db), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def shop_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("cli") / "m.sqlite"
+    done = memory(db, "import", str(REPO / "fixtures" / "sessions" / "shop.jsonl"))
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_assemble_json_has_the_documented_shape(shop_db: Path) -> None:
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--query",
+                  "what p95 must checkout keep?", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    for key in ("injected", "text", "assembly_id", "budget", "used_tokens", "token_source",
+                "included", "omitted", "coverage"):  # fmt: skip
+        assert key in data
+    assert isinstance(data["assembly_id"], int)
+    assert data["injected"] is True and data["budget"] == 3000
+    assert data["token_source"] == "estimate"
+    assert "p95 < 200 ms at 1k rps" in data["text"]
+    assert all({"ref", "reason"} <= set(o) for o in data["omitted"])
+    assert data["coverage"] == {"complete": True, "reasons": []}
+    explained = memory(shop_db, "explain", "--assembly", str(data["assembly_id"]), "--json")
+    logged = json.loads(explained.stdout)
+    assert logged["used_tokens"] == data["used_tokens"]
+    assert logged["text"] == data["text"]
+    assert logged["trigger"] == "cli"
+
+
+def test_assemble_without_a_query_uses_the_latest_user_message(shop_db: Path) -> None:
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--json")
+    data = json.loads(done.stdout)
+    assert data["query"]["text"].startswith("Next: run the load test against staging")
+
+
+def test_assemble_for_people_ends_with_where_to_look(shop_db: Path) -> None:
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "card numbers")
+    assert done.returncode == 0
+    assert done.stdout.startswith("[memplug] Memory for this step")
+    assert "details: memory explain --assembly" in done.stdout.splitlines()[-1]
+
+
+def test_no_evidence_beside_task_state_says_so(shop_db: Path) -> None:
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "zzqx qqzv", "--json")
+    data = json.loads(done.stdout)
+    assert data["injected"] is True
+    assert "## Task state" in data["text"]
+    assert "No committed evidence matches the current request" in data["text"]
+
+
+def test_nothing_to_inject_is_said_plainly(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite"
+    event = {"session_id": "s1", "seq": 1, "type": "user/message", "text": "hello there"}
+    assert memory(db, "import", "-", stdin=json.dumps(event) + "\n").returncode == 0
+    done = memory(db, "assemble", "--session", "s1", "--query", "zzqx qqzv")
+    assert done.returncode == 0
+    assert done.stdout.startswith(
+        "nothing to inject (nothing relevant, and the search was complete); assembly 1"
+    )
+
+
+def test_unknown_session_is_a_one_line_error(shop_db: Path) -> None:
+    done = memory(shop_db, "assemble", "--session", "nope", "--query", "x")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "Error: no session 'nope' in the database"
+
+
+def test_the_same_events_give_the_same_text_in_two_databases(shop_db: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    exported = memory(shop_db, "export")
+    assert memory(other, "import", "-", stdin=exported.stdout).returncode == 0
+    query = ["assemble", "--session", "shop-1", "--query", "值班室分机号是多少？", "--json"]
+    first = json.loads(memory(shop_db, *query).stdout)
+    second = json.loads(memory(other, *query).stdout)
+    assert first["text"] == second["text"] and "4324" in first["text"]
