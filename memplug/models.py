@@ -78,8 +78,14 @@ def format_time(value: datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     value = value.astimezone(UTC)
-    spec = "%Y-%m-%dT%H:%M:%S.%fZ" if value.microsecond else "%Y-%m-%dT%H:%M:%SZ"
-    return value.strftime(spec)
+    # Formatted by hand: strftime('%Y') does not pad years before 1000 to four digits.
+    text = (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    )
+    if value.microsecond:
+        text += f".{value.microsecond:06d}"
+    return text + "Z"
 
 
 class HostEvent(BaseModel):
@@ -91,8 +97,8 @@ class HostEvent(BaseModel):
     seq: StrictInt = Field(ge=0, le=2**62)
     type: EventType
     time: datetime | None = None
-    turn: StrictInt | None = None
-    step: StrictInt | None = None
+    turn: StrictInt | None = Field(default=None, ge=-(2**62), le=2**62)
+    step: StrictInt | None = Field(default=None, ge=-(2**62), le=2**62)
     role: Role | None = None
     text: str | None = None
     content: list[ContentBlock] | None = None
@@ -192,6 +198,10 @@ class Decision(BaseModel):
 
 def describe_validation_error(error: pydantic.ValidationError) -> str:
     """One line naming the first offending field and what is wrong with it."""
+    return " ".join(_describe_first(error).split())
+
+
+def _describe_first(error: pydantic.ValidationError) -> str:
     first = error.errors()[0]
     location = ".".join(str(part) for part in first.get("loc", ())) or "event"
     message = first.get("msg", "is invalid")

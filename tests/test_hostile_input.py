@@ -217,11 +217,6 @@ def test_a_time_with_no_utc_spelling_is_rejected_alone(tmp_path: Path, time_text
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in memplug.models.format_time: strftime('%Y') writes year 226 as '226', "
-    "which the export then cannot import (found by make fuzz)",
-)
 def test_an_early_year_survives_export_and_import(tmp_path: Path) -> None:
     result = import_bytes(tmp_path / "m.sqlite", line(good(1) | {"time": "0226-01-05T10:00:00Z"}))
     assert result["new"] == 1
@@ -230,23 +225,12 @@ def test_an_early_year_survives_export_and_import(tmp_path: Path) -> None:
     assert parse_line(exported.encode()).time_text() == "0226-01-05T10:00:00Z"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in memplug.models: turn and step have no int64 bound (seq has one), so a "
-    "huge turn passes validation and fails at SQL binding, taking its import batch down "
-    "(found by make fuzz)",
-)
 def test_a_turn_too_big_for_sqlite_is_rejected_alone(tmp_path: Path) -> None:
     payload = line(good(1)) + line(good(2) | {"turn": 10**30}) + line(good(3))
     result = import_bytes(tmp_path / "m.sqlite", payload)
     assert result["count"] == 2 and [r["line"] for r in result["rejected"]] == [2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in memplug.models.describe_validation_error: a field name holding a "
-    "newline makes a two-line error (found by make fuzz)",
-)
 def test_a_field_name_with_a_newline_still_gives_a_one_line_error() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_line(b'{"session_id": "s", "seq": 1, "type": "user/message", "source": {"k\\nd": 1}}')
