@@ -40,8 +40,9 @@ def main() -> cc.ReadResult:
 def test_every_event_is_a_valid_host_event_in_increasing_seq_order(main: cc.ReadResult) -> None:
     models = main.host_events()
     assert all(isinstance(m, HostEvent) for m in models)
-    seqs = [e["seq"] for e in main.events]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    # Dense, in transcript order: retrieval measures recency and neighbours in seq distance.
+    assert [e["seq"] for e in main.events] == list(range(1, len(main.events) + 1))
+    assert main.state.next_seq == len(main.events) + 1
     assert {e["session_id"] for e in main.events} == {SID}
     assert {e["project"] for e in main.events} == {"/home/ana/shop"}
     assert main.errors == [] and not main.more and main.held_bytes == 0

@@ -9,14 +9,17 @@ nothing heavy: the hook that calls it is a fresh process on every prompt.
 
 Choices, and why:
 
-* **seq** is ``base + line_offset × SEQ_PARTS + part``: the byte offset where the
-  record's line starts, times room for the events one record yields. The file is
-  append-only, so a record's offset never changes once written — and unlike its
-  ordinal line number, the offset is known when a read starts mid-file without
-  counting lines first. ``base`` is 0 unless the file was found rewritten (shorter
-  than the last read, or different bytes before the stored offset); then the read
-  restarts at 0 with a base above every seq used so far, and records whose ``uuid``
-  was already captured are skipped, so a rewrite never duplicates evidence.
+* **seq** numbers the session's events 1, 2, 3, … in the order the transcript holds
+  their records; the next number is part of the cursor. The file is append-only, so
+  that order never changes, and the reader emits the same events in the same order
+  however the file is cut into reads (a test cuts it at random bytes), so a record
+  gets the same seq in any database, at any time. Numbers are dense on purpose:
+  retrieval measures recency and neighbourhood in seq distance. If the file is found
+  rewritten (shorter than the last read, or different bytes before the stored
+  offset), the read restarts at byte 0; records whose ``uuid`` was captured already
+  are skipped, so the numbering continues above every seq used and nothing is
+  captured twice. (A record's ordinal position or byte offset would not survive
+  such a rewrite; its uuid does.)
 * **Idempotent on uuid**: a record whose uuid is already known (earlier in the read,
   or to the resolver — the database) is skipped and counted as ``duplicate uuid``.
 * **Split assistant messages**: each record holds one content block, and one API
@@ -78,7 +81,6 @@ from typing import Any
 from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "claude-code"
-SEQ_PARTS = 1024
 TAIL_BYTES = 64
 DEFAULT_MAX_BYTES = 8 << 20
 PENDING_CALLS_CAP = 512
@@ -131,7 +133,7 @@ class CursorState:
 
     offset: int = 0
     seen: int = 0
-    base: int = 0
+    next_seq: int = 1
     tail: str = ""
     turn: int = 0
     step: int = 0
@@ -145,7 +147,7 @@ class CursorState:
         return {
             "offset": self.offset,
             "seen": self.seen,
-            "base": self.base,
+            "next_seq": self.next_seq,
             "tail": self.tail,
             "turn": self.turn,
             "step": self.step,
@@ -252,7 +254,6 @@ def read_transcript(
         size = os.fstat(stream.fileno()).st_size
         if state.offset and not _same_prefix(stream, state.offset, state.tail, size):
             rewritten = True
-            state.base += state.offset * SEQ_PARTS
             state.offset, state.tail = 0, ""
         start, limit = state.offset, max(1, max_bytes)
         while True:
@@ -535,11 +536,11 @@ class _Mapper:
         record = line.record
         side = self._side(record)
         entry = parent
-        for position, event in enumerate(events[:SEQ_PARTS]):
+        for position, event in enumerate(events):
             own = None if uuid is None else uuid if position == 0 else f"{uuid}#{position}"
             out: Event = {
                 "session_id": self.session_id,
-                "seq": self.state.base + line.offset * SEQ_PARTS + position,
+                "seq": self.state.next_seq,
                 "type": event.pop("type"),
             }
             if isinstance(record.get("timestamp"), str):
@@ -559,6 +560,7 @@ class _Mapper:
             if unresolved and position == 0:
                 out["parent_unresolved"] = True
             self.events.append(out)
+            self.state.next_seq += 1
             entry = own if own is not None else entry
             if out["type"] == "assistant/message" and "message_id" in out:
                 self.message_entries[out["message_id"]] = entry or ""
@@ -566,8 +568,6 @@ class _Mapper:
                 self.state.last_main = entry
                 if out["type"] == "compaction/start":
                     self.state.context_start = out["seq"]
-        if len(events) > SEQ_PARTS:
-            self.dropped[f"blocks beyond {SEQ_PARTS} in one record"] += len(events) - SEQ_PARTS
         if uuid is not None:
             self.links[uuid] = entry
 
