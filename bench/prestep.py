@@ -37,6 +37,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,17 +64,15 @@ STOP = set(
 # -- latency ---------------------------------------------------------------------------
 
 
-def cued_events(count: int) -> list[dict[str, Any]]:
+def cued_events(count: int) -> Iterator[dict[str, Any]]:
     """Synthetic events; every fifth user message opens with an extraction cue."""
-    out = []
     users = 0
     for event in synthetic_events(count):
         if event["type"] == "user/message":
             users += 1
             if users % 5 == 0:
                 event["text"] = CUES[users // 5 % len(CUES)] + str(event["text"])
-        out.append(event)
-    return out
+        yield event
 
 
 def queries(count: int, seed: int = 7) -> list[str]:
@@ -90,10 +89,14 @@ def queries(count: int, seed: int = 7) -> list[str]:
 
 def build(root: Path, count: int) -> tuple[Path, float, dict[str, int]]:
     path = root / f"prestep-{count}" / "memory.sqlite"
-    data = "".join(json.dumps(e) + "\n" for e in cued_events(count)).encode()
+    # Streamed through a file: a million events held as dicts would need gigabytes.
+    source = root / f"prestep-{count}.jsonl"
+    with source.open("w", encoding="utf-8") as out:
+        for event in cued_events(count):
+            out.write(json.dumps(event) + "\n")
     start = time.perf_counter()
-    with Memory.open(path) as memory:
-        summary = memory.import_jsonl([("-", io.BytesIO(data))])
+    with Memory.open(path) as memory, source.open("rb") as stream:
+        summary = memory.import_jsonl([(source.name, stream)])
         assert summary.new == count, summary.as_dict()
         counts = memory.store.counts()
     return path, time.perf_counter() - start, counts

@@ -551,10 +551,6 @@ def snippet(text: str, limit: int) -> str:
     return flat[: max(1, limit - 1)].rstrip() + "…"
 
 
-def _squash(text: str) -> str:
-    return " ".join(normalize_text(text).split())
-
-
 def is_generated_message(message: Message, generated_kinds: frozenset[str]) -> bool:
     """Harness or plugin text, whatever its role: never the user's task text."""
     kind = message.source.kind if message.source else None
@@ -588,23 +584,35 @@ class VisibleText:
         for message in messages:
             if not message.text:
                 continue
-            whole.add(_squash(message.text))
-            lines.update(" ".join(line.split()) for line in message.text.splitlines())
+            # Host text is normalised like stored text; stored text already is.
+            text = normalize_text(message.text)
+            whole.add(" ".join(text.split()))
+            lines.update(" ".join(line.split()) for line in text.splitlines())
         lines.discard("")
         self._whole = frozenset(whole)
         self._lines = frozenset(lines)
+        self._seen: dict[str, bool] = {}
 
     def __bool__(self) -> bool:
         return bool(self._whole)
 
     def contains(self, text: str) -> bool:
-        needle = _squash(text)
-        if not needle:
+        """``text`` is stored (normalised) event text or a rendered line."""
+        found = self._seen.get(text)
+        if found is None:
+            found = self._contains(text)
+            self._seen[text] = found
+        return found
+
+    def _contains(self, text: str) -> bool:
+        flat = " ".join(text.split())
+        if not flat:
             return False
-        if needle in self._whole or needle in self._lines:
+        if flat in self._whole or flat in self._lines:
             return True
-        parts = [" ".join(line.split()) for line in normalize_text(text).splitlines()]
-        parts = [p for p in parts if p]
+        if "\n" not in text:
+            return False
+        parts = [p for p in (" ".join(line.split()) for line in text.splitlines()) if p]
         return len(parts) > 1 and all(p in self._lines for p in parts)
 
 
