@@ -191,9 +191,14 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, str, Any]
     return found
 
 
-def _describe(error: pydantic.ValidationError, origin: str) -> str:
+def _describe(error: pydantic.ValidationError, sources: Mapping[str, str]) -> str:
     first = error.errors()[0]
     key = ".".join(str(p) for p in first.get("loc", ()))
+    # Name where the offending key was set (a file, a variable, the API) when known.
+    origin = sources.get(key) or next(
+        (where for dotted, where in sorted(sources.items()) if dotted.startswith(key + ".")),
+        "the configuration",
+    )
     if first.get("type") == "extra_forbidden":
         return f"unknown config key '{key}' in {origin}"
     return f"config key '{key}' in {origin}: {first.get('msg', 'is invalid')}"
@@ -234,7 +239,7 @@ def load_config(
     try:
         config = Config.model_validate(merged)
     except pydantic.ValidationError as error:
-        raise ValidationError(_describe(error, "the configuration")) from None
+        raise ValidationError(_describe(error, sources)) from None
     for dotted in _all_keys(config):
         sources.setdefault(dotted, "default")
     return LoadedConfig(config=config, sources=dict(sorted(sources.items())), file=file_used)

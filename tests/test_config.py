@@ -1,0 +1,125 @@
+"""Configuration: defaults, clamps, `memory.toml` beside the database or `--config`,
+`MEMPLUG_*` variables, unknown keys named in the error, and `memory config show`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memplug.config import env_name, load_config
+from memplug.errors import ValidationError
+from memplug.memory import Memory
+
+MEMORY = Path(sys.executable).parent / "memory"
+
+
+def show(
+    db: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMPLUG_")}
+    environ.update(env or {})
+    return subprocess.run(
+        [str(MEMORY), "--db", str(db), *args, "config", "show", "--json"],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+
+
+def test_defaults() -> None:
+    config = load_config(None, environ={}).config
+    assert config.assembly.min_budget_tokens == 600
+    assert config.assembly.soft_budget_tokens == 3000
+    assert config.assembly.budget_tokens == 3000
+    assert config.assembly.evidence_types == ("user/message",)
+    assert config.assembly.locale == "en"
+    assert config.retrieval.limit == 24
+    assert config.diagnostics.assembly_log_retention == 1000
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "given", "field", "kept"),
+    [
+        ("retrieval", "limit", 500, "limit", 100),
+        ("retrieval", "limit", 0, "limit", 1),
+        ("assembly", "minBudgetTokens", 5, "min_budget_tokens", 50),
+        ("assembly", "softBudgetTokens", 10**9, "soft_budget_tokens", 200_000),
+        ("assembly", "candidateLimit", 1000, "candidate_limit", 100),
+        ("assembly", "snippetChars", 3, "snippet_chars", 80),
+    ],
+)
+def test_numbers_are_clamped(section: str, key: str, given: int, field: str, kept: int) -> None:
+    config = load_config(None, environ={}, overrides={section: {key: given}}).config
+    assert getattr(getattr(config, section), field) == kept
+
+
+def test_file_beside_the_database_then_environment(tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite"
+    (tmp_path / "memory.toml").write_text(
+        '[assembly]\nsoftBudgetTokens = 1200\nlocale = "zh"\n', encoding="utf-8"
+    )
+    with Memory.open(db) as memory:
+        assert memory.config.assembly.soft_budget_tokens == 1200
+        assert memory.loaded.sources["assembly.softBudgetTokens"].startswith("file ")
+    variable = env_name("assembly.softBudgetTokens")
+    assert variable == "MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS"
+    loaded = load_config(tmp_path / "memory.toml", environ={variable: "900"})
+    assert loaded.config.assembly.soft_budget_tokens == 900
+    assert loaded.sources["assembly.softBudgetTokens"] == f"env {variable}"
+    assert loaded.config.assembly.locale == "zh"
+    assert loaded.sources["assembly.minBudgetTokens"] == "default"
+
+
+def test_unknown_keys_are_errors_that_name_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "memory.toml"
+    bad.write_text("[assembly]\nsoftBudget = 10\n", encoding="utf-8")
+    with pytest.raises(
+        ValidationError, match=r"unknown config key 'assembly\.softBudget' in file "
+    ):
+        load_config(bad, environ={})
+    with pytest.raises(ValidationError, match="unknown config key 'asembly' in api"):
+        load_config(None, environ={}, overrides={"asembly": {"locale": "zh"}})
+    with pytest.raises(ValidationError, match="MEMPLUG_LOCALE is not a config key"):
+        load_config(None, environ={"MEMPLUG_LOCALE": "zh"})
+    with pytest.raises(ValidationError, match=r"config key 'assembly\.locale' in api"):
+        load_config(None, environ={}, overrides={"assembly": {"locale": "fr"}})
+
+
+def test_an_explicit_config_file_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="does not exist"):
+        load_config(tmp_path / "nope.toml", environ={}, required=True)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[assembly\n", encoding="utf-8")
+    with pytest.raises(ValidationError, match="is not valid TOML"):
+        load_config(broken, environ={})
+
+
+def test_config_show_prints_values_and_where_they_came_from(tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite"
+    (tmp_path / "memory.toml").write_text("[assembly]\nsoftBudgetTokens = 1500\n")
+    done = show(db, env={"MEMPLUG_RETRIEVAL__LIMIT": "30"})
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    values = data["values"]
+    assert values["assembly.softBudgetTokens"] == {
+        "value": 1500,
+        "source": f"file {tmp_path / 'memory.toml'}",
+    }
+    assert values["retrieval.limit"] == {"value": 30, "source": "env MEMPLUG_RETRIEVAL__LIMIT"}
+    assert values["assembly.locale"] == {"value": "en", "source": "default"}
+    assert not db.exists(), "config show created a database"
+
+
+def test_config_show_with_a_bad_key_is_one_error_line(tmp_path: Path) -> None:
+    config = tmp_path / "other.toml"
+    config.write_text("[assembly]\nbudget = 1\n")
+    done = show(tmp_path / "m.sqlite", "--config", str(config))
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"Error: unknown config key 'assembly.budget' in file {config}"
