@@ -1,0 +1,189 @@
+"""`memory search` and `memory expand`: the retrieval engine from the command line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.text import clip
+
+_MODES = click.Choice(["literal", "phrase", "regex"])
+_MATCHES = click.Choice(["any", "all"])
+_BRANCHES = click.Choice(["active", "all"])
+
+
+def _render_page(data: dict[str, Any]) -> str:
+    hits = data["hits"]
+    coverage = data["coverage"]
+    lines: list[str] = []
+    if hits:
+        rows = []
+        for hit in hits:
+            ref = hit["id"] if hit["kind"] == "memory" else f"{hit['session_id']}:{hit['seq']}"
+            what = hit.get("item_kind") if hit["kind"] == "memory" else hit.get("type")
+            rows.append(
+                [
+                    f"{hit['score']:.3f}" + ("*" if hit["pinned"] else ""),
+                    ref,
+                    str(what or ""),
+                    clip(hit["why"], 28),
+                    clip(hit["snippet"], 72),
+                ]
+            )
+        lines.append(table(rows, ["score", "ref", "what", "why", "snippet"]))
+        lines.append(f"{len(hits)} of {data['total']} hits (* = exact symbol pinned)")
+    else:
+        lines.append("no hits")
+    if coverage["complete"]:
+        lines.append(
+            "coverage: complete" + (" — this empty result is authoritative" if not hits else "")
+        )
+    else:
+        lines.append("coverage: INCOMPLETE (" + ", ".join(coverage["reasons"]) + ")")
+    if coverage.get("error"):
+        lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
+    if data.get("next"):
+        lines.append(f"next page: memory search --next {data['next']}")
+    return "\n".join(lines)
+
+
+def _render_expand(data: dict[str, Any]) -> str:
+    lines: list[str] = []
+    if data.get("item"):
+        item = data["item"]
+        lines.append(f"{item['id']}  {item['kind']} ({item['evidence_type']}, {item['status']})")
+        lines.append(f"  {item['content']}")
+        if item.get("superseded_by"):
+            lines.append(f"  superseded by {item['superseded_by']}")
+        lines.append("sources:")
+    for event in data["events"]:
+        header = f"── {event['session_id']}:{event['seq']}  {event['type']}"
+        if event.get("role"):
+            header += f"  {event['role']}"
+        if event.get("time"):
+            header += f"  {event['time']}"
+        if event.get("anchor"):
+            header += "  ◀"
+        lines.append(header)
+        lines.append(event["text"])
+        rng = event["text_range"]
+        if not rng["complete"]:
+            lines.append(f"   [characters {rng['start']}–{rng['end']} of {rng['total']}]")
+    coverage = data["coverage"]
+    if coverage.get("error"):
+        lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
+    elif not coverage["complete"]:
+        lines.append("coverage: INCOMPLETE (" + ", ".join(coverage["reasons"]) + ")")
+    if data.get("next"):
+        lines.append(f"more: memory expand {data['next']}")
+    return "\n".join(lines)
+
+
+def _finish(data: dict[str, Any], as_json: bool, render: Any) -> None:
+    emit(data, as_json, render)
+    error = data["coverage"].get("error")
+    if error:
+        click.echo(f"Error: {error['code']}: {error['message']}", err=True)
+        sys.exit(2)
+
+
+@click.command("search")
+@click.argument("query", required=False)
+@click.option("--session", help="Session the search is about (scope defaults to its project).")
+@click.option("--scope", help="session, project, global or session:<id>.")
+@click.option("--mode", type=_MODES, default="literal", show_default=True)
+@click.option("--match", type=_MATCHES, default="any", show_default=True)
+@click.option("--role", multiple=True, help="Only events with this role (repeatable).")
+@click.option("--type", "types", multiple=True, help="Only events of this type (repeatable).")
+@click.option("--tool", multiple=True, help="Only events of this tool (repeatable).")
+@click.option("--outcome", multiple=True, help="Only events with this outcome (repeatable).")
+@click.option("--since", help="Only events at or after this ISO-8601 date/time.")
+@click.option("--until", help="Only events before this ISO-8601 date/time.")
+@click.option("--branches", type=_BRANCHES, default="active", show_default=True)
+@click.option("--limit", type=int, default=20, show_default=True, help="Page size (max 100).")
+@click.option("--next", "next_token", help="Continue a previous search with its next token.")
+@json_option
+@click.pass_obj
+def search_cmd(
+    ctx: CliContext,
+    query: str | None,
+    session: str | None,
+    scope: str | None,
+    mode: str,
+    match: str,
+    role: tuple[str, ...],
+    types: tuple[str, ...],
+    tool: tuple[str, ...],
+    outcome: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    branches: str,
+    limit: int,
+    next_token: str | None,
+    as_json: bool,
+) -> None:
+    """Search captured events and memory items.
+
+    Prints ranked hits with why each matched; `--json` gives
+    {total, hits, next, coverage}. An empty result is authoritative only when
+    coverage is complete.
+    """
+    from memplug.retrieve import Retriever
+
+    if next_token is None and query is None:
+        raise click.UsageError("give a QUERY (or --next TOKEN)")
+    with ctx.open(create=False) as memory:
+        retriever = Retriever(memory.store, memory.config)
+        if next_token is not None:
+            page = retriever.page(next_token)
+        else:
+            page = retriever.search(
+                query or "",
+                session=session,
+                scope=scope,
+                mode=mode,
+                match=match,
+                role=role,
+                type=types,
+                tool=tool,
+                outcome=outcome,
+                since=since,
+                until=until,
+                branches=branches,
+                limit=limit,
+            )
+    _finish(page.model_dump(mode="json", exclude_none=True), as_json, _render_page)
+
+
+@click.command("expand")
+@click.argument("target")
+@click.option("--before", type=int, default=0, show_default=True, help="Events before (max 50).")
+@click.option("--after", type=int, default=0, show_default=True, help="Events after (max 50).")
+@click.option("--branches", type=_BRANCHES, default=None, help="Walk the active path or all.")
+@click.option("--max-chars", type=int, default=20_000, show_default=True, help="Text per call.")
+@json_option
+@click.pass_obj
+def expand_cmd(
+    ctx: CliContext,
+    target: str,
+    before: int,
+    after: int,
+    branches: str | None,
+    max_chars: int,
+    as_json: bool,
+) -> None:
+    """Full text around a hit: TARGET is a follow token, SESSION:SEQ or a mem_ id.
+
+    Long text comes in chunks with text_range {start, end, total, complete};
+    follow `next` until it is null to read everything.
+    """
+    from memplug.retrieve import Retriever
+
+    with ctx.open(create=False) as memory:
+        result = Retriever(memory.store, memory.config).expand(
+            target, before=before, after=after, max_chars=max_chars, branches=branches
+        )
+    _finish(result.model_dump(mode="json", exclude_none=True), as_json, _render_expand)

@@ -1,0 +1,639 @@
+"""SQL for retrieval: candidates from events_fts / memory_fts / bounded LIKE, branch rows,
+neighbours and the reads behind ``expand``.
+
+Everything here is a plain read. Every query is bounded (a ``LIMIT``, an id window or
+a row count) and pinned to a :class:`Snapshot`, so a page of results never moves when
+events are appended after it was taken. Ranking lives in :mod:`memplug.retrieve`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memplug.db import Database
+
+_EVENT_FIELDS = (
+    "id",
+    "session_id",
+    "seq",
+    "type",
+    "role",
+    "turn",
+    "event_time",
+    "tool_name",
+    "outcome",
+    "is_error",
+    "source_kind",
+    "generated",
+    "searchable",
+    "truncated",
+    "text_chars",
+    "content_hash",
+    "entry_id",
+    "parent_id",
+    "project",
+    "text",
+)
+_EVENT_SELECT = ", ".join(f"e.{name}" for name in _EVENT_FIELDS)
+
+_ITEM_FIELDS = (
+    "rid",
+    "id",
+    "session_id",
+    "project",
+    "kind",
+    "content",
+    "status",
+    "evidence_type",
+    "superseded_by",
+    "subject_key",
+    "source_refs_json",
+    "conditions_json",
+    "numbers_json",
+    "derived_from_seq",
+    "content_hash",
+    "extractor",
+)
+_ITEM_SELECT = ", ".join(f"m.{name}" for name in _ITEM_FIELDS)
+
+
+# Not frozen: a frozen dataclass sets each of its 22 fields through object.__setattr__,
+# which made building a few thousand candidates per query a measurable cost.
+@dataclass(slots=True)
+class EventCandidate:
+    """One event as retrieval sees it (text is the stored, possibly capped, text)."""
+
+    id: int
+    session_id: str
+    seq: int
+    type: str
+    role: str | None
+    turn: int | None
+    event_time: str | None
+    tool_name: str | None
+    outcome: str | None
+    is_error: int | None
+    source_kind: str | None
+    generated: int
+    searchable: int
+    truncated: int
+    text_chars: int
+    content_hash: str
+    entry_id: str | None
+    parent_id: str | None
+    project: str | None
+    text: str | None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+
+class LightEvent:
+    """What the first ranking pass needs of an event: identity, role, no text."""
+
+    __slots__ = ("generated", "id", "role", "seq", "session_id", "source_kind", "type")
+    text: None = None
+
+    def __init__(
+        self,
+        id: int,
+        session_id: str,
+        seq: int,
+        type: str,
+        role: str | None,
+        generated: int,
+        source_kind: str | None,
+    ) -> None:
+        self.id = id
+        self.session_id = session_id
+        self.seq = seq
+        self.type = type
+        self.role = role
+        self.generated = generated
+        self.source_kind = source_kind
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+
+_LIGHT_SELECT = "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemCandidate:
+    rid: int
+    id: str
+    session_id: str
+    project: str | None
+    kind: str
+    content: str
+    status: str
+    evidence_type: str
+    superseded_by: str | None
+    subject_key: str | None
+    source_refs_json: str
+    conditions_json: str
+    numbers_json: str
+    derived_from_seq: int
+    content_hash: str
+    extractor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The state a result was computed from: nothing newer is ever read under it.
+
+    ``events``/``items`` count the rows at or below the maxima, so a purge (the only
+    thing that deletes) is detectable when a page token comes back.
+    """
+
+    max_event_id: int
+    max_item_rid: int
+    events: int = -1
+    items: int = -1
+
+
+@dataclass(frozen=True)
+class EventScope:
+    """Which events a query may see. ``None`` fields do not restrict."""
+
+    # Project scope is resolved to its sessions first: events.project keeps only what
+    # the host sent, while sessions.project falls back to the cwd.
+    session_ids: tuple[str, ...] | None = None
+    roles: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    include_generated: bool = True
+    # Source kinds never returned even when generated text is included (memplug's own
+    # injections would otherwise be found again and echoed back).
+    exclude_source_kinds: tuple[str, ...] = ()
+
+    def where(self, alias: str = "e") -> tuple[str, list[Any]]:
+        """An SQL condition (``AND``-joined, never empty) and its parameters."""
+        clauses = [f"{alias}.searchable = 1"]
+        params: list[Any] = []
+
+        def one_of(column: str, values: Sequence[Any]) -> None:
+            if len(values) == 1:
+                clauses.append(f"{alias}.{column} = ?")
+            else:
+                clauses.append(f"{alias}.{column} IN ({', '.join('?' for _ in values)})")
+            params.extend(values)
+
+        if self.session_ids is not None:
+            if not self.session_ids:
+                clauses.append("0")
+            else:
+                one_of("session_id", self.session_ids)
+        if self.roles:
+            one_of("role", self.roles)
+        if self.types:
+            one_of("type", self.types)
+        if self.tools:
+            one_of("tool_name", self.tools)
+        if self.outcomes:
+            one_of("outcome", self.outcomes)
+        # julianday() compares "…:00Z" and "…:00.5Z" correctly where text would not.
+        if self.since is not None:
+            clauses.append(f"julianday({alias}.event_time) >= julianday(?)")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append(f"julianday({alias}.event_time) < julianday(?)")
+            params.append(self.until)
+        if not self.include_generated:
+            clauses.append(f"{alias}.generated = 0")
+        if self.exclude_source_kinds:
+            marks = ", ".join("?" for _ in self.exclude_source_kinds)
+            clauses.append(f"({alias}.source_kind IS NULL OR {alias}.source_kind NOT IN ({marks}))")
+            params.extend(self.exclude_source_kinds)
+        return " AND ".join(clauses), params
+
+
+@dataclass(frozen=True)
+class ItemScope:
+    session_ids: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] = ("active", "superseded", "disputed")
+
+    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
+        marks = ", ".join("?" for _ in self.statuses) or "NULL"
+        clauses = [f"{alias}.status IN ({marks})"]
+        params: list[Any] = list(self.statuses)
+        if self.session_ids is not None:
+            if not self.session_ids:
+                clauses.append("0")
+            else:
+                clauses.append(
+                    f"{alias}.session_id IN ({', '.join('?' for _ in self.session_ids)})"
+                )
+                params.extend(self.session_ids)
+        return " AND ".join(clauses), params
+
+
+@dataclass(frozen=True)
+class LikeResult:
+    rows: list[Any]
+    # Rows older than the scan window exist in scope: the scan did not see them.
+    window_cut: bool = False
+
+
+@dataclass(frozen=True)
+class BranchRow:
+    id: int
+    seq: int
+    entry_id: str | None
+    parent_id: str | None
+
+
+@dataclass
+class ScopeStats:
+    """Rough sizes used for IDF: sums of the sessions' last sequence numbers."""
+
+    events: int
+    sessions: int
+    last_seq: dict[str, int] = field(default_factory=dict)
+
+
+class SearchStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
+
+    # -- snapshot and scope ------------------------------------------------------
+
+    def snapshot(self, *, counted: bool = False) -> Snapshot:
+        row = self.conn.execute(
+            "SELECT (SELECT coalesce(max(id), 0) FROM events), "
+            "(SELECT coalesce(max(rid), 0) FROM memory_items)"
+        ).fetchone()
+        max_event, max_item = (int(row[0]), int(row[1])) if row else (0, 0)
+        if not counted:
+            return Snapshot(max_event, max_item)
+        return self.counted(Snapshot(max_event, max_item))
+
+    def counted(self, snap: Snapshot) -> Snapshot:
+        """``snap`` with the row counts at or below its maxima (a purge changes them)."""
+        row = self.conn.execute(
+            "SELECT (SELECT count(*) FROM events WHERE id <= ?), "
+            "(SELECT count(*) FROM memory_items WHERE rid <= ? AND status != 'retracted')",
+            (snap.max_event_id, snap.max_item_rid),
+        ).fetchone()
+        events, items = (int(row[0]), int(row[1])) if row else (0, 0)
+        return Snapshot(snap.max_event_id, snap.max_item_rid, events, items)
+
+    def session_project(self, session_id: str) -> tuple[bool, str | None]:
+        """``(exists, project)`` for a session."""
+        row = self.conn.execute(
+            "SELECT project FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            return False, None
+        return True, (str(row[0]) if row[0] is not None else None)
+
+    def project_sessions(self, project: str) -> list[str]:
+        return [
+            str(r[0])
+            for r in self.conn.execute(
+                "SELECT session_id FROM sessions WHERE project = ? ORDER BY session_id", (project,)
+            )
+        ]
+
+    def scope_stats(self, session_ids: Sequence[str] | None) -> ScopeStats:
+        """Sizes from ``checkpoints``: cheap, and the same in every database holding
+        the same events (sequence numbers are the host's, not ours)."""
+        sql = (
+            "SELECT c.session_id, coalesce(c.last_event_seq, 0) FROM checkpoints c "
+            "JOIN sessions s USING (session_id)"
+        )
+        params: list[Any] = []
+        if session_ids is not None:
+            if not session_ids:
+                return ScopeStats(0, 0)
+            sql += f" WHERE c.session_id IN ({', '.join('?' for _ in session_ids)})"
+            params.extend(session_ids)
+        last = {str(sid): int(seq) for sid, seq in self.conn.execute(sql, params)}
+        return ScopeStats(
+            events=sum(max(1, s) for s in last.values()), sessions=len(last), last_seq=last
+        )
+
+    # -- event candidates ----------------------------------------------------------
+
+    def event_matches(
+        self,
+        expression: str,
+        scope: EventScope,
+        snap: Snapshot,
+        limit: int,
+        *,
+        contains: str | None = None,
+    ) -> list[LightEvent]:
+        """The most recent ``limit`` in-scope events matching a MATCH expression.
+
+        Walking the index by descending rowid stops after ``limit`` rows, where ranking
+        by ``bm25()`` would have to score every match first (60 ms for a common word
+        over 100k events, against 0.6 ms).
+        """
+        where, params = scope.where()
+        if contains is not None:
+            # The expression only narrowed the search (see query.term_expression).
+            where += " AND e.text LIKE ? ESCAPE '\\'"
+            params = [*params, contains]
+        sql = (
+            f"SELECT {_LIGHT_SELECT} FROM events_fts f JOIN events e ON e.id = f.rowid "
+            f"WHERE events_fts MATCH ? AND f.rowid <= ? AND {where} "
+            "ORDER BY f.rowid DESC LIMIT ?"
+        )
+        rows = self.conn.execute(sql, [expression, snap.max_event_id, *params, limit])
+        return [LightEvent(*row) for row in rows]
+
+    def event_like(
+        self,
+        needle_patterns: Sequence[str],
+        scope: EventScope,
+        snap: Snapshot,
+        limit: int,
+        scan_rows: int,
+    ) -> LikeResult:
+        """Events whose text contains any pattern, scanning at most the newest
+        ``scan_rows`` event ids (``LIKE`` cannot use the trigram index for needles
+        under three characters, so this is a table scan and must be bounded)."""
+        if not needle_patterns:
+            return LikeResult([])
+        where, params = scope.where()
+        low = max(0, snap.max_event_id - scan_rows)
+        likes = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in needle_patterns)
+        sql = (
+            f"SELECT {_EVENT_SELECT} FROM events e NOT INDEXED "
+            f"WHERE e.id > ? AND e.id <= ? AND {where} AND ({likes}) "
+            "ORDER BY e.id DESC LIMIT ?"
+        )
+        rows = [
+            EventCandidate(*row)
+            for row in self.conn.execute(
+                sql, [low, snap.max_event_id, *params, *needle_patterns, limit]
+            )
+        ]
+        cut = False
+        if low > 0:
+            older = self.conn.execute(
+                f"SELECT 1 FROM events e WHERE e.id <= ? AND {where} LIMIT 1", [low, *params]
+            ).fetchone()
+            cut = older is not None
+        return LikeResult(rows, cut)
+
+    def event_scan(
+        self, scope: EventScope, snap: Snapshot, max_rows: int, before_id: int | None = None
+    ) -> Iterator[EventCandidate]:
+        """In-scope events newest first (the haystack for regex mode), at most ``max_rows``."""
+        where, params = scope.where()
+        top = snap.max_event_id if before_id is None else min(before_id - 1, snap.max_event_id)
+        sql = (
+            f"SELECT {_EVENT_SELECT} FROM events e WHERE e.id <= ? AND {where} "
+            "ORDER BY e.id DESC LIMIT ?"
+        )
+        for row in self.conn.execute(sql, [top, *params, max_rows]):
+            yield EventCandidate(*row)
+
+    def events_by_ids(self, ids: Sequence[int]) -> list[EventCandidate]:
+        if not ids:
+            return []
+        out: list[EventCandidate] = []
+        unique = sorted(set(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            out.extend(
+                EventCandidate(*row)
+                for row in self.conn.execute(
+                    f"SELECT {_EVENT_SELECT} FROM events e WHERE e.id IN ({marks})", chunk
+                )
+            )
+        return out
+
+    def event_by_ref(self, session_id: str, seq: int) -> EventCandidate | None:
+        row = self.conn.execute(
+            f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq = ?",
+            (session_id, seq),
+        ).fetchone()
+        return EventCandidate(*row) if row else None
+
+    def events_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[EventCandidate]:
+        out = []
+        for session_id, seq in sorted(set(refs)):
+            found = self.event_by_ref(session_id, seq)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def neighbours(
+        self,
+        session_id: str,
+        seq: int,
+        scope: EventScope,
+        snap: Snapshot,
+        *,
+        before: int,
+        after: int,
+    ) -> tuple[list[EventCandidate], list[EventCandidate]]:
+        """In-scope events just before and just after ``seq`` in the session's own order."""
+        where, params = scope.where()
+        earlier: list[EventCandidate] = []
+        later: list[EventCandidate] = []
+        if before > 0:
+            earlier = [
+                EventCandidate(*row)
+                for row in self.conn.execute(
+                    f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq < ? "
+                    f"AND e.id <= ? AND {where} ORDER BY e.seq DESC LIMIT ?",
+                    [session_id, seq, snap.max_event_id, *params, before],
+                )
+            ]
+            earlier.reverse()
+        if after > 0:
+            later = [
+                EventCandidate(*row)
+                for row in self.conn.execute(
+                    f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq > ? "
+                    f"AND e.id <= ? AND {where} ORDER BY e.seq LIMIT ?",
+                    [session_id, seq, snap.max_event_id, *params, after],
+                )
+            ]
+        return earlier, later
+
+    def adjacent(
+        self,
+        refs: Sequence[tuple[str, int]],
+        scope: EventScope,
+        snap: Snapshot,
+        reach: int = 4,
+    ) -> dict[tuple[str, int], tuple[LightEvent | None, LightEvent | None]]:
+        """For each ``(session, seq)``: the nearest in-scope event before and after it,
+        looking at most ``reach`` sequence numbers away (one query for all refs).
+        Light rows: the caller reads the text of the few it keeps."""
+        out: dict[tuple[str, int], tuple[LightEvent | None, LightEvent | None]] = {
+            ref: (None, None) for ref in refs
+        }
+        if not refs:
+            return out
+        where, params = scope.where()
+        unique = sorted(set(refs))
+        for start in range(0, len(unique), 200):
+            chunk = unique[start : start + 200]
+            values = ", ".join("(?, ?)" for _ in chunk)
+            flat: list[Any] = [x for ref in chunk for x in ref]
+            rows = self.conn.execute(
+                f"WITH v(sid, sq) AS (VALUES {values}) "
+                f"SELECT v.sid, v.sq, {_LIGHT_SELECT} FROM v JOIN events e "
+                "ON e.session_id = v.sid AND e.seq BETWEEN v.sq - ? AND v.sq + ? "
+                f"WHERE e.seq != v.sq AND e.id <= ? AND {where}",
+                [*flat, reach, reach, snap.max_event_id, *params],
+            )
+            for row in rows:
+                key = (str(row[0]), int(row[1]))
+                event = LightEvent(*row[2:])
+                prev, nxt = out[key]
+                if event.seq < key[1]:
+                    if prev is None or event.seq > prev.seq:
+                        prev = event
+                elif nxt is None or event.seq < nxt.seq:
+                    nxt = event
+                out[key] = (prev, nxt)
+        return out
+
+    def session_window(
+        self,
+        session_id: str,
+        low_seq: int,
+        high_seq: int,
+        scope: EventScope,
+        snap: Snapshot,
+        limit: int,
+    ) -> list[EventCandidate]:
+        """In-scope events of one session with ``low_seq <= seq <= high_seq``."""
+        where, params = scope.where()
+        return [
+            EventCandidate(*row)
+            for row in self.conn.execute(
+                f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? "
+                f"AND e.seq BETWEEN ? AND ? AND e.id <= ? AND {where} ORDER BY e.seq LIMIT ?",
+                [session_id, low_seq, high_seq, snap.max_event_id, *params, limit],
+            )
+        ]
+
+    # -- branches -----------------------------------------------------------------
+
+    def has_entry_ids(self, session_id: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM events WHERE session_id = ? AND entry_id IS NOT NULL LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return row is not None
+
+    def branch_rows(self, session_id: str, snap: Snapshot) -> list[BranchRow]:
+        rows = self.conn.execute(
+            "SELECT id, seq, entry_id, parent_id FROM events "
+            "WHERE session_id = ? AND id <= ? ORDER BY seq",
+            (session_id, snap.max_event_id),
+        )
+        return [BranchRow(int(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+
+    def session_fingerprint(self, session_id: str, snap: Snapshot) -> tuple[int, int]:
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM events WHERE session_id = ? AND id <= ?",
+            (session_id, snap.max_event_id),
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    # -- memory items ---------------------------------------------------------------
+
+    def item_matches(
+        self,
+        expression: str,
+        scope: ItemScope,
+        snap: Snapshot,
+        limit: int,
+        contains: str | None = None,
+    ) -> list[ItemCandidate]:
+        where, params = scope.where()
+        if contains is not None:
+            where += " AND m.content LIKE ? ESCAPE '\\'"
+            params = [*params, contains]
+        sql = (
+            f"SELECT {_ITEM_SELECT} FROM memory_fts f JOIN memory_items m ON m.rid = f.rowid "
+            f"WHERE memory_fts MATCH ? AND f.rowid <= ? AND {where} "
+            "ORDER BY f.rowid DESC LIMIT ?"
+        )
+        return [
+            ItemCandidate(*row)
+            for row in self.conn.execute(sql, [expression, snap.max_item_rid, *params, limit])
+        ]
+
+    def item_like(
+        self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
+    ) -> list[ItemCandidate]:
+        if not needle_patterns:
+            return []
+        where, params = scope.where()
+        likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in needle_patterns)
+        sql = (
+            f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid <= ? AND {where} "
+            f"AND ({likes}) ORDER BY m.rid DESC LIMIT ?"
+        )
+        return [
+            ItemCandidate(*row)
+            for row in self.conn.execute(sql, [snap.max_item_rid, *params, *needle_patterns, limit])
+        ]
+
+    def item_scan(self, scope: ItemScope, snap: Snapshot, max_rows: int) -> list[ItemCandidate]:
+        where, params = scope.where()
+        sql = (
+            f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid <= ? AND {where} "
+            "ORDER BY m.rid DESC LIMIT ?"
+        )
+        return [
+            ItemCandidate(*row)
+            for row in self.conn.execute(sql, [snap.max_item_rid, *params, max_rows])
+        ]
+
+    def item_by_id(self, item_id: str) -> ItemCandidate | None:
+        row = self.conn.execute(
+            f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.id = ?", (item_id,)
+        ).fetchone()
+        return ItemCandidate(*row) if row else None
+
+    def item_count(self, scope: ItemScope, snap: Snapshot) -> int:
+        where, params = scope.where()
+        row = self.conn.execute(
+            f"SELECT count(*) FROM memory_items m WHERE m.rid <= ? AND {where}",
+            [snap.max_item_rid, *params],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- expand -------------------------------------------------------------------
+
+    def archived_text(self, session_id: str, seq: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT text FROM archive WHERE session_id = ? AND ref = ?",
+            (session_id, f"seq:{seq}"),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def session_in_scope(
+        self, session_id: str, scope: EventScope, snap: Snapshot
+    ) -> list[EventCandidate]:
+        """A session's in-scope events in seq order (expand along a branch path)."""
+        where, params = scope.where()
+        return [
+            EventCandidate(*row)
+            for row in self.conn.execute(
+                f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.id <= ? "
+                f"AND {where} ORDER BY e.seq",
+                [session_id, snap.max_event_id, *params],
+            )
+        ]
