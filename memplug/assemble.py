@@ -49,6 +49,7 @@ GENERATED = "generated source"
 EMPTY_TEXT = "empty text"
 DUPLICATE = "duplicate"
 REDACTED = "redacted"
+OVER_LIMIT = "over limit"  # set by retrieval: ranked past assembly.candidateLimit
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -59,7 +60,7 @@ OMISSION_REASONS: tuple[str, ...] = (
     EMPTY_TEXT,
     DUPLICATE,
     REDACTED,
-    "over limit",
+    OVER_LIMIT,
 )
 
 
@@ -247,7 +248,7 @@ def _retrieval_omissions(omitted: Iterable[Any]) -> tuple[Omission, ...]:
     past: dict[str, int] = {}
     for o in omitted:
         section = "memory" if o.ref.startswith("mem_") else "evidence"
-        if o.reason == "over limit":
+        if o.reason == OVER_LIMIT:
             past[section] = past.get(section, 0) + 1
             if past[section] > OVER_LIMIT_NAMED:
                 continue
@@ -256,7 +257,7 @@ def _retrieval_omissions(omitted: Iterable[Any]) -> tuple[Omission, ...]:
         rest = past.get(section, 0) - OVER_LIMIT_NAMED
         if rest > 0:
             detail = f"{rest} more candidates ranked below the ones named"
-            out.append(Omission("*", section, "over limit", None, detail, count=rest))
+            out.append(Omission("*", section, OVER_LIMIT, None, detail, count=rest))
     return tuple(out)
 
 
@@ -695,9 +696,12 @@ class _Draft:
                 self._take(entry, title)
             changed[index] = redacted
         if changed:
-            self.omitted = [
-                changed.get(i, o) for i, o in enumerate(self.omitted) if changed.get(i, o)
-            ]
+            kept: list[Omission] = []
+            for i, omission in enumerate(self.omitted):
+                now = changed.get(i, omission)
+                if now is not None:
+                    kept.append(now)
+            self.omitted = kept
         self.deferred = []
 
     def _fits(self, entry: Entry, title: str) -> bool:
@@ -960,7 +964,8 @@ class Assembler:
             text = f"- {label}{self.labels['colon']}{one_line(line.text)}"
             if line.ref:
                 text += f" [ev {line.ref}]"
-            source = sources.get(_parse_ref(line.ref))
+            at = _parse_ref(line.ref)
+            source = sources.get(at) if at is not None else None
             if source is not None and visible.contains(source):
                 draft.omit(ref, "task", VISIBLE, detail=line.ref or "")
                 continue

@@ -237,8 +237,9 @@ class LogStore:
 
     def latest(self, session_id: str | None = None, turn: int | None = None) -> LogRecord | None:
         """The newest attempt, optionally of one session and one turn of it."""
-        sql, params = _SELECT, []
-        where = []
+        sql = _SELECT
+        params: list[Any] = []
+        where: list[str] = []
         if session_id is not None:
             where.append("session_id = ?")
             params.append(session_id)
@@ -252,7 +253,8 @@ class LogStore:
 
     def latest_summary(self, session_id: str | None = None) -> dict[str, Any] | None:
         """A small dict for `memory status`: the newest attempt without its payload."""
-        sql, params = _SUMMARY, ()
+        sql = _SUMMARY
+        params: tuple[str, ...] = ()
         if session_id is not None:
             sql += " WHERE session_id = ?"
             params = (session_id,)
