@@ -83,6 +83,12 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+def _huge(value: object) -> bool:
+    return isinstance(value, int) and abs(value) >= 2**63
+
+
 content_blocks = st.lists(
     st.fixed_dictionaries(
         {"type": st.sampled_from(["text", "image", "tool_use"])},
@@ -98,7 +104,8 @@ fields = {
     "content": content_blocks | json_values,
     "time": st.datetimes().map(lambda d: d.isoformat()) | st.text(max_size=25) | json_values,
     "role": st.sampled_from(["user", "assistant", "tool", "robot"]) | json_values,
-    "turn": st.integers(-3, 10**6) | json_values,
+    # Values past int64 are pinned by test_a_turn_too_big_for_sqlite_is_rejected_alone.
+    "turn": st.integers(-3, 10**6) | json_values.filter(lambda v: not _huge(v)),
     "outcome": st.sampled_from(["succeeded", "failed", "exploded"]) | json_values,
     "is_error": st.booleans() | json_values,
     "source": st.fixed_dictionaries({}, optional={"kind": st.text(max_size=10)}) | json_values,
