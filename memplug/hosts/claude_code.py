@@ -85,7 +85,8 @@ TAIL_BYTES = 64
 DEFAULT_MAX_BYTES = 8 << 20
 PENDING_CALLS_CAP = 512
 GENERATED = "host-generated"
-# The start of every assembled memplug message (its header, in every locale).
+# How Claude Code writes a hook's context back ("UserPromptSubmit hook additional
+# context: …"), followed by the header every assembled memplug message starts with.
 MEMPLUG_MARK = "additional context: [memplug]"
 AGENT_INSTRUCTIONS = "agent-instructions"
 
