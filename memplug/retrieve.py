@@ -461,14 +461,18 @@ class _Pool:
     items: dict[int, ItemCandidate] = field(default_factory=dict)
     event_df: dict[str, float] = field(default_factory=dict)
     item_df: dict[str, float] = field(default_factory=dict)
+    # The scope's size for IDF: estimated once and carried in page tokens, so that
+    # events appended after the first page cannot reweigh the terms of later pages.
     event_n: float = 1.0
+    snap: Snapshot = field(default_factory=lambda: Snapshot(0, 0))
     item_n: float = 1.0
     reasons: set[str] = field(default_factory=set)
     # Which events each retrieved term matched (by the index: a substring anywhere).
     members: dict[str, set[int]] = field(default_factory=dict)
     regex_counts: dict[int, int] = field(default_factory=dict)
     item_regex_counts: dict[int, int] = field(default_factory=dict)
-    last_seq: dict[str, int] = field(default_factory=dict)
+    # Filled lazily, as of the snapshot (see _last_seq).
+    last_seq: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -556,6 +560,7 @@ class Retriever:
         self.config = config
         self.ranking = Ranking.from_config(config.retrieval)
         self._paths: dict[tuple[str, int, int], tuple[list[int], bool]] = {}
+        self._path_seqs: dict[tuple[str, int, int], frozenset[int]] = {}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -593,7 +598,7 @@ class Retriever:
             limit,
         )
         snap = self.search_store.snapshot()
-        return self._search_page(request, snap, 0)
+        return self._search_page(request, snap, 0, None)
 
     def page(self, token: str) -> SearchPage:
         """Follow a ``next`` token: the same call, the same snapshot, the next page."""
@@ -604,6 +609,7 @@ class Retriever:
             args = dict(data["a"])
             e, m, ne, ni = (int(x) for x in data["snap"])
             offset = int(data["o"])
+            scope_size = float(data["n"])
         except (KeyError, TypeError, ValueError):
             raise ValidationError("malformed memplug call token") from None
         request = self._request(
@@ -631,7 +637,7 @@ class Retriever:
                     "the events or items this page was cut from have changed (purged or retracted)"
                 ),
             )
-        return self._search_page(request, snap, max(0, offset))
+        return self._search_page(request, snap, max(0, offset), scope_size)
 
     def retrieve(
         self,
@@ -986,7 +992,9 @@ class Retriever:
 
     # -- search ----------------------------------------------------------------------------
 
-    def _search_page(self, request: _Request, snap: Snapshot, offset: int) -> SearchPage:
+    def _search_page(
+        self, request: _Request, snap: Snapshot, offset: int, scope_size: float | None
+    ) -> SearchPage:
         resolved = self._resolve_scope(request.scope, request.session)
         ranking = self.ranking
         event_scope = EventScope(
@@ -1019,6 +1027,7 @@ class Retriever:
             request.branches,
             resolved,
             regex_pattern=request.query if request.mode == "regex" else None,
+            scope_size=scope_size,
         )
         scored = self._score_items(signals, pool, ranking) if item_scope is not None else []
         scored += self._score_events(
@@ -1031,6 +1040,8 @@ class Retriever:
             request.branches,
             # A structural filter asks for those events, not for what surrounds them.
             spread=request.mode == "literal" and not structural,
+            # A search hit must match; what surrounds it is one `expand` away.
+            neighbours_as_hits=False,
         )
         scored.sort(key=lambda s: s.key)
         total = len(scored)
@@ -1044,6 +1055,7 @@ class Retriever:
                     "op": "search",
                     "a": request.args(),
                     "o": offset + request.limit,
+                    "n": pool.event_n,
                     "snap": [
                         counted.max_event_id,
                         counted.max_item_rid,
@@ -1117,15 +1129,17 @@ class Retriever:
         resolved: _Scope,
         *,
         regex_pattern: str | None = None,
+        scope_size: float | None = None,
     ) -> _Pool:
         store = self.search_store
         ranking = self.ranking
         pool = _Pool()
         if signals.capped:
             pool.reasons.add(TERMS_CAPPED)
-        stats = store.scope_stats(resolved.session_ids)
-        pool.last_seq = stats.last_seq
-        pool.event_n = float(max(1, stats.events))
+        if scope_size is None:
+            scope_size = float(max(1, store.scope_stats(resolved.session_ids).events))
+        pool.event_n = scope_size
+        pool.snap = snap
         if self._scope_has_truncated(resolved):
             pool.reasons.add(TRUNCATED)
         if regex_pattern is not None:
@@ -1316,10 +1330,25 @@ class Retriever:
         if len(self._paths) > 256:
             self._paths.clear()
         self._paths[key] = (path, cycle)
+        on_path = set(path)
+        self._path_seqs[key] = frozenset(r.seq for r in rows if r.id in on_path)
         return path, cycle
 
+    def _active_seqs(self, session_id: str, snap: Snapshot) -> frozenset[int] | None:
+        """Sequence numbers on the session's active path; ``None`` when it has no branches."""
+        path, _ = self._active_path(session_id, snap)
+        if not path:
+            return None
+        count, max_id = self.search_store.session_fingerprint(session_id, snap)
+        return self._path_seqs.get((session_id, count, max_id))
+
     def _filter_active(self, pool: _Pool, snap: Snapshot) -> None:
-        sessions = sorted({e.session_id for e in pool.events.values()})
+        """Keep what lies on each session's active path: events by id, memory items by
+        their source events (an item derived only from an abandoned branch is left out)."""
+        sessions = sorted(
+            {e.session_id for e in pool.events.values()}
+            | {i.session_id for i in pool.items.values()}
+        )
         for session_id in sessions:
             path, cycle = self._active_path(session_id, snap)
             if cycle:
@@ -1332,6 +1361,16 @@ class Retriever:
                 for k, v in pool.events.items()
                 if v.session_id != session_id or v.id in on_path
             }
+            seqs = self._active_seqs(session_id, snap) or frozenset()
+            kept = {}
+            for rid, item in pool.items.items():
+                if item.session_id == session_id:
+                    refs = parse_source_refs(item.source_refs_json, item.session_id)
+                    local = [seq for sid, seq in refs if sid == session_id]
+                    if local and not any(seq in seqs for seq in local):
+                        continue
+                kept[rid] = item
+            pool.items = kept
 
     # -- scoring -----------------------------------------------------------------------------
 
@@ -1444,7 +1483,7 @@ class Retriever:
             score *= ranking.evidence_weights.get(item.evidence_type, 0.5)
             if item.status == "superseded":
                 score *= ranking.superseded_factor
-            last = pool.last_seq.get(item.session_id)
+            last = self._last_seq(pool, item.session_id)
             if last is not None and last - item.derived_from_seq < ranking.recency_window:
                 score += ranking.recency_boost * (
                     1 - max(0, last - item.derived_from_seq) / ranking.recency_window
@@ -1491,11 +1530,16 @@ class Retriever:
         if event.generated:
             base *= ranking.generated_factor
         if base and anchor is not None and event.session_id == anchor:
-            last = pool.last_seq.get(anchor)
+            last = self._last_seq(pool, anchor)
             if last is not None and last - event.seq < ranking.recency_window:
                 share = 1 - max(0, last - event.seq) / ranking.recency_window
                 base += ranking.recency_boost * ranking.event_recency_share * share
         return base, matched, pinned_by, needle
+
+    def _last_seq(self, pool: _Pool, session_id: str) -> int | None:
+        if session_id not in pool.last_seq:
+            pool.last_seq[session_id] = self.search_store.last_seq_at(session_id, pool.snap)
+        return pool.last_seq[session_id]
 
     def _role_weight(self, event: AnyEvent) -> float:
         weights = self.ranking.role_weights
@@ -1582,6 +1626,7 @@ class Retriever:
         branches: str,
         *,
         spread: bool = True,
+        neighbours_as_hits: bool = True,
     ) -> list[_Scored]:
         """Rank events in two passes: every candidate by which terms retrieved it, then
         the best ``rescore_top`` in full (term frequencies, word boundaries, pins checked
@@ -1634,7 +1679,7 @@ class Retriever:
                 n.id: n
                 for pair in adjacent.values()
                 for n in pair
-                if n is not None and n.id not in base
+                if n is not None and n.id not in base and neighbours_as_hits
             }
             for neighbour in fresh.values():
                 events[neighbour.id] = neighbour
@@ -1649,7 +1694,7 @@ class Retriever:
             for event in top:
                 prev, nxt = adjacent.get(event.id, (None, None))
                 for side, share in ((nxt, ranking.next_spread), (prev, ranking.prev_spread)):
-                    if side is None:
+                    if side is None or side.id not in base:
                         continue
                     neighbour = side
                     bonus[neighbour.id] += share * base[event.id]

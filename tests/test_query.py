@@ -11,13 +11,16 @@ from hypothesis import strategies as st
 from memplug.query import (
     MAX_TERMS,
     MatchPlan,
+    bridge_trigrams,
     build_match,
     cjk_windows,
     fts_quote,
     is_numeric_symbol,
     like_pattern,
+    needs_verification,
     parse_query,
     stem,
+    term_expression,
 )
 
 FTS5_SYNTAX = ['"', '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "(", ")", "+", "-",
@@ -49,6 +52,10 @@ def assert_valid(conn: apsw.Connection, plan: MatchPlan) -> None:
     expressions += [e for e in (plan.any_expression(), plan.all_expression()) if e]
     expressions += list(plan.group_expressions().values())
     needles = {t.text for t, _ in plan.fts}
+    # A long punctuated needle is looked up by its bridge trigrams, then verified.
+    needles |= {
+        tri for t, _ in plan.fts if needs_verification(t) for tri in bridge_trigrams(t.text)
+    }
     for expr in expressions:
         conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchall()
         for node in _leaves(apsw.fts5query.parse_query_string(expr)):
@@ -197,6 +204,20 @@ def test_operators_in_user_text_match_literally(fts: apsw.Connection) -> None:
     plan = build_match(parse_query('"NEAR(x y) AND OR NOT *"'))
     rows = fts.execute("SELECT text FROM t WHERE t MATCH ?", (plan.any_expression(),)).fetchall()
     assert rows == [('a "quoted" word and NEAR(x y) AND OR NOT *',)]
+
+
+def test_long_punctuated_needles_use_bridge_trigrams(fts: apsw.Connection) -> None:
+    (term,) = [t for t in parse_query("src/budget/tenant.py").terms if t.kind == "symbol"][:1]
+    assert bridge_trigrams(term.text) == ["c/b", "t/t", "t.p"]
+    assert needs_verification(term)
+    assert term_expression(term) == '"c/b" AND "t/t" AND "t.p"'
+    version = parse_query("v2.31.5").terms[0]
+    assert not needs_verification(version) and term_expression(version) == '"v2.31.5"'
+    rows = fts.execute(
+        "SELECT text FROM t WHERE t MATCH ?",
+        (term_expression(parse_query("db at v2.31.5", mode="phrase").terms[0]),),
+    ).fetchall()
+    assert rows == [("we go to the db at v2.31.5",)]
 
 
 def test_like_pattern_escapes_wildcards() -> None:

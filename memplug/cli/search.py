@@ -155,7 +155,9 @@ def search_cmd(
                 branches=branches,
                 limit=limit,
             )
-    _finish(page.model_dump(mode="json", exclude_none=True), as_json, _render_page)
+    data = page.model_dump(mode="json", exclude_none=True)
+    data.setdefault("next", None)
+    _finish(data, as_json, _render_page)
 
 
 @click.command("expand")
@@ -186,4 +188,6 @@ def expand_cmd(
         result = Retriever(memory.store, memory.config).expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
-    _finish(result.model_dump(mode="json", exclude_none=True), as_json, _render_expand)
+    data = result.model_dump(mode="json", exclude_none=True)
+    data.setdefault("next", None)
+    _finish(data, as_json, _render_expand)

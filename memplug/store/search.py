@@ -322,6 +322,15 @@ class SearchStore:
             events=sum(max(1, s) for s in last.values()), sessions=len(last), last_seq=last
         )
 
+    def last_seq_at(self, session_id: str, snap: Snapshot) -> int | None:
+        """The session's last sequence number as of ``snap`` (appends after it do not
+        count, so recency is the same on every page of one search)."""
+        row = self.conn.execute(
+            "SELECT max(seq) FROM events WHERE session_id = ? AND id <= ?",
+            (session_id, snap.max_event_id),
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
     # -- event candidates ----------------------------------------------------------
 
     def event_matches(

@@ -1,0 +1,599 @@
+"""Retrieval engine: ranking, pinning, CJK, scopes, branches, coverage, paging, expand.
+
+Real SQLite files in temporary directories, filled through the public import path.
+``UPDATE_GOLDEN=1`` rewrites ``fixtures/golden/search-rankings.json`` after an
+intended ranking change (review the diff: it is the point of the file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memplug.errors import MemplugError, NotFound, ValidationError
+from memplug.memory import Memory
+from memplug.purge import purge
+from memplug.retrieve import (
+    HARD_LIMIT,
+    Retriever,
+    SearchPage,
+    active_path,
+    decode_token,
+    encode_token,
+)
+from memplug.store.search import BranchRow
+
+REPO = Path(__file__).resolve().parent.parent
+SESSIONS = REPO / "fixtures" / "sessions"
+GOLDEN = REPO / "fixtures" / "golden" / "search-rankings.json"
+FIXTURE_FILES = ("shop.jsonl", "shop2.jsonl", "other_project.jsonl", "branches.jsonl")
+
+
+def _import(memory: Memory, files: tuple[str, ...] = FIXTURE_FILES) -> None:
+    for name in files:
+        with open(SESSIONS / name, "rb") as stream:
+            summary = memory.import_jsonl([(name, stream)])
+        assert not summary.rejected
+
+
+def _lines(memory: Memory, events: list[dict[str, Any]]) -> None:
+    data = "\n".join(json.dumps(e, ensure_ascii=False) for e in events) + "\n"
+    summary = memory.import_jsonl([("-", io.BytesIO(data.encode("utf-8")))])
+    assert not summary.rejected, summary.rejected
+
+
+@pytest.fixture(scope="module")
+def fixture_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("retrieve") / "m.sqlite"
+    with Memory.open(path) as memory:
+        _import(memory)
+    return path
+
+
+@pytest.fixture
+def retriever(fixture_db: Path) -> Iterator[Retriever]:
+    with Memory.open(fixture_db, create=False) as memory:
+        yield Retriever(memory.store, memory.config)
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[Memory]:
+    with Memory.open(tmp_path / "fresh" / "m.sqlite") as memory:
+        yield memory
+
+
+def refs(page: SearchPage) -> list[str]:
+    return [h.id if h.kind == "memory" else f"{h.session_id}:{h.seq}" for h in page.hits]
+
+
+# -- golden rankings -----------------------------------------------------------------------
+
+GOLDEN_QUERIES: list[dict[str, Any]] = [
+    {"query": "what port does the API listen on", "session": "shop-1"},
+    {"query": "值班室分机号是多少", "session": "shop-1"},
+    {"query": "requests v2.31.5", "session": "shop-1"},
+    {"query": "how big may the Redis cache be", "session": "shop-2"},
+    {"query": "port 8080", "session": "shop-1", "scope": "global"},
+    {"query": "featured recipe", "session": "dag-1"},
+]
+
+
+def _golden_row(page: SearchPage) -> list[dict[str, Any]]:
+    return [
+        {"ref": ref, "why": hit.why, "pinned": hit.pinned, "score": hit.score}
+        for ref, hit in zip(refs(page), page.hits, strict=True)
+    ]
+
+
+def test_golden_rankings_on_the_fixture_sessions(retriever: Retriever) -> None:
+    got = {}
+    for case in GOLDEN_QUERIES:
+        args = {k: v for k, v in case.items() if k != "query"}
+        page = retriever.search(case["query"], limit=8, **args)
+        assert page.coverage.complete
+        got[case["query"]] = _golden_row(page)
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(got, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    assert got == json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def test_the_current_api_port_outranks_the_superseded_one(retriever: Retriever) -> None:
+    result = retriever.retrieve("shop-1", "what port does the API listen on?")
+    items = {item.content: item for item in result.items}
+    current = items["the API port is 9090 now."]
+    old = items["the API port is 8080."]
+    assert old.status == "superseded" and old.superseded_by == current.id
+    assert current.score > old.score
+    assert result.successors[current.id].content == current.content
+    # The evidence behind the selected items comes along, to be quoted verbatim.
+    assert any(e.why == f"source:{current.id}" or e.seq == 105 for e in result.evidence)
+
+
+# -- CJK and short terms ------------------------------------------------------------------
+
+
+def test_cjk_question_finds_the_extension_note(retriever: Retriever) -> None:
+    page = retriever.search("值班室分机号是多少", session="shop-1")
+    top = page.hits[:3]
+    assert any(h.kind == "memory" and "值班室分机号 4324" in h.snippet for h in top)
+    assert "shop-1:93" in refs(page)[:5]
+    assert all(h.why == "word:值班室分机号" for h in page.hits[:5])
+
+
+def test_two_character_terms_are_found(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [
+            {"session_id": "t", "seq": 1, "type": "user/message", "role": "user",
+             "text": "测试环境的端口是 5433", "cwd": "/p"},
+            {"session_id": "t", "seq": 2, "type": "user/message", "role": "user",
+             "text": "we go live on Monday", "cwd": "/p"},
+            {"session_id": "t", "seq": 3, "type": "user/message", "role": "user",
+             "text": "going home, good night", "cwd": "/p"},
+        ],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    assert refs(retriever.search("端口", session="t")) == ["t:1"]
+    # A two-letter word is a whole word: "go" is not "going" or "good".
+    assert refs(retriever.search("go", session="t")) == ["t:2"]
+
+
+def test_billing_prefers_the_whole_word_over_a_longer_one(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [
+            {"session_id": "b", "seq": 1, "type": "user/message", "role": "user",
+             "text": "billing2服务 的端口是 8444", "cwd": "/p"},
+            {"session_id": "b", "seq": 2, "type": "user/message", "role": "user",
+             "text": "billing服务 的端口是 8443", "cwd": "/p"},
+        ],
+    )  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("billing 端口", session="b")
+    assert refs(page)[:2] == ["b:2", "b:1"]
+
+
+# -- pinning ----------------------------------------------------------------------------
+
+
+def test_exact_symbols_pin_above_everything_else(retriever: Retriever) -> None:
+    page = retriever.search("which process holds port 8080", session="shop-1", limit=50)
+    pinned = [h.pinned for h in page.hits]
+    assert pinned[0] and pinned == sorted(pinned, reverse=True)
+    for hit in page.hits:
+        if hit.pinned:
+            assert hit.why == "exact:8080"
+    # Pinned hits are ordered among themselves by score.
+    scores = [h.score for h in page.hits if h.pinned]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_lone_digit_never_pins(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [
+            {"session_id": "z", "seq": 1, "type": "user/message", "role": "user",
+             "text": "0 errors in the billing0 run", "cwd": "/p"},
+            {"session_id": "z", "seq": 2, "type": "user/message", "role": "user",
+             "text": "port 18080 is not port 8080", "cwd": "/p"},
+            {"session_id": "z", "seq": 3, "type": "user/message", "role": "user",
+             "text": "the service listens on 80800", "cwd": "/p"},
+        ],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    page = retriever.search("0 errors", session="z")
+    assert not any(h.pinned for h in page.hits)
+    # A number pins only where it stands alone, not inside a longer number.
+    page = retriever.search("8080", session="z")
+    assert (refs(page)[0], page.hits[0].pinned) == ("z:2", True)
+    assert all(not h.pinned for r, h in zip(refs(page), page.hits, strict=True) if r == "z:3")
+
+
+def test_a_version_pins_with_or_without_its_v(retriever: Retriever) -> None:
+    page = retriever.search("requests v2.31.5", session="shop-1", scope="session")
+    pinned = [r for r, h in zip(refs(page), page.hits, strict=True) if h.pinned]
+    assert "shop-1:53" in pinned  # pyproject.toml: "requests==2.31.5"
+
+
+# -- negative controls and scopes -------------------------------------------------------------
+
+
+def test_an_absent_term_is_an_authoritative_empty_result(retriever: Retriever) -> None:
+    for query in ("quokka", "zzqx unheard-of-symbol-77", "完全没有的词语"):
+        page = retriever.search(query, scope="global")
+        assert page.total == 0 and page.hits == [] and page.next is None
+        assert page.coverage.complete and page.coverage.reasons == []
+
+
+def test_a_query_with_no_usable_term_is_empty_not_an_error(retriever: Retriever) -> None:
+    for query in ("", "   ", '"', "()*:^", "NEAR(", "\x00"):
+        page = retriever.search(query)
+        assert page.total == 0 and page.coverage.complete
+
+
+def test_project_scope_keeps_other_projects_out(retriever: Retriever) -> None:
+    # "Hugo" is only in the blog project.
+    assert retriever.search("Hugo", session="shop-1").total == 0
+    assert retriever.search("Hugo", session="shop-1", scope="global").total > 0
+    project = retriever.search("port 8080", session="shop-1")
+    assert {h.session_id for h in project.hits} <= {"shop-1", "shop-2"}
+    one = retriever.search("port", scope="session:shop-2")
+    assert {h.session_id for h in one.hits} == {"shop-2"}
+
+
+def test_bad_scopes_and_sessions_are_usage_errors(retriever: Retriever) -> None:
+    with pytest.raises(ValidationError, match="needs --session"):
+        retriever.search("port", scope="project")
+    with pytest.raises(NotFound, match="no session 'nope'"):
+        retriever.search("port", session="nope")
+    with pytest.raises(ValidationError, match="--scope must be"):
+        retriever.search("port", scope="planet")
+    with pytest.raises(ValidationError, match="unknown role"):
+        retriever.search("port", role="robot")
+    with pytest.raises(ValidationError, match="ISO-8601"):
+        retriever.search("port", since="last tuesday")
+
+
+# -- filters ----------------------------------------------------------------------------
+
+
+def test_structural_filters(retriever: Retriever) -> None:
+    failed = retriever.search("exit", scope="global", role="tool", outcome="failed", limit=50)
+    assert {"shop-1:36", "shop-1:56"} <= set(refs(failed))
+    assert {h.outcome for h in failed.hits} == {"failed"} and {h.role for h in failed.hits} == {
+        "tool"
+    }
+    assert all(h.kind == "event" for h in failed.hits)
+    calls = retriever.search("pytest", scope="global", type="tool/call", tool="bash")
+    assert calls.hits and {h.type for h in calls.hits} == {"tool/call"}
+    late = retriever.search("port", session="shop-1", since="2026-03-02T13:00:00Z", limit=50)
+    assert late.hits and all(h.time and h.time >= "2026-03-02T13:00:00Z" for h in late.hits)
+    early = retriever.search("port", session="shop-1", until="2026-03-02", limit=50)
+    assert early.total == 0
+
+
+def test_thinking_and_memplugs_own_injections_are_not_searched(retriever: Retriever) -> None:
+    # seq 4 is assistant/thinking; seq 99 is memplug's own injected evidence.
+    page = retriever.search("repo layout pyproject dependencies", session="shop-1", limit=100)
+    assert "shop-1:4" not in refs(page)
+    page = retriever.search("[memplug] Memory evidence", session="shop-1", limit=100)
+    assert "shop-1:99" not in refs(page)
+
+
+def test_generated_text_is_never_evidence(retriever: Retriever) -> None:
+    result = retriever.retrieve("shop-1", "Summary of the conversation so far checkout")
+    assert all(not e.generated for e in result.evidence)
+    assert 96 not in {e.seq for e in result.evidence}
+
+
+# -- branches -------------------------------------------------------------------------------
+
+
+def test_active_branch_hides_the_abandoned_one(retriever: Retriever) -> None:
+    active = retriever.search("zucchini", session="dag-1")
+    assert active.total == 0 and active.coverage.complete
+    every = retriever.search("zucchini", session="dag-1", branches="all")
+    assert {"dag-1:5", "dag-1:9"} <= set(refs(every))
+    assert "mem_dag1_" in " ".join(h.id or "" for h in every.hits)
+    assert retriever.search("pumpkin", session="dag-1").total > 0
+    # The common prefix before the fork is on the active path.
+    assert "dag-1:1" in refs(retriever.search("tomato soup", session="dag-1"))
+
+
+def test_a_parent_cycle_stops_the_walk_and_is_reported(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [
+            {"session_id": "c", "seq": 1, "type": "user/message", "role": "user",
+             "text": "alpha kiwi", "entry_id": "a", "parent_id": "c", "cwd": "/p"},
+            {"session_id": "c", "seq": 2, "type": "user/message", "role": "user",
+             "text": "beta kiwi", "entry_id": "b", "parent_id": "a", "cwd": "/p"},
+            {"session_id": "c", "seq": 3, "type": "user/message", "role": "user",
+             "text": "gamma kiwi", "entry_id": "c", "parent_id": "b", "cwd": "/p"},
+        ],
+    )  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("kiwi", session="c")
+    assert not page.coverage.complete and page.coverage.reasons == ["parent_cycle"]
+    assert sorted(refs(page)) == ["c:1", "c:2", "c:3"]
+
+
+def test_active_path_walks_from_the_last_entry() -> None:
+    rows = [
+        BranchRow(1, 1, "e1", None),
+        BranchRow(2, 2, "e2", "e1"),
+        BranchRow(3, 3, "e3", "e2"),
+        BranchRow(4, 4, "e4", "e1"),
+        BranchRow(5, 5, None, None),
+    ]
+    assert active_path(rows) == ([1, 4, 5], False)
+    assert active_path([BranchRow(1, 1, None, None)]) == ([], False)
+
+
+# -- coverage -------------------------------------------------------------------------------
+
+
+def test_truncated_events_make_coverage_incomplete(fresh: Memory) -> None:
+    big = "kingfisher " + "x " * 15_000 + " zebrafinch"
+    _lines(
+        fresh,
+        [{"session_id": "big", "seq": 1, "type": "user/message", "role": "user", "text": big,
+          "cwd": "/p"}],
+    )  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("zebrafinch", session="big")
+    assert page.total == 0
+    assert not page.coverage.complete and "truncated_events" in page.coverage.reasons
+
+
+def test_the_candidate_budget_is_reported(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [
+            {"session_id": "m", "seq": i, "type": "user/message", "role": "user",
+             "text": f"deploy number {i}", "cwd": "/p"}
+            for i in range(1, 61)
+        ],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    retriever.ranking = dataclasses.replace(retriever.ranking, candidate_budget=10)
+    page = retriever.search("deploy", session="m")
+    assert "candidate_budget" in page.coverage.reasons and not page.coverage.complete
+    roomy = Retriever(fresh.store, fresh.config).search("deploy", session="m")
+    assert roomy.coverage.complete and roomy.total == 60
+
+
+def test_the_like_scan_window_is_reported(fresh: Memory) -> None:
+    events = [
+        {"session_id": "w", "seq": i, "type": "user/message", "role": "user",
+         "text": "端口 old" if i == 1 else f"filler {i}", "cwd": "/p"}
+        for i in range(1, 41)
+    ]  # fmt: skip
+    _lines(fresh, events)
+    retriever = Retriever(fresh.store, fresh.config)
+    retriever.ranking = dataclasses.replace(retriever.ranking, like_scan_rows=10)
+    page = retriever.search("端口", session="w")
+    assert page.total == 0 and page.coverage.reasons == ["like_scan_window"]
+    assert refs(Retriever(fresh.store, fresh.config).search("端口", session="w")) == ["w:1"]
+
+
+# -- modes ---------------------------------------------------------------------------------
+
+
+def test_phrase_mode_needs_the_words_together(retriever: Retriever) -> None:
+    phrase = retriever.search("partial index", session="shop-1", mode="phrase", limit=50)
+    assert phrase.hits and all("partial index" in h.snippet.lower() for h in phrase.hits)
+    loose = retriever.search("partial index", session="shop-1", limit=50)
+    assert loose.total > phrase.total
+
+
+def test_match_all_requires_every_term(retriever: Retriever) -> None:
+    page = retriever.search("redis session cache", session="shop-1", match="all", limit=50)
+    assert page.hits
+    for hit in page.hits:
+        expanded = retriever.expand(hit.follow)
+        text = (expanded.item or {}).get("content") or expanded.events[0].text
+        text = text.lower()
+        assert "redis" in text and "session" in text and "cache" in text
+    assert retriever.search("redis zucchini", scope="global", match="all").total == 0
+
+
+def test_regex_mode_is_bounded_and_reports_time_outs(fresh: Memory) -> None:
+    _lines(
+        fresh,
+        [{"session_id": "r", "seq": i, "type": "user/message", "role": "user",
+          "text": "a" * 40 + "b", "cwd": "/p"} for i in range(1, 4)],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    ok = retriever.search(r"a{40}b", mode="regex", session="r")
+    assert ok.total == 3 and ok.coverage.complete and ok.hits[0].why == "regex"
+    bomb = retriever.search(r"(a|aa)+$", mode="regex", session="r")
+    assert not bomb.coverage.complete and bomb.coverage.reasons == ["regex_timeout"]
+    with pytest.raises(ValidationError, match="invalid regular expression"):
+        retriever.search("(", mode="regex")
+    with pytest.raises(ValidationError, match="the limit is"):
+        retriever.search("a" * 5000, mode="regex")
+
+
+# -- paging and snapshots ----------------------------------------------------------------
+
+
+def test_pages_are_disjoint_and_pinned_to_their_snapshot(fresh: Memory) -> None:
+    _import(fresh, ("shop.jsonl",))
+    retriever = Retriever(fresh.store, fresh.config)
+    whole = retriever.search("port", session="shop-1", limit=100)
+    first = retriever.search("port", session="shop-1", limit=7)
+    assert first.total == whole.total and first.next is not None
+    # Appends after the first page must not shift the next one.
+    _lines(
+        fresh,
+        [{"session_id": "shop-1", "seq": 500 + i, "type": "user/message", "role": "user",
+          "text": f"port {9000 + i} is the new port", "cwd": "/home/ana/shop"} for i in range(5)],
+    )  # fmt: skip
+    seen = refs(first)
+    page = first
+    while page.next is not None:
+        page = retriever.page(page.next)
+        assert page.total == whole.total
+        seen += refs(page)
+    assert seen == refs(whole)
+    assert decode_token(first.next)["op"] == "search"
+
+
+def test_a_purged_target_is_a_stale_pointer(fresh: Memory) -> None:
+    _import(fresh, ("shop.jsonl", "shop2.jsonl"))
+    retriever = Retriever(fresh.store, fresh.config)
+    page = retriever.search("port", session="shop-2", scope="session", limit=2)
+    assert page.next is not None and page.hits
+    follow = page.hits[0].follow
+    purge(fresh, sessions=["shop-2"])
+    stale = retriever.page(page.next)
+    assert stale.hits == [] and stale.coverage.reasons == ["stale_pointer"]
+    assert stale.coverage.error is not None and stale.coverage.error.code == "stale_pointer"
+    gone = retriever.expand(follow)
+    assert gone.coverage.error is not None and gone.coverage.error.code == "stale_pointer"
+
+
+def test_tokens_are_validated() -> None:
+    assert decode_token(encode_token({"op": "x", "n": 1})) == {"op": "x", "n": 1}
+    for bad in ("", "mp1.", "mp1.!!!", "mp2.e30", "mp1." + "A" * 30_000, "mp1.bnVsbA"):
+        with pytest.raises(ValidationError):
+            decode_token(bad)
+
+
+# -- expand --------------------------------------------------------------------------------
+
+
+def test_expand_gives_context_around_a_hit(retriever: Retriever) -> None:
+    hit = retriever.search("值班室分机号", session="shop-1", scope="session").hits
+    event_hit = next(h for h in hit if h.kind == "event" and h.seq == 93)
+    result = retriever.expand(event_hit.follow, before=1, after=1)
+    assert [e.seq for e in result.events] == [92, 93, 94]
+    assert [e.anchor for e in result.events] == [False, True, False]
+    assert result.events[1].text_range.complete and "4324" in result.events[1].text
+    by_ref = retriever.expand("shop-1:93", before=1, after=1)
+    assert [e.seq for e in by_ref.events] == [92, 93, 94]
+
+
+def test_expand_on_a_memory_item_shows_its_sources(retriever: Retriever) -> None:
+    page = retriever.search("值班室分机号是多少", session="shop-1")
+    item = next(h for h in page.hits if h.kind == "memory")
+    result = retriever.expand(item.follow)
+    assert result.item is not None and result.item["id"] == item.id
+    assert [f"{e.session_id}:{e.seq}" for e in result.events] == ["shop-1:93"]
+
+
+def test_expand_follows_the_active_branch(retriever: Retriever) -> None:
+    path = retriever.expand("dag-1:11", before=2, after=1, branches="active")
+    assert [e.seq for e in path.events] == [3, 4, 11, 12]  # e11's parent is e4, not e10
+    off = retriever.expand("dag-1:9", branches="active")
+    assert off.coverage.error is not None and off.coverage.error.code == "address_not_found"
+    assert [e.seq for e in retriever.expand("dag-1:9", branches="all").events] == [9]
+
+
+def test_expand_rebuilds_a_100_kb_event_exactly(fresh: Memory) -> None:
+    body = "".join(f"line {i:05d}: 值班 α β γ — {'z' * (i % 37)}\n" for i in range(2600))
+    body = body.strip()
+    assert len(body.encode("utf-8")) > 100_000
+    _lines(
+        fresh,
+        [
+            {"session_id": "long", "seq": 1, "type": "user/message", "role": "user",
+             "text": "before", "cwd": "/p"},
+            {"session_id": "long", "seq": 2, "type": "tool/result", "role": "tool",
+             "tool_name": "bash", "text": body, "cwd": "/p"},
+            {"session_id": "long", "seq": 3, "type": "user/message", "role": "user",
+             "text": "after", "cwd": "/p"},
+        ],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    result = retriever.expand("long:2", before=1, after=1)
+    pieces: dict[int, list[str]] = {}
+    ranges = []
+    while True:
+        for event in result.events:
+            pieces.setdefault(event.seq, []).append(event.text)
+            if event.seq == 2:
+                ranges.append(event.text_range)
+        if result.next is None:
+            break
+        result = retriever.expand(result.next)
+    assert "".join(pieces[2]) == fresh.store.events.full_text(fresh.store.events.get("long", 2))
+    assert "".join(pieces[1]) == "before" and "".join(pieces[3]) == "after"
+    assert len(ranges) > 1 and not ranges[0].complete
+    assert ranges[-1].end == ranges[-1].total and ranges[0].start == 0
+    assert all(a.end == b.start for a, b in itertools.pairwise(ranges))
+
+
+def test_expand_rejects_bad_targets(retriever: Retriever) -> None:
+    with pytest.raises(ValidationError):
+        retriever.expand("not a ref")
+    with pytest.raises(NotFound):
+        retriever.expand("shop-1:99999")
+    with pytest.raises(NotFound):
+        retriever.expand("mem_nothing_0000")
+    with pytest.raises(ValidationError, match="must not be negative"):
+        retriever.expand("shop-1:2", before=-1)
+
+
+# -- determinism and limits ---------------------------------------------------------------------
+
+
+def test_same_events_same_ranking_in_two_databases(tmp_path: Path) -> None:
+    pages = []
+    for name, order in (("a", FIXTURE_FILES), ("b", tuple(reversed(FIXTURE_FILES)))):
+        with Memory.open(tmp_path / name / "m.sqlite") as memory:
+            _import(memory, order)
+            page = Retriever(memory.store, memory.config).search(
+                "port cache 8080 值班室", scope="global", limit=40
+            )
+            pages.append([(h.kind, h.session_id, h.seq, h.id, h.score, h.why) for h in page.hits])
+    assert pages[0] == pages[1]
+
+
+def test_limit_is_capped(retriever: Retriever) -> None:
+    page = retriever.search("the", scope="global", limit=10_000)
+    assert len(page.hits) <= HARD_LIMIT
+    with pytest.raises(ValidationError):
+        retriever.search("port", limit=0)
+
+
+def test_retrieve_for_an_unknown_session_is_empty(retriever: Retriever) -> None:
+    result = retriever.retrieve("never-seen", "what port")
+    assert result.items == () and result.evidence == ()
+    assert result.coverage.complete and result.coverage.reasons == ["unknown_session"]
+
+
+def test_retrieve_omits_with_reasons(retriever: Retriever) -> None:
+    result = retriever.retrieve("shop-1", "port cache redis checkout", limit=3)
+    assert len(result.items) <= 3
+    reasons = {o.reason for o in result.omitted}
+    assert reasons <= {"below min score", "over limit", "generated source"}
+    assert "over limit" in reasons
+
+
+# -- hostile input -------------------------------------------------------------------------------
+
+HOSTILE = st.one_of(
+    st.text(max_size=200),
+    st.lists(
+        st.sampled_from(['"', "AND", "OR", "NOT", "NEAR(", "*", ":", "^", "(", ")", "'", "\\",
+                         "%", "_", "\x00", "端口", "8080", "v2.31.5", "go", "col:x", "-"]),
+        max_size=30,
+    ).map(" ".join),
+    st.text(alphabet="(a|+*?)[]{}\\$^.", max_size=40),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(query=HOSTILE, mode=st.sampled_from(["literal", "phrase", "regex"]))
+def test_hostile_queries_never_raise_beyond_validation(
+    retriever: Retriever, query: str, mode: str
+) -> None:
+    try:
+        page = retriever.search(query, mode=mode, scope="global", limit=5)
+    except ValidationError:
+        assert mode == "regex"
+        return
+    except MemplugError as error:  # pragma: no cover - the assertion names the leak
+        raise AssertionError(f"unexpected error for {query!r}: {error}") from error
+    assert page.total >= len(page.hits)
+    if page.total == 0 and mode != "regex":
+        assert page.coverage.complete
+
+
+def test_a_ten_kilobyte_query(retriever: Retriever) -> None:
+    query = ("port 8080 " + '"NEAR(' + "值班室 " * 50) * 60
+    page = retriever.search(query[:10_240], scope="global")
+    assert page.hits[0].pinned and page.hits[0].why == "exact:8080"

@@ -1,0 +1,140 @@
+"""`memory search` and `memory expand` from the outside: a fresh process, a real file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memplug.memory import Memory
+
+SESSIONS = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("search-cli") / "m.sqlite"
+    with Memory.open(path) as memory:
+        for name in ("shop.jsonl", "shop2.jsonl", "other_project.jsonl", "branches.jsonl"):
+            with open(SESSIONS / name, "rb") as stream:
+                assert not memory.import_jsonl([(name, stream)]).rejected
+    return path
+
+
+def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
+    result = cli("--db", str(db), "search", "port 8080", "--session", "shop-1", "--limit", "3")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["score", "ref", "what", "why", "snippet"]
+    assert "shop-1:37" in lines[2] and "exact:8080" in lines[2] and "*" in lines[2]
+    assert any(line.startswith("3 of ") for line in lines)
+    assert "coverage: complete" in result.stdout
+    assert "next page: memory search --next mp1." in result.stdout
+
+
+def test_search_json_shape(cli: Any, db: Path) -> None:
+    result = cli("--db", str(db), "search", "--json", "值班室分机号是多少", "--session", "shop-1")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert set(data) == {"total", "hits", "next", "coverage"}
+    assert data["next"] is None and data["total"] == len(data["hits"])
+    assert data["coverage"] == {"complete": True, "reasons": []}
+    kinds = {h["kind"] for h in data["hits"]}
+    assert kinds == {"event", "memory"}
+    for hit in data["hits"]:
+        assert {"kind", "session_id", "score", "why", "snippet", "follow"} <= set(hit)
+        assert ("seq" in hit) == (hit["kind"] == "event")
+        assert ("id" in hit) == (hit["kind"] == "memory")
+
+
+def test_paging_through_the_cli(cli: Any, db: Path) -> None:
+    first = cli("--db", str(db), "search", "--json", "port", "--scope", "global", "--limit", "4")
+    data = first.json()
+    seen = [(h["session_id"], h.get("seq"), h.get("id")) for h in data["hits"]]
+    while data.get("next"):
+        page = cli("--db", str(db), "search", "--json", "--next", data["next"])
+        assert page.returncode == 0, page.stderr
+        data = page.json()
+        seen += [(h["session_id"], h.get("seq"), h.get("id")) for h in data["hits"]]
+    assert len(seen) == len(set(seen)) == first.json()["total"]
+
+
+def test_expand_by_reference_and_by_token(cli: Any, db: Path) -> None:
+    plain = cli("--db", str(db), "expand", "shop-1:93", "--before", "1", "--after", "1")
+    assert plain.returncode == 0, plain.stderr
+    assert "── shop-1:93  user/message" in plain.stdout and "◀" in plain.stdout
+    assert "值班室分机号 4324" in plain.stdout
+    search = cli("--db", str(db), "search", "--json", "pumpkin soup", "--session", "dag-1")
+    follow = search.json()["hits"][0]["follow"]
+    expanded = cli("--db", str(db), "expand", "--json", follow, "--after", "1")
+    data = expanded.json()
+    assert data["events"][0]["anchor"] and data["events"][0]["text_range"]["complete"]
+
+
+def test_expand_of_an_off_branch_entry_is_a_usage_error(cli: Any, db: Path) -> None:
+    result = cli("--db", str(db), "expand", "dag-1:9", "--branches", "active")
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("Error: address_not_found:")
+
+
+def test_filters_and_modes(cli: Any, db: Path) -> None:
+    failed = cli(
+        "--db", str(db), "search", "--json", "exit", "--scope", "global",
+        "--role", "tool", "--outcome", "failed",
+    )  # fmt: skip
+    assert failed.returncode == 0, failed.stderr
+    assert {h["outcome"] for h in failed.json()["hits"]} == {"failed"}
+    phrase = cli("--db", str(db), "search", "--json", "--mode", "phrase", "partial index")
+    assert phrase.json()["hits"]
+    regex = cli("--db", str(db), "search", "--json", "--mode", "regex", r"port \d{4}\b")
+    assert regex.returncode == 0 and regex.json()["hits"][0]["why"] == "regex"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "--mode", "regex", "("], "Error: invalid regular expression"),
+        (["search", "port", "--scope", "project"], "Error: --scope project needs --session"),
+        (["search", "port", "--session", "nope"], "Error: no session 'nope' in this database"),
+        (["search", "port", "--role", "robot"], "Error: unknown role 'robot'"),
+        (["search", "port", "--since", "yesterday"], "Error: --since must be an ISO-8601"),
+        (["search"], "Error: give a QUERY (or --next TOKEN)"),
+        (["search", "--next", "mp1.garbage"], "Error: malformed memplug call token"),
+        (["expand", "nonsense"], "Error: expand takes a follow token"),
+        (["expand", "shop-1:424242"], "Error: no event shop-1:424242"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    cli: Any, db: Path, args: list[str], message: str
+) -> None:
+    result = cli("--db", str(db), *args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), lines
+    assert "Traceback" not in result.stderr
+
+
+def test_reading_a_missing_database_creates_nothing(cli: Any, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "m.sqlite"
+    for args in (["search", "port"], ["expand", "s:1"]):
+        result = cli("--db", str(missing), *args)
+        assert result.returncode == 2 and result.stderr.startswith("Error: no memplug database")
+    assert not missing.parent.exists()
+
+
+def test_hostile_queries_through_the_cli(cli: Any, db: Path) -> None:
+    for query in [
+        '"',
+        "AND",
+        "NEAR(a b)",
+        "*",
+        "col:*",
+        "'; DROP TABLE events; --",
+        "a" * 5000,
+        "\\",
+    ]:
+        result = cli("--db", str(db), "search", "--json", "--", query)
+        assert result.returncode == 0, (query, result.stderr)
+        assert json.loads(result.stdout)["coverage"]["complete"] in (True, False)
