@@ -351,8 +351,6 @@ def inject(
         for e in visible_events(memory, session_id)
         if e["type"] in sources
     )
-    # A write lock held elsewhere must not stall the prompt: the log waits briefly.
-    memory.db.conn.set_busy_timeout(int(min(LOG_WAIT_MS, deadline.left_ms())) or 1)
     result = capped(memory, cap).assemble(
         AssemblyRequest(
             session_id=session_id,
@@ -360,9 +358,10 @@ def inject(
             messages=messages,
             turn=_turn(memory, session_id, event),
             trigger=f"{HOST}:{event}",
+            # A write lock held elsewhere must not stall the prompt: the log waits briefly.
+            log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
         )
     )
-    memory.db.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     report.errors.extend(f"assembly: {e}" for e in result.errors)
     return hook_output(result, event, cap, report)
 
