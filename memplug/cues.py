@@ -239,13 +239,16 @@ RULES: tuple[Rule, ...] = (
              ("完成这个任务需要两天。", None)),
          strip=True, priority=10),
     Rule("en.task.blocked", 1, "blocker", "en",
-         "`Blocked:` / `Blocker:` at the start (stripped), or `we're blocked on/by …`.",
-         _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"
-             r"|" + _LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
+         "`Blocked:` / `Blocker:` at the start of a sentence adds a blocker.",
+         _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"),
          _ex(("Blocked: waiting for the Stripe sandbox key.", "blocker"),
-             ("We're blocked on the payments API keys.", "blocker"),
-             ("The port is blocked by the firewall.", None),
              ("Blocked requests are logged.", None)),
+         strip=True, priority=10),
+    Rule("en.task.blocked_on", 1, "blocker", "en",
+         "`I'm blocked on …` / `we're blocked by …` at the start of a sentence.",
+         _rx(_LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
+         _ex(("We're blocked on the payments API keys.", "blocker"),
+             ("The port is blocked by the firewall.", None)),
          priority=10),
     Rule("zh.task.blocked", 1, "blocker", "zh",
          "以 `阻塞：`、`受阻：` 或 `卡住：` 开头。",
@@ -549,6 +552,8 @@ class Sentence:
 
 
 def _header_rule(line: str) -> Rule | None:
+    if not line.endswith((":", "：")):
+        return None
     for rule in _KIND_RULES:
         if not rule.strip:
             continue
@@ -655,10 +660,10 @@ def _is_label(text: str) -> bool:
 def _key_value(text: str) -> tuple[str, str] | None:
     body = text.strip()
     for pattern in _KV_EN:
-        # "Suggestion: …" said by a user is no cue, and no subject either.
-        if pattern is _KV_EN[-1] and _is_label(body):
-            continue
         match = pattern.match(body)
+        # "Suggestion: …" said by a user is no cue, and no subject either.
+        if match and pattern is _KV_EN[-1] and _is_label(body):
+            continue
         if match:
             key = _clean_key(match.group("key").lower().split())
             if key:
@@ -788,11 +793,43 @@ def _candidate(
     )
 
 
-def _analyse_sentence(sentence: Sentence, role: str, index: int) -> Candidate | None:
+# Every rule above needs one of these fragments; most sentences hold none, and checking
+# for them (plain substring tests, far cheaper than any regex) spares those sentences
+# the whole table. tests/test_cues.py checks that the table's examples and random cue
+# soup analyse the same with and without this filter.
+_TRIGGERS: tuple[str, ...] = (
+    *"""decisi decided constraint rule requirement prefer question tbd propos suggest
+    recommend goal objective done finish complet progress block next todo to-do must never
+    always don't dont remember note fact fyi nb n.b. important could correct actually
+    scratch instead not forget disregard""".split(),
+    "to do",
+    "do not",
+    "in mind",
+    *"""决 约束 规则 要求 偏好 喜欢 倾向 疑问 待 问题 目标 完成 进展 阻 卡住 下一步 接下来 必须 务必
+    一定要 禁止 严禁 不得 不许 不准 不要 别 记 备注 注意 笔记 建议 推荐 提议 更正 纠正 订正 改 不是
+    忘 撤回""".split(),
+)
+
+
+def _maybe_cue(text: str) -> bool:
+    lowered = " ".join(text.lower().split())
+    return any(trigger in lowered for trigger in _TRIGGERS)
+
+
+def _analyse_sentence(
+    sentence: Sentence, role: str, index: int, *, prefilter: bool = True
+) -> Candidate | None:
     original = sentence.text
     masked = _mask_code(original)
     question = original.rstrip().endswith(("?", "？"))
     user = role == "user"
+    if prefilter and sentence.header is None and not _maybe_cue(masked):
+        if not user or question:
+            return None
+        key = subject_key(original, need_value=True)
+        if key is None:
+            return None
+        return _restatement(original, sentence, index, key)
 
     if user and not question:
         retraction = _first_hit(_RETRACTION_RULES, masked, role)
@@ -873,20 +910,25 @@ def _analyse_sentence(sentence: Sentence, role: str, index: int) -> Candidate | 
     key = subject_key(body, need_value=True)
     if key is None:
         return None
+    return _restatement(body, sentence, index, key)
+
+
+def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candidate:
     rule = RULES_BY_ID["zh.kv" if CJK_RUN.match(body) or "是" in body else "en.kv"]
-    return _candidate(None, body, rule, role, sentence, index, key=key, restatement=True)
+    return _candidate(None, body, rule, "user", sentence, index, key=key, restatement=True)
 
 
-def analyse(text: str, role: str) -> list[Candidate]:
+def analyse(text: str, role: str, *, prefilter: bool = True) -> list[Candidate]:
     """Every cue in ``text`` said by ``role`` (``user`` or ``assistant``), in order.
 
     Text with no cue gives nothing. Assistant text only ever gives proposals.
+    ``prefilter=False`` consults every rule on every sentence (for tests).
     """
     if role not in ("user", "assistant") or not text:
         return []
     out = []
     for index, sentence in enumerate(split_sentences(text)):
-        candidate = _analyse_sentence(sentence, role, index)
+        candidate = _analyse_sentence(sentence, role, index, prefilter=prefilter)
         if candidate is not None:
             out.append(candidate)
     return out

@@ -252,47 +252,13 @@ def test_canonical_folds_case_space_and_end_punctuation() -> None:
 
 # -- properties --------------------------------------------------------------------------------
 
-CUE_SOUP = st.lists(
-    st.sampled_from(
-        [
-            "Decision:",
-            "must",
-            "never",
-            "always",
-            "mind",
-            "Actually,",
-            "instead of",
-            "not",
-            "but",
-            "forget that",
-            "I prefer",
-            "我们决定",
-            "必须",
-            "不要",
-            "记住：",
-            "端口是",
-            "the API port is",
-            "8080",
-            "?",
-            ".",
-            "。",
-            "\n",
-            "```",
-            "> ",
-            "- ",
-            "I suggest",
-            "we could",
-            "Goal:",
-            "Done:",
-            "Next:",
-            "x",
-            "the",
-            "`code`",
-            "p95 < 200 ms",
-        ]
-    ),
-    max_size=30,
+# Tokens of every example in the table, plus line and quote structure: shuffled, they
+# make sentences close to real cues in every rule's language.
+_TOKENS = sorted(
+    {token for _, example in all_examples() for token in example.text.split()}
+    | {"\n", "```", "> ", "- ", "?", "。", "`code`", "Decisions:", "：", ","}
 )
+CUE_SOUP = st.lists(st.sampled_from(_TOKENS), max_size=30)
 
 
 @settings(max_examples=300, deadline=None)
@@ -313,6 +279,22 @@ def test_cue_soup_is_deterministic_and_assistants_only_propose(parts, role) -> N
     assert first == analyse(text, role)
     if role == "assistant":
         assert {c.kind for c in first} <= {"proposal"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "example"), EXAMPLES, ids=[f"{r.id}:{i}" for i, (r, _) in enumerate(EXAMPLES)]
+)
+def test_the_prefilter_changes_nothing_on_the_table(rule, example) -> None:
+    assert analyse(example.text, example.role) == analyse(
+        example.text, example.role, prefilter=False
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(CUE_SOUP, st.sampled_from(["user", "assistant"]))
+def test_the_prefilter_changes_nothing_on_cue_soup(parts, role) -> None:
+    text = " ".join(parts)
+    assert analyse(text, role) == analyse(text, role, prefilter=False)
 
 
 # -- the document --------------------------------------------------------------------------------
