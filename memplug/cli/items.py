@@ -1,0 +1,192 @@
+"""`memory items`, `inspect`, `retract`, `promote` and `rebuild`: thin shells over
+:class:`memplug.extract.Extractor`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
+from memplug.text import clip
+from memplug.vocab import ITEM_STATUSES, MEMORY_KINDS
+
+_LIST_FIELDS = (
+    "id",
+    "session_id",
+    "kind",
+    "content",
+    "status",
+    "evidence_type",
+    "superseded_by",
+    "subject_key",
+    "source_refs",
+    "extractor",
+    "conditions",
+    "numbers",
+    "created_at",
+)
+
+
+def _render_items(data: dict[str, Any]) -> str:
+    if not data["items"]:
+        return "no memory items"
+    rows = [
+        [
+            item["id"],
+            item["kind"],
+            item["status"],
+            clip(item["content"].replace("\n", " "), 60),
+            item["superseded_by"] or "",
+        ]
+        for item in data["items"]
+    ]
+    return table(rows, ["id", "kind", "status", "content", "superseded by"])
+
+
+@click.command("items")
+@click.option("--session", "sessions", multiple=True, help="Only this session (repeatable).")
+@click.option("--status", type=click.Choice(ITEM_STATUSES), help="Only items with this status.")
+@click.option("--kind", type=click.Choice(MEMORY_KINDS), help="Only items of this kind.")
+@click.option("--limit", type=click.IntRange(1, 100_000), help="At most this many items.")
+@json_option
+@click.pass_obj
+def items_cmd(
+    ctx: CliContext,
+    sessions: tuple[str, ...],
+    status: str | None,
+    kind: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """List memory items (in session and creation order)."""
+    with ctx.open(create=False) as memory:
+        rows = memory.store.items.find(
+            session_ids=list(sessions) or None, status=status, kind=kind, limit=limit
+        )
+        listed = [{k: row.as_dict()[k] for k in _LIST_FIELDS} for row in rows]
+    emit({"items": listed}, as_json, _render_items)
+
+
+def _render_inspect(data: dict[str, Any]) -> str:
+    if data["object"] == "event":
+        lines = [
+            f"event      {data['ref']}",
+            f"role       {data['role'] or '-'}",
+            f"time       {data['event_time'] or '-'}  turn {data['turn']}",
+            f"source     {data['source_kind'] or '-'}{' (generated)' if data['generated'] else ''}",
+            f"extracted  {data['extracted_as'] or 'no (not read by extraction)'}",
+        ]
+        if data["truncated"]:
+            lines.append(f"text       {data['text_chars']} chars, full text from the archive")
+        lines += ["", data["text"], ""]
+        for item in data["items"]:
+            lines.append(f"item       {item['id']} {item['kind']} {item['status']}")
+        if data["pending_extraction"]:
+            pending = data["pending_extraction"]
+            lines.append(f"pending    {pending['attempts']} attempts: {pending['last_error']}")
+        return "\n".join(lines).rstrip()
+    lines = [
+        f"item       {data['id']}",
+        f"kind       {data['kind']} ({data['evidence_type']})",
+        f"status     {data['status']}",
+        f"content    {data['content']}",
+        f"subject    {data['subject_key'] or '-'}",
+        f"extractor  {data['extractor']}",
+    ]
+    if data["conditions"]:
+        lines.append(f"conditions {'; '.join(data['conditions'])}")
+    for number in data["numbers"]:
+        flag = "  (no unit or condition)" if number.get("flagged") else ""
+        lines.append(f"number     {number['raw']}{flag}")
+    for link in reversed(data["chain"]["older"]):
+        lines.append(f"replaced   {link['id']} [{link['status']}] {clip(link['content'], 60)}")
+    for link in data["chain"]["newer"]:
+        lines.append(f"replaced by {link['id']} [{link['status']}] {clip(link['content'], 60)}")
+    lines.append("")
+    for source in data["sources"]:
+        if source.get("missing"):
+            lines.append(f"[{source['ref']}] (event no longer stored)")
+        else:
+            lines.append(f"[{source['ref']}] {source['role'] or ''} {source['time'] or ''}")
+            lines.append(f"  {source['text']}")
+    lines.append("")
+    for event in data["lifecycle"]:
+        lines.append(f"{event['at'] or '-'}  {event['event']:<11} {event['actor']}")
+    for assembly in data["assemblies"]:
+        what = "included" if assembly["included"] else f"omitted ({assembly['reason']})"
+        lines.append(f"assembly #{assembly['id']} {what}")
+    return "\n".join(lines).rstrip()
+
+
+@click.command("inspect")
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def inspect_cmd(ctx: CliContext, ref: str, as_json: bool) -> None:
+    """Show one memory item (mem_…) or one event (SESSION:SEQ) with its history."""
+    with ctx.open(create=False) as memory:
+        data = memory.extractor.inspect(ref)
+    emit(data, as_json, _render_inspect)
+
+
+def _render_change(data: dict[str, Any]) -> str:
+    item = data["item"]
+    return f"{item['id']} is now {item['status']} ({item['kind']}, {item['evidence_type']})"
+
+
+@click.command("retract")
+@click.argument("memory_id")
+@click.option("--note", help="Why (kept with the action).")
+@json_option
+@click.pass_obj
+def retract_cmd(ctx: CliContext, memory_id: str, note: str | None, as_json: bool) -> None:
+    """Retract a memory item: it stays, with its history, but is no longer used."""
+    with ctx.open(create=False) as memory:
+        item = memory.extractor.retract(memory_id, actor=ACTOR_CLI, note=note)
+        emit({"item": item.as_dict()}, as_json, _render_change)
+
+
+@click.command("promote")
+@click.argument("memory_id")
+@click.option(
+    "--kind",
+    type=click.Choice(PROMOTE_KINDS),
+    default="decision",
+    show_default=True,
+    help="What the accepted proposal becomes.",
+)
+@click.option("--note", help="Why (kept with the action).")
+@json_option
+@click.pass_obj
+def promote_cmd(
+    ctx: CliContext, memory_id: str, kind: str, note: str | None, as_json: bool
+) -> None:
+    """Accept an assistant proposal: it becomes a user_explicit item of KIND."""
+    with ctx.open(create=False) as memory:
+        item = memory.extractor.promote(memory_id, kind=kind, actor=ACTOR_CLI, note=note)
+        emit({"item": item.as_dict()}, as_json, _render_change)
+
+
+def _render_rebuild(data: dict[str, Any]) -> str:
+    lines = [
+        f"rebuilt {len(data['sessions'])} session(s) from {data['events']} statement events: "
+        f"{data['created']} items created, {data['superseded']} superseded, "
+        f"{data['disputed']} disputed, {data['retracted']} retracted, "
+        f"{data['actions']} recorded actions replayed"
+    ]
+    for failure in data["failed"]:
+        lines.append(f"  failed {failure['session_id']}:{failure['seq']}: {failure['error']}")
+    return "\n".join(lines)
+
+
+@click.command("rebuild")
+@click.option("--session", help="Only this session.")
+@json_option
+@click.pass_obj
+def rebuild_cmd(ctx: CliContext, session: str | None, as_json: bool) -> None:
+    """Drop derived memory and derive it again from events (the result is identical)."""
+    with ctx.open(create=True) as memory:
+        report = memory.extractor.rebuild(session)
+    emit(report.as_dict(), as_json, _render_rebuild)
