@@ -11,12 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import apsw
-import apsw.bestpractice
 
 from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew, UsageError
 
@@ -33,10 +31,11 @@ class Migration:
 
 def _migrations_dir() -> Path:
     """Migrations ship in the wheel as ``memplug/migrations``; a checkout has them at top level."""
-    packaged = resources.files("memplug") / "migrations"
+    # Plain paths, not importlib.resources: a hook process pays for every import.
+    packaged = Path(__file__).resolve().parent / "migrations"
     if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "migrations"
+        return packaged
+    return packaged.parent.parent / "migrations"
 
 
 def load_migrations(directory: Path | None = None) -> list[Migration]:
@@ -89,8 +88,11 @@ def _ensure_private_file(path: Path) -> None:
 
 def _configure(conn: apsw.Connection, readonly: bool) -> None:
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    # Only this connection, not process-wide: a host may use SQLite for its own ends.
-    apsw.bestpractice.connection_dqs(conn)
+    # Double-quoted strings are identifiers only (apsw.bestpractice.connection_dqs, set
+    # here directly: that module's imports cost a hook process ~10 ms). This connection
+    # only, not process-wide: a host may use SQLite for its own ends.
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA recursive_triggers = ON")
     if not readonly:

@@ -60,7 +60,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-import regex
 from pydantic import BaseModel, ConfigDict
 
 from memplug.errors import NotFound, ValidationError
@@ -88,6 +87,8 @@ from memplug.text import canonical_json, clip
 from memplug.vocab import EVENT_TYPES, MEMPLUG_SOURCE_KIND, OUTCOMES, ROLES
 
 if TYPE_CHECKING:
+    import regex
+
     from memplug.config import Config, RetrievalConfig
     from memplug.store import Store
 
@@ -954,6 +955,8 @@ class Retriever:
             raise ValidationError(f"regex pattern is {size} bytes; the limit is {most}")
         if not pattern:
             raise ValidationError("an empty regex pattern matches everything; give a pattern")
+        import regex  # only regex mode pays for it; a hook process never does
+
         try:
             return regex.compile(pattern, regex.IGNORECASE | regex.VERSION1)
         except (regex.error, ValueError, OverflowError, RecursionError) as error:

@@ -21,7 +21,7 @@ from memplug.assemble import (
     TaskLine,
     TaskState,
 )
-from memplug.cli import cli
+from memplug.cli.app import cli
 from memplug.errors import NotFound
 from memplug.explain import explain, find_assembly, render_explain
 from memplug.memory import Memory

@@ -1,19 +1,15 @@
 """The ``memory`` / ``memplug`` command: a thin shell over :class:`memplug.memory.Memory`.
 
-Commands live in modules by group and are imported only when invoked, so that a hook
-process pays for nothing it does not run.
+``main`` is the console script. A hook is a fresh process on the agent's hot path, so
+``memory hook claude-code`` is recognised here, before click or the memory stack is
+imported; every other command goes through the click group in :mod:`memplug.cli.app`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import os
 import sys
 from typing import Any
-
-import click
-
-from memplug.cli.output import CliContext, fail
 
 # command name → "module:attribute"; each module holds one group of commands.
 COMMANDS: dict[str, str] = {
@@ -36,89 +32,40 @@ COMMANDS: dict[str, str] = {
     "uninstall": "memplug.cli.install:uninstall_group",
 }
 
+_GLOBAL_OPTIONS = ("--db", "--config")
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if self._available(name))
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module_name, attribute = target.split(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:
+def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
+    """Global options when ``argv`` is exactly ``[--db X] [--config Y] hook claude-code``."""
+    found: dict[str, str | None] = {"--db": None, "--config": None}
+    rest = list(argv)
+    while rest and rest[0].split("=", 1)[0] in _GLOBAL_OPTIONS:
+        name, _, value = rest.pop(0).partition("=")
+        if not value:
+            if not rest:
                 return None
-            raise
-        command: click.Command = getattr(module, attribute)
-        return command
-
-    def _available(self, name: str) -> bool:
-        module_name = COMMANDS[name].split(":")[0]
-        return importlib.util.find_spec(module_name) is not None
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False),
-    envvar="MEMPLUG_DB",
-    help="Database file (default: $MEMPLUG_HOME/memory.sqlite).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    envvar="MEMPLUG_CONFIG",
-    help="Config file (default: memory.toml beside the database).",
-)
-@click.version_option(package_name="memplug")
-@click.pass_context
-def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
-    """memplug: local long-term memory for LLM agents, in one SQLite file."""
-    ctx.obj = CliContext(db_path=db_path, config_path=config_path)
+            value = rest.pop(0)
+        found[name] = value
+    return found if rest == ["hook", "claude-code"] else None
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point: every memplug error becomes one ``Error: …`` line and its exit code."""
-    from memplug.errors import MemplugError
+    args = sys.argv[1:] if argv is None else argv
+    hook_options = _hook_fast_path(args)
+    if hook_options is not None:
+        # Third-party pydantic plugins are looked up through package metadata on first
+        # use (~20 ms); a hook process has none to run.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        from memplug.hosts.claude_hook import main as hook_main
 
-    try:
-        return cli.main(args=argv, prog_name="memory", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(1)
-    except click.ClickException as error:
-        fail(error.format_message(), error.exit_code)
-    except click.exceptions.Exit as error:
-        sys.exit(error.exit_code)
-    except MemplugError as error:
-        fail(str(error), error.exit_code)
-    except BrokenPipeError:
-        sys.exit(1)
-    except Exception as error:
-        # A database that breaks after it opened (locked at BEGIN, a corrupt page met
-        # mid-query, a full disk) raises from apsw; it still gets its one line.
-        import apsw
-
-        if not isinstance(error, apsw.Error):
-            raise
-        from memplug.db import _translate
-
-        fail(str(_translate(error, _db_path(argv))), 1)
-
-
-def _db_path(argv: list[str] | None) -> Any:
-    """The database the command line names (parsed again: the failed context is gone)."""
-    from memplug.memory import default_db_path
-
-    try:
-        ctx = cli.make_context(
-            "memory", list(sys.argv[1:] if argv is None else argv), resilient_parsing=True
+        out = hook_main(
+            sys.stdin.buffer.read(),
+            db_path=hook_options["--db"] or os.environ.get("MEMPLUG_DB") or None,
+            config_path=hook_options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
         )
-        return default_db_path(ctx.params.get("db_path"))
-    except (click.ClickException, click.exceptions.Exit):
-        return default_db_path()
+        if out:
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        return None
+    from memplug.cli.app import run
+
+    return run(args)

@@ -1,0 +1,77 @@
+"""The click group behind ``memory``: commands are imported only when invoked."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from memplug.cli import COMMANDS
+from memplug.cli.output import CliContext, fail
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._available(name))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                return None
+            raise
+        command: click.Command = getattr(module, attribute)
+        return command
+
+    def _available(self, name: str) -> bool:
+        module_name = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module_name) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    envvar="MEMPLUG_DB",
+    help="Database file (default: $MEMPLUG_HOME/memory.sqlite).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="MEMPLUG_CONFIG",
+    help="Config file (default: memory.toml beside the database).",
+)
+@click.version_option(package_name="memplug")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
+    """memplug: local long-term memory for LLM agents, in one SQLite file."""
+    ctx.obj = CliContext(db_path=db_path, config_path=config_path)
+
+
+def run(argv: list[str] | None) -> Any:
+    """Run the click group; every memplug error becomes one ``Error: …`` line."""
+    from memplug.errors import MemplugError
+
+    try:
+        return cli.main(args=argv, prog_name="memory", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as error:
+        fail(error.format_message(), error.exit_code)
+    except click.exceptions.Exit as error:
+        sys.exit(error.exit_code)
+    except MemplugError as error:
+        fail(str(error), error.exit_code)
+    except BrokenPipeError:
+        sys.exit(1)
