@@ -142,13 +142,17 @@ class Memory:
         return result
 
     def derive(self, session_ids: Iterable[str]) -> None:
-        """Run incremental extraction for sessions that received events.
+        """Run incremental extraction for sessions that received events or lag behind.
 
         Extraction failures are queued by the extractor itself; anything escaping it is
         recorded, never raised: captured evidence is already committed.
         """
-        sessions = sorted(set(session_ids))
-        if not sessions or not self.config.extraction.enabled:
+        if not self.config.extraction.enabled:
+            return
+        # Sessions whose extraction lags their events too: a process that died between
+        # the capture commit and extraction left them behind.
+        sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
+        if not sessions:
             return
         try:
             self.extractor.run(sessions)

@@ -175,3 +175,16 @@ def test_sessions_and_checkpoints_follow_capture(memory: Memory) -> None:
     assert session["project"] == "/home/ana/shop"
     assert session["first_time"] == "2026-01-01T10:00:00Z"
     assert session["last_time"] == "2026-01-09T10:00:00Z"
+
+
+def test_a_session_left_unextracted_is_caught_up_by_the_next_capture(memory: Memory) -> None:
+    with memory.db.write_transaction():
+        memory.capture.capture(
+            [event("a", 1, "Decision: we ship on Friday.")],
+            origin="api",
+            ingested_at="2026-01-01T00:00:00Z",
+        )
+    assert memory.store.counts()["memory_items"] == 0
+    memory.ingest([event("b", 1, "unrelated small talk")])
+    items = memory.db.conn.execute("SELECT session_id, kind FROM memory_items").fetchall()
+    assert [tuple(r) for r in items] == [("a", "decision")]

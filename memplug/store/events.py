@@ -287,6 +287,14 @@ class EventStore:
             )
         ]
 
+    def lagging_sessions(self) -> list[str]:
+        """Sessions with events past their extraction checkpoint."""
+        rows = self.conn.execute(
+            "SELECT session_id FROM checkpoints "
+            "WHERE coalesce(last_extract_seq, -1) < last_event_seq ORDER BY session_id"
+        )
+        return [str(r[0]) for r in rows]
+
     def compaction_counts(self) -> dict[str, int]:
         rows = self.conn.execute(
             "SELECT type, count(*) FROM events WHERE type LIKE 'compaction/%' "
