@@ -75,3 +75,26 @@ def run(argv: list[str] | None) -> Any:
         fail(str(error), error.exit_code)
     except BrokenPipeError:
         sys.exit(1)
+    except Exception as error:
+        # A database that breaks after it opened (locked at BEGIN, a corrupt page met
+        # mid-query, a full disk) raises from apsw; it still gets its one line.
+        import apsw
+
+        if not isinstance(error, apsw.Error):
+            raise
+        from memplug.db import _translate
+
+        fail(str(_translate(error, _db_path(argv))), 1)
+
+
+def _db_path(argv: list[str] | None) -> Any:
+    """The database the command line names (parsed again: the failed context is gone)."""
+    from memplug.memory import default_db_path
+
+    try:
+        ctx = cli.make_context(
+            "memory", list(sys.argv[1:] if argv is None else argv), resilient_parsing=True
+        )
+        return default_db_path(ctx.params.get("db_path"))
+    except (click.ClickException, click.exceptions.Exit):
+        return default_db_path()
