@@ -28,6 +28,9 @@ class PurgeReport:
     vacuumed: bool = False
     checkpoint: dict[str, Any] = field(default_factory=dict)
     free_pages: int = 0
+    # Pages already free when the purge began: zeroed when every earlier writer had
+    # secure_delete on (any memplug that sets it); --vacuum clears them regardless.
+    free_pages_before: int = 0
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -40,6 +43,7 @@ class PurgeReport:
             "vacuumed": self.vacuumed,
             "checkpoint": self.checkpoint,
             "free_pages": self.free_pages,
+            "free_pages_before": self.free_pages_before,
             "warnings": self.warnings,
         }
 
@@ -129,9 +133,5 @@ def purge(
             "another process holds the database open, so the write-ahead log could not be "
             "truncated: it may keep purged text until the next checkpoint"
         )
-    if free_before and not vacuum:
-        report.warnings.append(
-            f"{free_before} pages were already free before this purge and may hold text "
-            "deleted earlier by a memplug without secure_delete; --vacuum clears them"
-        )
+    report.free_pages_before = free_before
     return report
