@@ -43,7 +43,11 @@ COMMANDS: list[list[str]] = [
 
 
 def run(
-    db: Path, *args: str, preexec: Callable[[], None] | None = None, prelude: str = ""
+    db: Path,
+    *args: str,
+    preexec: Callable[[], None] | None = None,
+    prelude: str = "",
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The CLI in a fresh process; ``prelude`` runs first inside it (connection hooks)."""
     code = f"{prelude}\nimport sys\nfrom memplug.cli import main\nsys.exit(main(sys.argv[1:]))"
@@ -53,6 +57,7 @@ def run(
         text=True,
         timeout=120,
         preexec_fn=preexec,
+        input=stdin,
     )
 
 
@@ -253,3 +258,86 @@ def test_the_plugin_never_raises_on_a_full_database_and_records_it(db: Path) -> 
         errors = plugin.memory.store.events.latest_errors()
     assert any(e["stage"] == "capture" and "full" in e["message"] for e in errors), errors
     events_of(db)
+
+
+# -- the Claude Code hook: records and continues -----------------------------------
+
+CC_FIXTURES = REPO / "fixtures" / "claude_code"
+CC_SESSION = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+
+
+def hook_payload(tmp_path: Path) -> str:
+    project = tmp_path / "projects" / "-home-ana-shop"
+    if not project.exists():
+        shutil.copytree(CC_FIXTURES, project)
+    return json.dumps(
+        {
+            "session_id": CC_SESSION,
+            "transcript_path": str(project / f"{CC_SESSION}.jsonl"),
+            "cwd": "/home/ana/shop",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "which port does the API use?",
+        }
+    )
+
+
+def pending_notes(db: Path) -> str:
+    pending = db.with_name(db.name + ".hook-pending.jsonl")
+    return pending.read_text(encoding="utf-8") if pending.exists() else ""
+
+
+def hook_errors(db: Path) -> list[str]:
+    with Memory.open(db, create=False) as memory:
+        return [str(e["message"]) for e in memory.store.events.latest_errors(limit=50)]
+
+
+def newer_schema(db: Path) -> Callable[[], None]:
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+
+    def restore() -> None:
+        conn = apsw.Connection(str(db))
+        conn.execute(f"PRAGMA user_version = {code_schema_version()}")
+        conn.close()
+
+    return restore
+
+
+def not_a_database(db: Path) -> Callable[[], None]:
+    good = db.read_bytes()
+    db.write_bytes(b"this is a text file, not SQLite\n" * 200)
+    return lambda: db.write_bytes(good)
+
+
+@pytest.mark.parametrize(
+    ("breaks", "note"),
+    [(newer_schema, "newer than this memplug"), (not_a_database, "corrupt")],
+    ids=["newer-schema", "not-a-database"],
+)
+def test_the_hook_never_fails_the_host_and_reports_later(
+    db: Path, tmp_path: Path, breaks: Callable[[Path], Callable[[], None]], note: str
+) -> None:
+    payload = hook_payload(tmp_path)
+    restore = breaks(db)
+    result = run(db, "hook", "claude-code", stdin=payload)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert note in pending_notes(db)
+    restore()
+    # The next hook that can open the database writes the note where status shows it.
+    again = run(db, "hook", "claude-code", stdin=payload)
+    assert again.returncode == 0 and again.stderr == ""
+    assert any(note in message for message in hook_errors(db))
+    assert pending_notes(db) == ""
+
+
+def test_the_hook_on_a_full_database_injects_nothing_and_exits_0(db: Path, tmp_path: Path) -> None:
+    pages = apsw.Connection(str(db)).execute("PRAGMA page_count").fetchone()[0]
+    prelude = (
+        "import apsw\n"
+        f"apsw.connection_hooks.append(lambda c: c.execute('PRAGMA max_page_count = {pages}'))"
+    )
+    result = run(db, "hook", "claude-code", stdin=hook_payload(tmp_path), prelude=prelude)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == "" or json.loads(result.stdout)
+    assert "full" in pending_notes(db) or any("full" in m for m in hook_errors(db))
