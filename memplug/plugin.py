@@ -9,6 +9,7 @@ This is the only module that turns an assembly into a host message.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +47,12 @@ class Plugin:
         return self.memory.config
 
     def close(self) -> None:
-        self.memory.close()
+        """Write the errors still kept (a host that stops right after a skipped capture
+        must leave a record of it), then close the database."""
+        with contextlib.suppress(Exception):
+            self._flush()
+        with contextlib.suppress(Exception):
+            self.memory.close()
 
     def __enter__(self) -> Plugin:
         return self
