@@ -814,11 +814,25 @@ class Assembler:
         if found is not None:
             return found
         if self.store is not None:
-            for event in reversed(
-                self.store.events.session_events(request.session_id, types=["user/message"])
-            ):
+            return self._latest_user_text(request.session_id)
+        return ""
+
+    def _latest_user_text(self, session_id: str) -> str:
+        """The session's latest real user message, read in widening windows from the end
+        (a long session must not be read whole to find its last prompt)."""
+        assert self.store is not None
+        info = self.store.events.session(session_id)
+        last = int(info["last_event_seq"]) if info and info["last_event_seq"] is not None else 0
+        for window in (256, 8192, None):
+            after = -1 if window is None else last - window
+            events = self.store.events.session_events(
+                session_id, after_seq=after, types=["user/message"]
+            )
+            for event in reversed(events):
                 if not event.generated:
                     return event.text
+            if after < 0:
+                break
         return ""
 
     # -- the pure part ------------------------------------------------------------

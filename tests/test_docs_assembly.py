@@ -94,3 +94,11 @@ def test_explain_doc_lists_every_json_key() -> None:
         assert f"`{key}`" in table, f"docs/explain.md lacks the key {key}"
     for key in data["sections"][0]:
         assert key in table
+
+
+def test_the_api_doc_examples_run(tmp_path: Path) -> None:
+    code = "\n".join(re.findall(r"```python\n(.*?)```", doc("api.md"), re.S))
+    assert "memplug.open(" in code and "pre_step" in code and "pre_tool" in code
+    code = code.replace("/tmp/memplug-api-demo/memory.sqlite", str(tmp_path / "m.sqlite"))
+    exec(compile(code, "docs/api.md", "exec"), {})
+    assert (tmp_path / "m.sqlite").is_file()
