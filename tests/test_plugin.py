@@ -348,7 +348,7 @@ def _ev_refs(text: str) -> list[str]:
 
 
 def _items(plugin: Plugin) -> list[tuple[str, str, str, str]]:
-    rows = plugin.memory.store.items.list(session_ids=["shop-1"])
+    rows = plugin.memory.store.items.find(session_ids=["shop-1"])
     return sorted((r.id, r.kind, r.content, r.status) for r in rows)
 
 
