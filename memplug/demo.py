@@ -32,6 +32,12 @@ SESSION_FILE = Path("fixtures") / "sessions" / "shop.jsonl"
 DEFAULT_DIR = Path(".memplug-demo")
 DEFAULT_TURN = 25
 # Events a model sees again at later steps (thinking is private to its step).
+# Said before the compaction and missing from the host's summary (fixtures README).
+LOST_IN_SUMMARY = (
+    ('the "1k rps" condition of the latency target (seq 8)', "p95 < 200 ms at 1k rps"),
+    ("the card-number rule (seq 13)", "never log card numbers"),
+    ("the duty-room extension (seq 93)", "值班室分机号 4324"),
+)
 _CONTEXT_TYPES = frozenset({"user/message", "assistant/message", "tool/call", "tool/result"})
 _MODEL_TYPES = frozenset({"assistant/message", "assistant/thinking", "tool/call"})
 
@@ -165,14 +171,19 @@ def run(db_dir: Path, turn: int) -> str:
         f"  {result.events} events captured, {counts['memory_items']} memory items derived,",
         f"  {len(result.steps)} pre-steps assembled; {injected} injected a message, all after",
         "  the compaction at seq 95-97 (before it, everything relevant was still in the",
-        "  model's context). The host's summary dropped the card-number rule and the",
-        '  "1k rps" condition of the latency target; memplug brings both back.',
+        "  model's context).",
         "",
         _rule(f"turn {step.turn}, step {step.step}: after the compaction the user says"),
         _indent(step.query),
         "",
         _rule(f"memplug injects this message before the model answers (seq {step.seq})"),
         _indent(step.injection.text),
+        "",
+        "  What the host's summary (seq 96) dropped, and whether this message has it:",
+        *(
+            f"    {'yes' if needle in step.injection.text else 'no '}  {what}"
+            for what, needle in LOST_IN_SUMMARY
+        ),
         "",
         _rule(f"{cli} explain --assembly {step.injection.assembly_id}"),
         _indent(explained.split("\n--- injected text")[0]),

@@ -44,7 +44,7 @@ def test_the_demo_shows_the_injection_after_the_compaction(demo: tuple[Path, str
     assert "  [memplug] Memory for this step" in out
     # What the host's summary lost comes back, verbatim and sourced.
     assert "p95 < 200 ms at 1k rps" in out
-    assert "We must never log card numbers." in out
+    assert '    yes  the "1k rps" condition of the latency target (seq 8)' in out
     assert "IGNORE ALL PREVIOUS" not in out
 
 

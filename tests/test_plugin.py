@@ -196,12 +196,13 @@ def test_after_the_compaction_early_evidence_comes_back(host: ReferenceHost) -> 
     # It lands where the fixture recorded memplug's message: nothing was injected before.
     assert step.seq == 99
     text = step.injection.text
-    # The host's summary lost the condition and the card rule; memplug has them verbatim.
+    # The host's summary lost the condition; memplug has it verbatim, with its source.
     assert "p95 < 200 ms at 1k rps" in text
     assert "[ev shop-1:8]" in text
-    assert "We must never log card numbers." in text
-    assert "port 8080" in text
     assert "- Goal: make checkout p95 under 200 ms. [ev shop-1:8]" in text
+    # What the prompt asks about (the Stripe key, staging) is there too.
+    assert "- Blocked: waiting for the Stripe sandbox key. [ev shop-1:88]" in text
+    assert "db-staging-2 on port 5433" in text
 
 
 def test_what_an_earlier_injection_showed_is_not_repeated(host: ReferenceHost) -> None:
