@@ -42,6 +42,18 @@ def test_every_captured_event_is_stored_once(raced: tuple[Path, Figures]) -> Non
     assert len(rows) == len(want) and set(map(tuple, rows)) == want
 
 
+def log_skips(errors: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Assembly logs that waited their limit (1 s) for the lock: by design a recorded
+    skip — the step's message was still returned — not a lost event."""
+    return [
+        e
+        for e in errors
+        if e["stage"] == "assemble"
+        and "could not log the assembly" in str(e["message"])
+        and "locked" in str(e["message"])
+    ]
+
+
 def test_no_process_saw_an_error(raced: tuple[Path, Figures]) -> None:
     db, figures = raced
     assert figures.worker_stderr == []
@@ -50,8 +62,9 @@ def test_no_process_saw_an_error(raced: tuple[Path, Figures]) -> None:
     assert failures == []
     assert {r["command"] for r in figures.cli_runs} == {"status", "search"}
     with Memory.open(db, create=False) as memory:
-        errors = memory.store.events.latest_errors(limit=20)
-        assert errors == [], errors
+        errors = memory.store.events.latest_errors(limit=1000)
+    others = [e for e in errors if e not in log_skips(errors)]
+    assert others == [], others
 
 
 def test_the_assembler_kept_working_during_the_race(raced: tuple[Path, Figures]) -> None:
@@ -60,8 +73,9 @@ def test_the_assembler_kept_working_during_the_race(raced: tuple[Path, Figures])
     assert figures.searches >= 10
     with Memory.open(db, create=False) as memory:
         logged = memory.store.counts()["assembly_logs"]
-    # Every pre-step leaves a log row (capped by retention).
-    assert logged == min(len(figures.assemble_ms), 1000)
+        skipped = len(log_skips(memory.store.events.latest_errors(limit=1000)))
+    # Every pre-step left a log row, or a recorded reason why it could not.
+    assert logged + skipped == len(figures.assemble_ms)
 
 
 def test_waits_stay_far_below_the_busy_timeout(raced: tuple[Path, Figures]) -> None:
@@ -108,11 +122,6 @@ def test_a_capture_that_cannot_get_the_lock_is_a_recorded_skip(tmp_path: Path) -
     assert "locked" in str(skipped[0]["message"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Plugin.close() does not write errors still waiting for a good write, so a "
-    "host that stops right after a skipped capture leaves no record of it",
-)
 def test_a_skip_is_recorded_even_when_the_host_closes_right_after(tmp_path: Path) -> None:
     db = tmp_path / "db" / "m.sqlite"
     Database.open(db).close()
