@@ -246,12 +246,17 @@ def test_sigkill_mid_import_loses_nothing_committed(
 ) -> None:
     rng = random.Random(SEED_BASE * 1_000 + trial)
     after = rng.uniform(0.05, 0.95) * small.seconds
-    db = tmp_path / "db" / "m.sqlite"
-    running = kill_import_at(db, small.src, after)
+    # A kill that comes after the import ended tests nothing. The reference timing can
+    # be off on a busy machine, so such a trial moves its kill earlier and goes again.
+    for attempt in range(4):
+        db = tmp_path / f"db{attempt}" / "m.sqlite"
+        if kill_import_at(db, small.src, after):
+            break
+        after /= 2
+    else:
+        pytest.fail(f"the import always ended before the kill (last at {after:.2f}s)")
     stored = verify(db, small.expected)
     assert 0 <= stored <= len(small.expected)
-    # Most kills must land on a running import, or the trial tested nothing.
-    assert running or after > 0.8 * small.seconds, f"import ended before {after:.2f}s"
     rerun_and_check(db, small)
 
 
