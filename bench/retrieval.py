@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import re
 import sqlite3
@@ -108,22 +109,26 @@ def latency(shared: Path, sizes: Sequence[int], queries: int = 300) -> list[dict
                 texts = _queries(queries)
                 for text in texts[:20]:  # warm the page cache, as a running host would be
                     retriever.retrieve("s3", text)
-                pre, search, budget_hits, evidence = [], [], 0, 0
+                pre, pre_cpu, search, search_cpu, budget_hits, evidence = [], [], [], [], 0, 0
                 for i, text in enumerate(texts):
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     result = retriever.retrieve(f"s{i % 10}", text)
                     pre.append((time.perf_counter() - t0) * 1000)
+                    pre_cpu.append((time.process_time() - c0) * 1000)
                     budget_hits += not result.coverage.complete
                     evidence += len(result.evidence)
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     retriever.search(text, limit=20)
                     search.append((time.perf_counter() - t0) * 1000)
+                    search_cpu.append((time.process_time() - c0) * 1000)
         rows.append(
             {
                 "events": size,
                 "import_s": round(import_s, 1),
                 "retrieve": percentiles(pre),
+                "retrieve_cpu": percentiles(pre_cpu),
                 "search": percentiles(search),
+                "search_cpu": percentiles(search_cpu),
                 "incomplete": budget_hits,
                 "queries": len(texts),
                 "mean_evidence": round(evidence / len(texts), 1),
@@ -319,7 +324,11 @@ def locomo(shared: Path) -> dict[str, Any]:
 
 
 def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: str) -> str:
-    parts = [f"Command: `{command}` (part of `make bench`).", f"Machine: {machine()}.", ""]
+    parts = [
+        f"Command: `{command}` (part of `make bench`).",
+        f"Machine: {machine()}; load average at the end {os.getloadavg()[0]:.1f}.",
+        "",
+    ]
     if lat:
         parts += [
             "### Search latency (synthetic events, `../shared/acceptance/gen_events.py`)",
@@ -328,18 +337,20 @@ def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: s
             "sentence; every 6th with a port number, a path, a Chinese question or an "
             "absent word). `retrieve` is the pre-step call (project scope, generated text "
             "excluded, neighbour spread); `search` is `memory search` (global scope, one "
-            "page of 20). Milliseconds, in process.",
+            "page of 20). Milliseconds, in process: wall time, and the process's CPU time "
+            "beside it (on a shared, loaded machine wall time is mostly waiting for a core).",
             "",
-            "| events | retrieve p50 / p95 / p99 | search p50 / p95 / p99 | incomplete coverage | target (pre_step p95) |",
-            "| ---: | --- | --- | ---: | --- |",
+            "| events | retrieve wall p50 / p95 / p99 | retrieve CPU p50 / p95 / p99 | search wall p50 / p95 / p99 | search CPU p50 / p95 / p99 | incomplete coverage | target (whole pre_step p95) |",
+            "| ---: | --- | --- | --- | --- | ---: | --- |",
         ]
         for row in lat:
-            r, s = row["retrieve"], row["search"]
-            target = {100_000: "≤ 25 ms (whole pre-step)", 1_000_000: "≤ 100 ms (whole pre-step)"}
+            r, rc, s, sc = row["retrieve"], row["retrieve_cpu"], row["search"], row["search_cpu"]
+            target = {100_000: "≤ 25 ms", 1_000_000: "≤ 100 ms"}
             parts.append(
                 f"| {row['events']:,} | {r['p50']} / {r['p95']} / {r['p99']} | "
-                f"{s['p50']} / {s['p95']} / {s['p99']} | {row['incomplete']}/{row['queries']} | "
-                f"{target.get(row['events'], '')} |"
+                f"{rc['p50']} / {rc['p95']} / {rc['p99']} | "
+                f"{s['p50']} / {s['p95']} / {s['p99']} | {sc['p50']} / {sc['p95']} / {sc['p99']} | "
+                f"{row['incomplete']}/{row['queries']} | {target.get(row['events'], '')} |"
             )
         parts += [
             "",

@@ -115,6 +115,7 @@ _IDENT = re.compile(
     r")(?![\w])",
 )
 _WORD = re.compile(r"[^\W\d_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _CJK_STOP_SPLIT = re.compile(
     "|".join(sorted(CJK_STOP_WORDS, key=len, reverse=True))
     + "|["
@@ -198,6 +199,12 @@ class QuerySignals:
                 if not t.window
             ],
         }
+
+
+def scrub_surrogates(text: str) -> str:
+    """Undecodable argv bytes arrive as lone surrogates, which neither SQLite nor
+    UTF-8 can take: each becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def stem(word: str) -> str:
@@ -308,7 +315,7 @@ def parse_query(text: str, *, mode: str = "literal", max_terms: int = MAX_TERMS)
     ``mode="phrase"`` keeps the whole text as one contiguous needle; ``"regex"`` keeps
     the pattern as given (matching happens elsewhere); anything else is ``literal``.
     """
-    raw = normalize_text(str(text or ""))
+    raw = scrub_surrogates(normalize_text(str(text or "")))
     capped = len(raw) > MAX_QUERY_CHARS
     raw = raw[:MAX_QUERY_CHARS]
     if mode == "regex":
@@ -328,10 +335,22 @@ def parse_query(text: str, *, mode: str = "literal", max_terms: int = MAX_TERMS)
             out.add(Term(phrase, "phrase", phrase, group=out.group()))
 
     symbols = _symbols(raw)
+    unique = list(dict.fromkeys(symbol for _, symbol in symbols))
+    parents: dict[str, int] = {}
     for pinned in (True, False):
-        for _, symbol in symbols:
-            if is_numeric_symbol(symbol) == pinned:
-                out.add(Term(symbol, "symbol", symbol, pin=pinned, group=out.group()))
+        for symbol in unique:
+            if is_numeric_symbol(symbol) != pinned:
+                continue
+            # `tenant.py` inside `src/index/tenant.py` scores as part of the path (a
+            # partial match) but is not looked up on its own: the path is the rarer
+            # needle, and the file name alone could match thousands of events.
+            outer = next((o for o in unique if len(o) > len(symbol) and symbol in o), None)
+            if not pinned and outer is not None and outer in parents:
+                out.add(Term(symbol, "symbol", symbol, window=True, group=parents[outer]))
+                continue
+            group = out.group()
+            if out.add(Term(symbol, "symbol", symbol, pin=pinned, group=group)):
+                parents[symbol] = group
 
     # Words and CJK runs in the order they appear, so a long query keeps its start.
     stops: list[Term] = []

@@ -72,6 +72,7 @@ from memplug.query import (
     like_pattern,
     needs_verification,
     parse_query,
+    scrub_surrogates,
 )
 from memplug.store.search import (
     BranchRow,
@@ -83,7 +84,7 @@ from memplug.store.search import (
     SearchStore,
     Snapshot,
 )
-from memplug.text import canonical_json, clip
+from memplug.text import canonical_json, clip, short_hash
 from memplug.vocab import EVENT_TYPES, MEMPLUG_SOURCE_KIND, OUTCOMES, ROLES
 
 if TYPE_CHECKING:
@@ -116,7 +117,6 @@ REGEX_HAYSTACK = "regex_haystack_cap"
 PARENT_CYCLE = "parent_cycle"
 STALE_POINTER = "stale_pointer"
 UNKNOWN_SESSION = "unknown_session"
-NO_TERMS = "no_terms"  # informational: the query held nothing searchable
 
 
 # -- ranking constants ------------------------------------------------------------------
@@ -151,7 +151,7 @@ class Ranking:
     boundary_bonus: float = 0.1
     generated_factor: float = 0.5
     # How many of the best hits spread to their neighbours.
-    spread_top: int = 40
+    spread_top: int = 30
     # The pool stops taking new terms once it holds this many candidates.
     pool_factor: int = 4
     # A LIKE scan (needles under three characters) reads at most the newest rows.
@@ -159,7 +159,7 @@ class Ranking:
     # Events score on a different scale than items (no kind weight): this is their floor.
     event_min_score: float = 0.0
     # How many candidates the full (text-reading) pass scores.
-    rescore_top: int = 80
+    rescore_top: int = 60
     # Events of the asking session within ``recency_window`` of its last event get
     # this share of ``recency_boost`` (items get all of it): over LoCoMo, where the
     # evidence is spread over a conversation's whole history, a full boost cost 0.005
@@ -608,9 +608,10 @@ class Retriever:
             raise ValidationError("this token is not a search page token (use expand)")
         try:
             args = dict(data["a"])
-            e, m, ne, ni = (int(x) for x in data["snap"])
+            e, m = (int(x) for x in data["snap"])
             offset = int(data["o"])
             scope_size = float(data["n"])
+            delivered = str(data["h"])
         except (KeyError, TypeError, ValueError):
             raise ValidationError("malformed memplug call token") from None
         request = self._request(
@@ -628,17 +629,12 @@ class Retriever:
             args.get("branches", "active"),
             args.get("limit"),
         )
-        snap = Snapshot(e, m, ne, ni)
-        if self.search_store.counted(Snapshot(e, m)) != snap:
-            return SearchPage(
-                total=0,
-                hits=[],
-                next=None,
-                coverage=_stale(
-                    "the events or items this page was cut from have changed (purged or retracted)"
-                ),
-            )
-        return self._search_page(request, snap, max(0, offset), scope_size)
+        snap = Snapshot(e, m)
+        try:
+            return self._search_page(request, snap, max(0, offset), scope_size, delivered)
+        except NotFound as error:
+            # The session the search was about is gone: purged since the first page.
+            return SearchPage(total=0, hits=[], next=None, coverage=_stale(str(error)))
 
     def retrieve(
         self,
@@ -929,7 +925,7 @@ class Retriever:
             raise ValidationError("--limit must be a whole number") from None
         if limit < 1:
             raise ValidationError("--limit must be at least 1")
-        query = str(query or "")
+        query = scrub_surrogates(str(query or ""))
         if mode == "regex":
             self._compile_regex(query)
         return _Request(
@@ -996,7 +992,12 @@ class Retriever:
     # -- search ----------------------------------------------------------------------------
 
     def _search_page(
-        self, request: _Request, snap: Snapshot, offset: int, scope_size: float | None
+        self,
+        request: _Request,
+        snap: Snapshot,
+        offset: int,
+        scope_size: float | None,
+        delivered: str | None = None,
     ) -> SearchPage:
         resolved = self._resolve_scope(request.scope, request.session)
         ranking = self.ranking
@@ -1048,23 +1049,32 @@ class Retriever:
         )
         scored.sort(key=lambda s: s.key)
         total = len(scored)
+        # The hits already handed out must come out the same: otherwise a purge, a
+        # retraction or a status change has moved the ranking under the caller, and a
+        # silently shifted page would skip or repeat hits.
+        if delivered is not None and _digest(scored[:offset]) != delivered:
+            return SearchPage(
+                total=0,
+                hits=[],
+                next=None,
+                coverage=_stale(
+                    "the events or items this search was ranked from have changed "
+                    "(purged, retracted or superseded) since its first page"
+                ),
+            )
         page = self._with_text(scored[offset : offset + request.limit])
         hits = [self._hit(s, request.branches) for s in page]
         next_token = None
         if offset + request.limit < total:
-            counted = self.search_store.counted(snap) if snap.events < 0 else snap
+            end = offset + request.limit
             next_token = encode_token(
                 {
                     "op": "search",
                     "a": request.args(),
-                    "o": offset + request.limit,
+                    "o": end,
                     "n": pool.event_n,
-                    "snap": [
-                        counted.max_event_id,
-                        counted.max_item_rid,
-                        counted.events,
-                        counted.items,
-                    ],
+                    "snap": [snap.max_event_id, snap.max_item_rid],
+                    "h": _digest(scored[:end]),
                 }
             )
         return SearchPage(total=total, hits=hits, next=next_token, coverage=_coverage(pool.reasons))
@@ -1149,8 +1159,12 @@ class Retriever:
             self._collect_regex(regex_pattern, event_scope, item_scope, snap, pool)
         elif not signals.empty:
             plan = build_match(signals, match=match)
-            limit = ranking.candidate_budget
             pool_cap = ranking.candidate_budget * ranking.pool_factor
+            # Many terms share the pool: each reads fewer of its newest matches, so
+            # a long question costs about what a short one does.
+            looked_up = max(1, len(plan.fts))
+            budget = ranking.candidate_budget
+            limit = max(budget // 4, min(budget, pool_cap // looked_up))
             if match == "all":
                 expr = plan.all_expression()
                 if expr is not None:
@@ -2052,6 +2066,15 @@ def parse_source_refs(raw: str | None, session_id: str) -> tuple[tuple[str, int]
             except (TypeError, ValueError):
                 continue
     return tuple(dict.fromkeys(out))
+
+
+def _digest(scored: Sequence[_Scored]) -> str:
+    """A short digest of a ranked prefix: which hits, in which order."""
+    keys = [
+        f"e{s.event.id}" if s.event is not None else f"m{s.item.id if s.item else ''}"
+        for s in scored
+    ]
+    return short_hash(*keys) if keys else ""
 
 
 def _coverage(reasons: Iterable[str]) -> Coverage:

@@ -138,3 +138,24 @@ def test_hostile_queries_through_the_cli(cli: Any, db: Path) -> None:
         result = cli("--db", str(db), "search", "--json", "--", query)
         assert result.returncode == 0, (query, result.stderr)
         assert json.loads(result.stdout)["coverage"]["complete"] in (True, False)
+
+
+def test_the_search_doc_covers_every_option_and_coverage_reason() -> None:
+    """docs/search.md is the reference: a new option or coverage reason must be in it."""
+    from memplug import retrieve
+    from memplug.cli.search import expand_cmd, search_cmd
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "search.md").read_text("utf-8")
+    for command in (search_cmd, expand_cmd):
+        for param in command.params:
+            for flag in getattr(param, "opts", []):
+                if flag.startswith("--"):
+                    assert flag in doc, f"docs/search.md does not mention {flag}"
+    reasons = [
+        value
+        for name, value in vars(retrieve).items()
+        if name.isupper() and isinstance(value, str) and value.islower() and "_" in value
+    ]
+    assert "candidate_budget" in reasons and "stale_pointer" in reasons
+    for reason in reasons:
+        assert f"`{reason}`" in doc, f"docs/search.md does not explain coverage reason {reason}"

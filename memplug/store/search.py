@@ -145,16 +145,10 @@ class ItemCandidate:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The state a result was computed from: nothing newer is ever read under it.
-
-    ``events``/``items`` count the rows at or below the maxima, so a purge (the only
-    thing that deletes) is detectable when a page token comes back.
-    """
+    """The state a result was computed from: nothing newer is ever read under it."""
 
     max_event_id: int
     max_item_rid: int
-    events: int = -1
-    items: int = -1
 
 
 @dataclass(frozen=True)
@@ -267,25 +261,12 @@ class SearchStore:
 
     # -- snapshot and scope ------------------------------------------------------
 
-    def snapshot(self, *, counted: bool = False) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         row = self.conn.execute(
             "SELECT (SELECT coalesce(max(id), 0) FROM events), "
             "(SELECT coalesce(max(rid), 0) FROM memory_items)"
         ).fetchone()
-        max_event, max_item = (int(row[0]), int(row[1])) if row else (0, 0)
-        if not counted:
-            return Snapshot(max_event, max_item)
-        return self.counted(Snapshot(max_event, max_item))
-
-    def counted(self, snap: Snapshot) -> Snapshot:
-        """``snap`` with the row counts at or below its maxima (a purge changes them)."""
-        row = self.conn.execute(
-            "SELECT (SELECT count(*) FROM events WHERE id <= ?), "
-            "(SELECT count(*) FROM memory_items WHERE rid <= ? AND status != 'retracted')",
-            (snap.max_event_id, snap.max_item_rid),
-        ).fetchone()
-        events, items = (int(row[0]), int(row[1])) if row else (0, 0)
-        return Snapshot(snap.max_event_id, snap.max_item_rid, events, items)
+        return Snapshot(int(row[0]), int(row[1])) if row else Snapshot(0, 0)
 
     def session_project(self, session_id: str) -> tuple[bool, str | None]:
         """``(exists, project)`` for a session."""
