@@ -106,7 +106,9 @@ def purge(
         elif before is not None:
             counts = admin.delete_before(parse_cutoff(before))
         else:
-            counts = admin.delete_sessions(plan.sessions)
+            # Missing ones too: a session can have left rows (an assembly log) without
+            # events, and deleting nothing costs nothing.
+            counts = admin.delete_sessions(plan.sessions + plan.missing)
     report = PurgeReport(plan=plan, deleted=counts.deleted, rederived=counts.partial)
     if counts.partial:
         memory.derive(counts.partial)

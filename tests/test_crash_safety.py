@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import pytest
 
 from memplug.db import Database
 from memplug.memory import IMPORT_BATCH, Memory
+from memplug.models import parse_event
 from memplug.store import Store
 from memplug.text import normalize_text, redact_private, sha256_hex
 
@@ -89,8 +91,12 @@ def generate(path: Path, count: int, seed: int) -> dict[tuple[str, int], str]:
     return expected
 
 
+def cli_cmd(db: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "memplug.cli", "--db", str(db), *args]
+
+
 def import_cmd(db: Path, src: Path) -> list[str]:
-    return [sys.executable, "-m", "memplug.cli", "--db", str(db), "import", "-q", str(src)]
+    return cli_cmd(db, "import", "-q", str(src))
 
 
 @dataclass(frozen=True)
@@ -284,3 +290,60 @@ def test_a_second_kill_during_the_rerun_is_survived_too(small: Corpus, tmp_path:
     kill_import_at(db, small.src, 0.6 * small.seconds)
     assert verify(db, small.expected) >= first
     rerun_and_check(db, small)
+
+
+SECRET = "zqxjv-wkfpq-quokka-9137"
+
+
+def test_a_purge_killed_anywhere_is_finished_by_running_it_again(
+    small: Corpus, tmp_path: Path
+) -> None:
+    """Purge deletes in one transaction, then merges the indexes and truncates the WAL;
+    a kill between any two steps leaves all or none of the rows, and running the same
+    purge again completes the scrub."""
+    base = tmp_path / "base" / "m.sqlite"
+    base.parent.mkdir()
+    shutil.copy(small.reference, base)
+    with Memory.open(base) as memory:
+        memory.ingest(
+            [
+                parse_event(
+                    {"session_id": "secret", "seq": seq, "type": "user/message",
+                     "text": f"remember: the vault phrase is {SECRET} " + "pad " * 400 * seq}
+                )
+                for seq in range(1, 6)
+            ]
+        )  # fmt: skip
+    purge = ["purge", "--session", "secret", "--yes"]
+    timing = tmp_path / "timing" / "m.sqlite"
+    timing.parent.mkdir()
+    shutil.copy(base, timing)
+    started = time.monotonic()
+    subprocess.run(cli_cmd(timing, *purge), check=True, capture_output=True)
+    seconds = time.monotonic() - started
+    rng = random.Random(SEED_BASE + 77)
+    for trial in range(4):
+        db = tmp_path / f"t{trial}" / "m.sqlite"
+        db.parent.mkdir()
+        shutil.copy(base, db)
+        child = subprocess.Popen(
+            cli_cmd(db, *purge),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.05, 0.95) * seconds)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+        with Database.open(db, create=False) as opened:
+            assert opened.integrity_check() == ["ok"]
+            assert Store(opened).admin.check_indexes() == {"events_fts": "ok", "memory_fts": "ok"}
+            left = opened.conn.execute(
+                "SELECT count(*) FROM events WHERE session_id = 'secret'"
+            ).fetchone()
+            assert left in ((0,), (5,))
+        again = subprocess.run(cli_cmd(db, *purge), capture_output=True, text=True)
+        assert again.returncode == 0, again.stderr
+        for path in (db, Path(f"{db}-wal")):
+            if path.exists():
+                assert SECRET.encode() not in path.read_bytes(), (trial, path.name)
+        assert verify(db, small.expected) == len(small.expected)

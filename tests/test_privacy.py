@@ -424,7 +424,6 @@ def test_cli_purge_yes_json(cli, seeded: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--session", "nope", "--yes"], "Error: no session 'nope' in the database"),
         (["--yes"], "Error: give exactly one of --session, --before or --all"),
         (
             ["--all", "--session", "gone", "--yes"],
@@ -442,6 +441,15 @@ def test_cli_purge_bad_usage_is_one_line_and_deletes_nothing(
     result = cli("--db", str(seeded), "purge", *args)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [message]
+    assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 7
+
+
+def test_cli_purge_of_an_absent_session_deletes_nothing_and_still_scrubs(cli, seeded: Path) -> None:
+    result = cli("--db", str(seeded), "purge", "--session", "nope", "--json")
+    assert result.returncode == 0, result.stderr  # nothing to delete: no question asked
+    data = result.json()
+    assert data["sessions"] == [] and data["missing_sessions"] == ["nope"]
+    assert data["deleted"] == {} and data["checkpoint"]["complete"] is True
     assert cli("--db", str(seeded), "status", "--json").json()["counts"]["events"] == 7
 
 

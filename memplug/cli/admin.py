@@ -27,6 +27,8 @@ def _describe(plan: dict[str, Any]) -> str:
 def _render(data: dict[str, Any]) -> str:
     deleted = ", ".join(f"{table} {n:,}" for table, n in data["deleted"].items()) or "nothing"
     lines = [f"purged: {deleted}"]
+    if data["missing_sessions"]:
+        lines.append(f"not in the database: {', '.join(data['missing_sessions'])}")
     if data["rederived_sessions"]:
         lines.append(f"derived again: {', '.join(data['rederived_sessions'])}")
     if data["undated_kept"]:
@@ -68,13 +70,13 @@ def purge_cmd(
 
     if sum((bool(sessions), before is not None, everything)) != 1:
         raise click.UsageError("give exactly one of --session, --before or --all")
-    if not yes and not sys.stdin.isatty():
-        fail("purge deletes data for good: pass --yes to confirm when not at a terminal", 2)
     with ctx.open(create=False) as memory:
-        if not yes:
-            plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
-            if not plan.events and not plan.sessions:
-                click.echo("nothing to purge", err=True)
+        plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
+        # Nothing to delete needs no confirmation: the run only merges the indexes and
+        # truncates the WAL, which also finishes a purge that was interrupted.
+        if not yes and not plan.empty:
+            if not sys.stdin.isatty():
+                fail("purge deletes data for good: pass --yes to confirm when not at a terminal", 2)
             question = f"Delete {_describe(plan.as_dict())} for good?"
             if not click.confirm(question, default=False, err=True):
                 fail("purge cancelled; nothing was deleted", 1)

@@ -27,7 +27,6 @@ from typing import Any, cast
 import apsw
 
 from memplug.db import Database
-from memplug.errors import NotFound
 
 # Tables keyed by session_id, in deletion order (children before what they point at).
 # `memory_actions` has no session column and `assembly_logs` can mention a session
@@ -64,11 +63,17 @@ class PurgePlan:
     partial: dict[str, int] = field(default_factory=dict)
     events: int = 0
     undated_kept: int = 0
+    missing: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.sessions and not self.partial and not self.events
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "scope": self.scope,
             "sessions": list(self.sessions),
+            "missing_sessions": list(self.missing),
             "partial_sessions": dict(self.partial),
             "events": self.events,
             "undated_kept": self.undated_kept,
@@ -96,13 +101,14 @@ class AdminStore:
     # -- planning -----------------------------------------------------------------
 
     def plan_sessions(self, session_ids: Sequence[str]) -> PurgePlan:
-        """The plan for ``--session``; a session that holds nothing is a :class:`NotFound`."""
+        """The plan for ``--session``. A session the database does not hold is listed as
+        missing, not an error: a purge interrupted after its delete committed is then
+        finished by running it again (the index merge and WAL truncation still run)."""
         wanted = tuple(dict.fromkeys(session_ids))
         present = set(self._known_sessions(wanted))
-        missing = [s for s in wanted if s not in present]
-        if missing:
-            raise NotFound(f"no session {missing[0]!r} in the database")
-        return PurgePlan("session", wanted, events=self._count_events(wanted))
+        found = tuple(s for s in wanted if s in present)
+        missing = tuple(s for s in wanted if s not in present)
+        return PurgePlan("session", found, events=self._count_events(found), missing=missing)
 
     def plan_before(self, cutoff_epoch: float) -> PurgePlan:
         """The plan for ``--before``: events whose own time is earlier than the cutoff."""
@@ -149,6 +155,8 @@ class AdminStore:
     def _count_events(self, session_ids: Sequence[str] | None) -> int:
         if session_ids is None:
             row = self.conn.execute("SELECT count(*) FROM events").fetchone()
+        elif not session_ids:
+            return 0
         else:
             marks = ", ".join("?" for _ in session_ids)
             row = self.conn.execute(
