@@ -332,20 +332,7 @@ def test_any_query_text_searches_cleanly(shop_db: Path, query: str) -> None:
                 retriever.search(query, mode=mode, match=match, scope="global")
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "literal",
-        pytest.param(
-            "phrase",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="bug in memplug.store.search (LIKE path): a query holding a lone "
-                "surrogate (undecodable argv bytes) raises UnicodeEncodeError",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["literal", "phrase"])
 def test_undecodable_bytes_in_a_query_are_text_or_a_usage_error(shop_db: Path, mode: str) -> None:
     """Python decodes argv bytes that are not UTF-8 to lone surrogates; such a query
     must still search (or be refused in one line), never crash."""
