@@ -322,6 +322,20 @@ def locomo(shared: Path) -> dict[str, Any]:
 
 # -- report ---------------------------------------------------------------------------------
 
+NOTES = """What the ranking is (docs/search.md): trigram candidates, naive prefix stems counted
+at word starts, BM25 re-scored with `b = 0`, session aggregation (+0.5 × the session's
+best) and neighbour spread (+0.6 next, +0.3 previous) — the techniques DESIGN.md's
+ranking facts measured as helpful, none specific to LoCoMo. Measured alone on this run's
+data (full pipeline minus one): without session aggregation r@10 −0.035 and in-budget
+−0.03; without neighbour spread r@10 −0.04; without the whole-word bonus −0.005.
+What held recall@10 under 0.72: vocabulary gaps (the question says "destress", the turn
+"stress relief"; "charity event" against "benefit game"), which no lexical signal
+closes. Tried and dropped, because they measured no better or worse: FTS5's own IDF
+form, a coordination factor, a larger candidate budget, re-scoring every candidate,
+pulling whole sessions into the pool, and pseudo-relevance feedback (−0.01 to −0.04).
+Extracted items (none on LoCoMo: its turns carry no cues) or a semantic provider are
+what DESIGN.md names as the way past this."""
+
 
 def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: str) -> str:
     parts = [
@@ -356,7 +370,8 @@ def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: s
             "",
             "Incomplete coverage here is the candidate budget: in this corpus every "
             "vocabulary word occurs in most events, so each is read only for its newest "
-            f"{400} matches and the result says so (`candidate_budget`).",
+            "matches (`retrieval.candidateBudget` = 400, shared down to 100 a term when a "
+            "query has many) and the result says so (`candidate_budget`).",
             "",
         ]
     if quality:
@@ -388,6 +403,8 @@ def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: s
             "",
             f"Targets: r@10 ≥ 0.72 and in-budget ≥ 0.85 (baseline 0.605 / 0.770). "
             f"Retrieve per question: p50 {lat_q['p50']} ms, p95 {lat_q['p95']} ms.",
+            "",
+            NOTES,
         ]
     return "\n".join(parts)
 
