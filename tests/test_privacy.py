@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import stat
 import sys
 import time
@@ -643,3 +644,50 @@ def test_a_private_tag_with_a_control_character_is_still_private(tmp_path: Path)
         memory.ingest([parse_event(ev("s", 1, f"key <\x7fprivate>{SECRET}</private> ok"))])
         row = memory.store.events.get("s", 1)
     assert row is not None and SECRET not in row.text
+
+
+# -- purge and a live Claude Code session ------------------------------------------
+
+CC_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
+CC_SESSION = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+
+
+def test_a_purged_claude_code_session_is_not_captured_again_by_the_next_hook(
+    cli, tmp_path: Path
+) -> None:
+    """The hook's reading position survives the purge: later hooks capture only what
+    the transcript gains afterwards, not the purged turns all over again."""
+    project = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(CC_FIXTURES, project)
+    transcript = project / f"{CC_SESSION}.jsonl"
+    db = tmp_path / "db" / "m.sqlite"
+
+    def hook(event: str) -> None:
+        payload = {"session_id": CC_SESSION, "transcript_path": str(transcript),
+                   "cwd": "/home/ana/shop", "hook_event_name": event}  # fmt: skip
+        done = cli("--db", str(db), "hook", "claude-code", input=json.dumps(payload))
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+
+    def events_of_session() -> list[str]:
+        with Memory.open(db, create=False) as memory:
+            return [row.text for row in memory.store.events.session_events(CC_SESSION)]
+
+    hook("Stop")
+    before = events_of_session()
+    assert before
+    with Memory.open(db, create=False) as memory:
+        purge(memory, sessions=[CC_SESSION])
+    assert events_of_session() == []
+    hook("Stop")
+    assert events_of_session() == []
+    last = json.loads(transcript.read_text(encoding="utf-8").splitlines()[-1])
+    record = {
+        "parentUuid": last["uuid"], "isSidechain": False, "userType": "external",
+        "cwd": "/home/ana/shop", "sessionId": CC_SESSION, "type": "user",
+        "message": {"role": "user", "content": f"a new turn after the purge {KEPT}"},
+        "uuid": "00000000-0000-4000-8000-0000000000ff", "timestamp": "2026-03-03T09:00:00.000Z",
+    }  # fmt: skip
+    with transcript.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+    hook("Stop")
+    assert events_of_session() == [f"a new turn after the purge {KEPT}"]

@@ -52,6 +52,10 @@ ALL_TABLES: tuple[str, ...] = (
     "assembly_logs",
 )
 FTS_INDEXES: tuple[str, ...] = ("events_fts", "memory_fts")
+# Where a host adapter stopped reading a transcript, and how its record ids map to
+# events: no text, and deleting them would make the next hook read the transcript from
+# its start and capture the purged session all over again.
+KEPT_TABLES: tuple[str, ...] = ("host_cursors", "host_links")
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,7 @@ class AdminStore:
             counts.add(table, self._delete_where_session(table))
         counts.add("assembly_logs", self._delete_logs_mentioning(session_ids))
         counts.add("memory_items", self._delete_items_citing(session_ids, None))
+        counts.add("meta", self._delete_session_meta())
         return counts
 
     def delete_before(self, cutoff_epoch: float) -> PurgeCounts:
@@ -269,6 +274,7 @@ class AdminStore:
         counts = PurgeCounts(sessions=self.plan_all().sessions)
         for table in (*ALL_TABLES, *self._other_session_tables()):
             counts.add(table, self._changes(f'DELETE FROM "{table}"'))
+        counts.add("meta", self._changes("DELETE FROM meta WHERE instr(key, ':') > 0"))
         return counts
 
     def drop_orphan_actions(self) -> int:
@@ -296,6 +302,13 @@ class AdminStore:
             f'DELETE FROM "{table}" WHERE session_id IN (SELECT id FROM temp.purge_ids)'
         )
 
+    def _delete_session_meta(self) -> int:
+        """Per-session bookkeeping in ``meta`` is keyed ``<name>:<session_id>``."""
+        return self._changes(
+            "DELETE FROM meta WHERE instr(key, ':') > 0 "
+            "AND substr(key, instr(key, ':') + 1) IN (SELECT id FROM temp.purge_ids)"
+        )
+
     def _delete_actions_of_sessions(self) -> int:
         return self._changes(
             "DELETE FROM memory_actions WHERE memory_id IN "
@@ -305,7 +318,7 @@ class AdminStore:
     def _other_session_tables(self) -> list[str]:
         """Tables a later migration added with a ``session_id`` column: purge them too,
         so a new table cannot silently keep a purged session's data."""
-        known = set(ALL_TABLES)
+        known = {*ALL_TABLES, *KEPT_TABLES}
         found = []
         for (name,) in self.conn.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
