@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
 from memplug.models import parse_event
 from memplug.purge import purge
@@ -691,3 +692,22 @@ def test_a_purged_claude_code_session_is_not_captured_again_by_the_next_hook(
         out.write(json.dumps(record) + "\n")
     hook("Stop")
     assert events_of_session() == [f"a new turn after the purge {KEPT}"]
+
+
+def test_known_secret_shapes_are_never_injected(tmp_path: Path) -> None:
+    """End to end: user messages (and the items extracted from them) that hold a key
+    are left out of every assembly with the reason `redacted`."""
+    events = [
+        ev("s", i + 1, f"remember: for {kind.replace('_', ' ')} use {text}")
+        for i, (kind, text) in enumerate(sorted(POSITIVE.items()))
+    ]
+    with Memory.open(tmp_path / "m.sqlite") as memory:
+        memory.ingest([parse_event(e) for e in events])
+        reasons: set[str] = set()
+        for kind, text in sorted(POSITIVE.items()):
+            query = f"what do we use for {kind.replace('_', ' ')}?"
+            result = memory.assemble(AssemblyRequest(session_id="s", query=query))
+            secret = text[find_secrets(text)[0].start : find_secrets(text)[0].end]
+            assert secret not in result.text, kind
+            reasons |= {o.reason for o in result.omitted}
+    assert "redacted" in reasons
