@@ -171,10 +171,10 @@ class AdminStore:
     # -- deleting (inside the caller's write transaction) ---------------------------
 
     def enable_secure_delete(self) -> None:
-        """Zero freed cells and pages from now on, on this connection only.
+        """Zero freed cells and pages on this connection.
 
-        Set before the purge transaction opens: the deletes, the FTS merge and a
-        vacuum then leave no readable remains in the file's free space."""
+        ``Database.open`` already turns it on for writing; purge sets it again so that
+        its promise does not rest on how the connection was opened."""
         self.conn.execute("PRAGMA secure_delete = ON")
 
     def delete_sessions(self, session_ids: Sequence[str]) -> PurgeCounts:
