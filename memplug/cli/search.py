@@ -131,12 +131,11 @@ def search_cmd(
     {total, hits, next, coverage}. An empty result is authoritative only when
     coverage is complete.
     """
-    from memplug.retrieve import Retriever
 
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
     with ctx.open(create=False) as memory:
-        retriever = Retriever(memory.store, memory.config)
+        retriever = memory.retriever
         if next_token is not None:
             page = retriever.page(next_token)
         else:
@@ -182,10 +181,9 @@ def expand_cmd(
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything.
     """
-    from memplug.retrieve import Retriever
 
     with ctx.open(create=False) as memory:
-        result = Retriever(memory.store, memory.config).expand(
+        result = memory.retriever.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
     data = result.model_dump(mode="json", exclude_none=True)
