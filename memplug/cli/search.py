@@ -131,7 +131,6 @@ def search_cmd(
     {total, hits, next, coverage}. An empty result is authoritative only when
     coverage is complete.
     """
-
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
     with ctx.open(create=False) as memory:
@@ -181,7 +180,6 @@ def expand_cmd(
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything.
     """
-
     with ctx.open(create=False) as memory:
         result = memory.retriever.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
