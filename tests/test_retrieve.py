@@ -597,3 +597,14 @@ def test_a_ten_kilobyte_query(retriever: Retriever) -> None:
     query = ("port 8080 " + '"NEAR(' + "值班室 " * 50) * 60
     page = retriever.search(query[:10_240], scope="global")
     assert page.hits[0].pinned and page.hits[0].why == "exact:8080"
+
+
+def test_a_purge_under_a_global_search_is_a_stale_pointer(fresh: Memory) -> None:
+    _import(fresh, ("shop.jsonl", "other_project.jsonl"))
+    retriever = Retriever(fresh.store, fresh.config)
+    first = retriever.search("port 8080", scope="global", limit=3)
+    assert first.next is not None
+    assert retriever.page(first.next).coverage.complete  # untouched: the next page is fine
+    purge(fresh, sessions=["shop-1"])  # the hits already handed out came from shop-1
+    stale = retriever.page(first.next)
+    assert stale.hits == [] and stale.coverage.reasons == ["stale_pointer"]
