@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +30,11 @@ _ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
 
 class _Section(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        defer_build=True,
     )
 
 
@@ -138,12 +142,14 @@ class HookConfig(_Section):
 
 
 class Config(_Section):
-    capture: CaptureConfig = CaptureConfig()
-    extraction: ExtractionConfig = ExtractionConfig()
-    retrieval: RetrievalConfig = RetrievalConfig()
-    assembly: AssemblyConfig = AssemblyConfig()
-    diagnostics: DiagnosticsConfig = DiagnosticsConfig()
-    hook: HookConfig = HookConfig()
+    # Defaults are built without validation: they are valid by construction, and a
+    # hook process that changes nothing should not pay for building validators.
+    capture: CaptureConfig = Field(default_factory=CaptureConfig.model_construct)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig.model_construct)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig.model_construct)
+    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig.model_construct)
+    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig.model_construct)
+    hook: HookConfig = Field(default_factory=HookConfig.model_construct)
 
     def fingerprint(self) -> str:
         """A stable digest of the effective values (logged with each assembly)."""
@@ -155,10 +161,10 @@ class Config(_Section):
         return self.model_dump(by_alias=True, mode="json")
 
 
-class LoadedConfig(BaseModel):
+@dataclass(frozen=True)
+class LoadedConfig:
     """The effective configuration and where each value came from."""
 
-    model_config = ConfigDict(frozen=True)
     config: Config
     sources: dict[str, str]
     file: str | None = None
@@ -223,6 +229,8 @@ def load_config(
     file_used: str | None = None
     if path is not None:
         if path.is_file():
+            import tomllib  # only when there is a file to read
+
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
@@ -236,10 +244,13 @@ def load_config(
         sources[dotted] = "env " + env_name(dotted)
     if overrides:
         _merge(merged, sources, dict(overrides), "api")
-    try:
-        config = Config.model_validate(merged)
-    except pydantic.ValidationError as error:
-        raise ValidationError(_describe(error, sources)) from None
+    if merged:
+        try:
+            config = Config.model_validate(merged)
+        except pydantic.ValidationError as error:
+            raise ValidationError(_describe(error, sources)) from None
+    else:
+        config = Config.model_construct()
     for dotted in _all_keys(config):
         sources.setdefault(dotted, "default")
     return LoadedConfig(config=config, sources=dict(sorted(sources.items())), file=file_used)
@@ -257,9 +268,14 @@ def _merge(
 
 
 def _all_keys(config: Config) -> list[str]:
+    # From the classes' field tables, not model_dump(): dumping builds a serializer.
     keys: list[str] = []
-    for section, values in config.to_dict().items():
-        keys.extend(f"{section}.{key}" for key in values)
+    for section, field in type(config).model_fields.items():
+        section_type = type(getattr(config, section))
+        keys.extend(
+            f"{field.alias or section}.{entry.alias or name}"
+            for name, entry in section_type.model_fields.items()
+        )
     return keys
 
 

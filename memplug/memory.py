@@ -13,13 +13,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-import platformdirs
-
 from memplug.capture import Capture, event_to_json
 from memplug.config import LoadedConfig, config_path_beside, load_config
 from memplug.db import Database, utc_now
 from memplug.hosts.jsonl import Rejected, dump_line, read_events
 from memplug.models import HostEvent
+from memplug.paths import default_db_path
 from memplug.store import InsertResult, Store
 
 if TYPE_CHECKING:
@@ -28,16 +27,6 @@ if TYPE_CHECKING:
     from memplug.retrieve import Retriever
 
 IMPORT_BATCH = 5_000
-
-
-def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--db`` / ``MEMPLUG_DB``, else ``$MEMPLUG_HOME/memory.sqlite`` (platform data dir)."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if os.environ.get("MEMPLUG_DB"):
-        return Path(os.environ["MEMPLUG_DB"]).expanduser()
-    home = os.environ.get("MEMPLUG_HOME") or platformdirs.user_data_dir("memplug")
-    return Path(home).expanduser() / "memory.sqlite"
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The host protocol: what a harness hands memplug, and what memplug hands back.
 
 Every boundary is a pydantic model so that bad input fails here, with one line that
-names the field and the problem (see :func:`describe_validation_error`).
+names the field and the problem (see :func:`describe_validation_error`). Models build
+their validators on first use (``defer_build``): every hook is a fresh process, and
+building them all at import would cost it tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ EVENT_FIELD_ORDER: tuple[str, ...] = (
 class Source(BaseModel):
     """Where a message's content came from (``kind`` decides whether it is evidence)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     kind: str | None = None
     form: str | None = None
 
@@ -68,7 +70,7 @@ class Source(BaseModel):
 class ContentBlock(BaseModel):
     """One block of message content; only ``text`` blocks carry searchable text."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     type: str
     text: str | None = None
 
@@ -91,7 +93,7 @@ def format_time(value: datetime) -> str:
 class HostEvent(BaseModel):
     """One event a host committed. ``session_id``, ``seq`` and ``type`` are required."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     session_id: str = Field(min_length=1, max_length=512)
     seq: StrictInt = Field(ge=0, le=2**62)
@@ -146,7 +148,7 @@ class HostEvent(BaseModel):
 class Message(BaseModel):
     """A message the model will see at this step (used for visible-text exclusion)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
     role: str
     text: str = ""
     source: Source | None = None
@@ -158,7 +160,7 @@ TokenMeter = Callable[[str], int]
 class StepContext(BaseModel):
     """What a host tells memplug before an agent step."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
     session_id: str = Field(min_length=1)
     turn: int | None = None
     step: int | None = None
@@ -171,7 +173,7 @@ class StepContext(BaseModel):
 class Injection(BaseModel):
     """The one user-role message memplug asks the host to insert before a step."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     role: Literal["user"] = "user"
     text: str
     source: Source = Source(kind=MEMPLUG_SOURCE_KIND, form=MEMPLUG_SOURCE_FORM)
@@ -181,7 +183,7 @@ class Injection(BaseModel):
 class ToolCall(BaseModel):
     """A tool call about to run (input to ``pre_tool``)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     session_id: str
     tool_name: str
     call_id: str | None = None
@@ -191,7 +193,7 @@ class ToolCall(BaseModel):
 class Decision(BaseModel):
     """The answer to ``pre_tool``: allow, or deny with a reason."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     allow: bool = True
     reason: str | None = None
 

@@ -199,7 +199,8 @@ class Ranking:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Built on first use, not at import: the pre-step path never builds these.
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class ErrorInfo(_Model):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memplug.config import env_name, load_config
+from memplug.config import Config, env_name, load_config
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
@@ -123,3 +123,12 @@ def test_config_show_with_a_bad_key_is_one_error_line(tmp_path: Path) -> None:
     done = show(tmp_path / "m.sqlite", "--config", str(config))
     assert done.returncode == 2
     assert done.stderr.strip() == f"Error: unknown config key 'assembly.budget' in file {config}"
+
+
+def test_defaults_built_without_validation_equal_validated_defaults() -> None:
+    """With nothing set, load_config skips validation; the result must be the same."""
+    fast = load_config(None, environ={}).config
+    validated = Config.model_validate({})
+    assert fast == validated
+    assert fast.to_dict() == validated.to_dict()
+    assert fast.fingerprint() == validated.fingerprint()

@@ -122,3 +122,17 @@ def test_nested_transactions_are_savepoints(db_path: Path) -> None:
                 raise RuntimeError("undo the inner part only")
         keys = [r[0] for r in db.conn.execute("SELECT key FROM meta ORDER BY key")]
         assert keys == ["outer"]
+
+
+def test_database_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memplug.paths import default_db_path
+
+    monkeypatch.setenv("MEMPLUG_HOME", str(tmp_path / "home"))
+    assert default_db_path() == tmp_path / "home" / "memory.sqlite"
+    monkeypatch.setenv("MEMPLUG_DB", str(tmp_path / "x.sqlite"))
+    assert default_db_path() == tmp_path / "x.sqlite"
+    assert default_db_path("~/y.sqlite") == Path.home() / "y.sqlite"
+    monkeypatch.delenv("MEMPLUG_DB")
+    monkeypatch.delenv("MEMPLUG_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "memplug" / "memory.sqlite"

@@ -16,7 +16,6 @@ import pytest
 
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
-from memplug.memory import default_db_path
 from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
@@ -241,19 +240,6 @@ def test_a_hook_with_nothing_new_loads_neither_click_nor_pydantic(
         [sys.executable, "-c", code, json.dumps(payload)], capture_output=True, text=True
     )
     assert json.loads(out.stdout) == [False, [], False, False], out.stderr
-
-
-def test_the_hook_finds_the_database_where_the_cli_does(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("MEMPLUG_HOME", str(tmp_path / "home"))
-    assert claude_hook.database_path(None) == default_db_path(None)
-    monkeypatch.setenv("MEMPLUG_DB", str(tmp_path / "x.sqlite"))
-    assert claude_hook.database_path(None) == default_db_path(None)
-    assert claude_hook.database_path("~/y.sqlite") == default_db_path("~/y.sqlite")
-    monkeypatch.delenv("MEMPLUG_DB")
-    monkeypatch.delenv("MEMPLUG_HOME")
-    assert claude_hook.database_path(None) == default_db_path(None)
 
 
 def test_the_claude_code_doc_names_every_hook_and_setting() -> None:

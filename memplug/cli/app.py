@@ -89,7 +89,7 @@ def run(argv: list[str] | None) -> Any:
 
 def _db_path(argv: list[str] | None) -> Any:
     """The database the command line names (parsed again: the failed context is gone)."""
-    from memplug.memory import default_db_path
+    from memplug.paths import default_db_path
 
     try:
         ctx = cli.make_context(

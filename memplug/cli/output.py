@@ -10,7 +10,8 @@ from typing import Any, NoReturn
 
 import click
 
-from memplug.memory import Memory, default_db_path
+from memplug.memory import Memory
+from memplug.paths import default_db_path
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 

@@ -21,6 +21,7 @@ take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memplug.hosts import claude_code as cc
+from memplug.paths import default_db_path
 
 if TYPE_CHECKING:
     from memplug.assemble import AssemblyResult
@@ -206,7 +208,7 @@ def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transc
 
 def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:
     """Whether any transcript grew (or holds a message to flush) since it was read."""
-    database = database_path(db_path)
+    database = default_db_path(db_path)
     if not transcripts or not database.exists():
         return bool(transcripts)
     from memplug.store.hosts import saved_positions
@@ -225,21 +227,6 @@ def _grew(transcript: Transcript, saved: Mapping[str, Any] | None) -> bool:
         return True
     offset, seen = int(saved.get("offset", -1)), int(saved.get("seen", -1))
     return size != seen or (transcript.final and offset < seen)
-
-
-def database_path(explicit: str | None) -> Path:
-    """:func:`memplug.memory.default_db_path`, without importing the whole stack to
-    learn it (a test keeps the two in agreement)."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if os.environ.get("MEMPLUG_DB"):
-        return Path(os.environ["MEMPLUG_DB"]).expanduser()
-    home = os.environ.get("MEMPLUG_HOME")
-    if not home:
-        import platformdirs
-
-        home = platformdirs.user_data_dir("memplug")
-    return Path(home).expanduser() / "memory.sqlite"
 
 
 def capture_all(
@@ -399,8 +386,8 @@ def capped(memory: Memory, cap: int) -> Memory:
             "soft_budget_tokens": limit,
         }
     )
-    loaded = memory.loaded.model_copy(
-        update={"config": config.model_copy(update={"assembly": assembly})}
+    loaded = dataclasses.replace(
+        memory.loaded, config=config.model_copy(update={"assembly": assembly})
     )
     return MemoryClass(memory.db, loaded)
 
@@ -457,7 +444,7 @@ def _record(
 
 def _pending_error(db_path: str | None, message: str, session_id: str | None = None) -> None:
     try:
-        database = database_path(db_path)
+        database = default_db_path(db_path)
         if not database.parent.is_dir():
             database.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
         line = json.dumps({"message": message, "session_id": session_id}, ensure_ascii=False)

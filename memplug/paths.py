@@ -1,0 +1,20 @@
+"""Where the database lives. Standard library only: a hook process asks this first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--db`` / ``MEMPLUG_DB``, else ``$MEMPLUG_HOME/memory.sqlite`` (platform data dir)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("MEMPLUG_DB"):
+        return Path(os.environ["MEMPLUG_DB"]).expanduser()
+    home = os.environ.get("MEMPLUG_HOME")
+    if not home:
+        import platformdirs  # only when nothing names the place
+
+        home = platformdirs.user_data_dir("memplug")
+    return Path(home).expanduser() / "memory.sqlite"
