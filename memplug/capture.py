@@ -56,8 +56,9 @@ class Capture:
         self, event: HostEvent, ingested_at: str
     ) -> tuple[tuple[Any, ...], tuple[str, str, str] | None]:
         """The ``events`` row for ``event`` and, when its text is capped, its archive row."""
-        raw, private_spans = redact_private(event.raw_text())
-        text = normalize_text(raw)
+        # Normalise first: a control character inside a tag (`<\x7fprivate>`) would
+        # otherwise hide the span from redaction and become a real tag afterwards.
+        text, private_spans = redact_private(normalize_text(event.raw_text()))
         content_json = None
         if event.content is not None:
             content_json = canonical_json([_redacted_block(b) for b in event.content])
@@ -116,7 +117,7 @@ class Capture:
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:
     data = block.model_dump(exclude_none=True)
     if block.text is not None:
-        data["text"] = redact_private(block.text)[0]
+        data["text"] = redact_private(normalize_text(block.text))[0]
     return data
 
 

@@ -634,12 +634,6 @@ def test_text_deleted_before_a_purge_is_not_left_in_free_space(tmp_path: Path) -
     assert SECRET.encode() not in file_bytes(db)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in memplug.capture.Capture.row: <private> is redacted before "
-    "normalisation drops control characters, so '<\\x7fprivate>' is stored as a "
-    "'<private>' span in clear (found by make fuzz)",
-)
 def test_a_private_tag_with_a_control_character_is_still_private(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "m.sqlite") as memory:
         memory.ingest([parse_event(ev("s", 1, f"key <\x7fprivate>{SECRET}</private> ok"))])
