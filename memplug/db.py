@@ -95,6 +95,9 @@ def _configure(conn: apsw.Connection, readonly: bool) -> None:
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA recursive_triggers = ON")
+    # Reads through a memory map skip a copy per page: the FTS and candidate reads of
+    # one retrieval touch thousands of pages (measured ~20% of pre_step at 100k events).
+    conn.execute("PRAGMA mmap_size = 268435456")
     if not readonly:
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode is None or str(mode[0]).lower() != "wal":

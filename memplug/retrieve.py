@@ -672,13 +672,14 @@ class Retriever:
         kept_items: list[RankedItem] = []
         for scored in items:
             assert scored.item is not None
-            ranked = _ranked_item(scored)
+            # Only kept items are built in full (source refs and lists parsed): most of
+            # the pool is omitted, and an omission needs only the id and the score.
             if scored.score < ranking.min_score and not scored.pinned:
-                omitted.append(Omitted(ranked.id, "below min score", scored.score))
+                omitted.append(Omitted(scored.item.id, "below min score", scored.score))
             elif len(kept_items) >= limit:
-                omitted.append(Omitted(ranked.id, "over limit", scored.score))
+                omitted.append(Omitted(scored.item.id, "over limit", scored.score))
             else:
-                kept_items.append(ranked)
+                kept_items.append(_ranked_item(scored))
         evidence: list[RankedEvent] = []
         seen: set[tuple[str, int]] = set()
         events = self._with_text(events, limit)

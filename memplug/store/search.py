@@ -123,7 +123,8 @@ class LightEvent:
 _LIGHT_SELECT = "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
+@dataclass(slots=True)
 class ItemCandidate:
     rid: int
     id: str
@@ -414,12 +415,22 @@ class SearchStore:
         return EventCandidate(*row) if row else None
 
     def events_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[EventCandidate]:
-        out = []
-        for session_id, seq in sorted(set(refs)):
-            found = self.event_by_ref(session_id, seq)
-            if found is not None:
-                out.append(found)
-        return out
+        """The events at ``refs`` that exist, in ``(session, seq)`` order (one query per
+        200 refs, not one per ref)."""
+        found: dict[tuple[str, int], EventCandidate] = {}
+        unique = sorted(set(refs))
+        for start in range(0, len(unique), 200):
+            chunk = unique[start : start + 200]
+            values = ", ".join("(?, ?)" for _ in chunk)
+            flat: list[Any] = [x for ref in chunk for x in ref]
+            for row in self.conn.execute(
+                f"WITH v(sid, sq) AS (VALUES {values}) SELECT {_EVENT_SELECT} FROM v "
+                "JOIN events e ON e.session_id = v.sid AND e.seq = v.sq",
+                flat,
+            ):
+                event = EventCandidate(*row)
+                found[(event.session_id, event.seq)] = event
+        return [found[ref] for ref in unique if ref in found]
 
     def neighbours(
         self,
