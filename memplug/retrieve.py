@@ -1183,29 +1183,37 @@ class Retriever:
                         for item in store.item_matches(expr, item_scope, snap, pool_cap):
                             pool.items[item.rid] = item
             else:
+                # Ids per term, then each event's light row once (the terms overlap).
+                found: dict[int, None] = {}
                 for term, expr in plan.fts:
-                    if len(pool.events) >= pool_cap:
+                    if len(found) >= pool_cap:
                         pool.reasons.add(CANDIDATE_BUDGET)
                         break
                     contains = like_pattern(term.text) if needs_verification(term) else None
-                    rows = store.event_matches(
+                    hits = store.event_match_ids(
                         expr, event_scope, snap, limit + 1, contains=contains
                     )
-                    pool.event_df[term.text] = self._df(rows, limit, snap.max_event_id, pool)
-                    ids = pool.members.setdefault(term.text, set())
-                    for row in rows[:limit]:
-                        pool.events.setdefault(row.id, row)
-                        ids.add(row.id)
+                    pool.event_df[term.text] = self._df_ids(hits, limit, snap.max_event_id, pool)
+                    pool.members.setdefault(term.text, set()).update(hits[:limit])
+                    found.update(dict.fromkeys(hits[:limit]))
+                light = store.light_events(list(found))
+                for event_id in found:
+                    if event_id in light:
+                        pool.events.setdefault(event_id, light[event_id])
                 if item_scope is not None:
                     pool.item_n = float(max(1, store.item_count(item_scope, snap)))
+                    # Rids per term, then each item's row once (the terms overlap).
+                    order: dict[int, None] = {}
                     for term, expr in plan.fts:
                         contains = like_pattern(term.text) if needs_verification(term) else None
-                        found = store.item_matches(expr, item_scope, snap, limit + 1, contains)
-                        pool.item_df[term.text] = self._df(
-                            found, limit, snap.max_item_rid, pool, rid=True
-                        )
-                        for item in found[:limit]:
-                            pool.items.setdefault(item.rid, item)
+                        rids = store.item_match_rids(expr, item_scope, snap, limit + 1, contains)
+                        pool.item_df[term.text] = self._df_ids(rids, limit, snap.max_item_rid, pool)
+                        order.update(dict.fromkeys(rids[:limit]))
+                    wanted = [rid for rid in order if rid not in pool.items]
+                    rows = store.items_by_rids(wanted)
+                    for rid in wanted:
+                        if rid in rows:
+                            pool.items[rid] = rows[rid]
             if plan.like:
                 patterns = [like_pattern(t.text) for t in plan.like]
                 result = store.event_like(
@@ -1265,6 +1273,14 @@ class Retriever:
         pool.reasons.add(CANDIDATE_BUDGET)
         oldest = rows[limit - 1].rid if rid else rows[limit - 1].id
         span = max(1, top - oldest + 1)
+        return float(limit) * top / span
+
+    def _df_ids(self, ids: Sequence[int], limit: int, top: int, pool: _Pool) -> float:
+        """:meth:`_df` over ids (newest first) rather than rows."""
+        if len(ids) <= limit:
+            return float(len(ids))
+        pool.reasons.add(CANDIDATE_BUDGET)
+        span = max(1, top - ids[limit - 1] + 1)
         return float(limit) * top / span
 
     def _collect_regex(

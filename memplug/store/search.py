@@ -343,6 +343,43 @@ class SearchStore:
         rows = self.conn.execute(sql, [expression, snap.max_event_id, *params, limit])
         return [LightEvent(*row) for row in rows]
 
+    def event_match_ids(
+        self,
+        expression: str,
+        scope: EventScope,
+        snap: Snapshot,
+        limit: int,
+        *,
+        contains: str | None = None,
+    ) -> list[int]:
+        """:meth:`event_matches` as ids only (newest first): the terms of one query
+        overlap, so the rows are read once afterwards with :meth:`light_events`."""
+        where, params = scope.where()
+        if contains is not None:
+            where += " AND e.text LIKE ? ESCAPE '\\'"
+            params = [*params, contains]
+        sql = (
+            "SELECT e.id FROM events_fts f JOIN events e ON e.id = f.rowid "
+            f"WHERE events_fts MATCH ? AND f.rowid <= ? AND {where} "
+            "ORDER BY f.rowid DESC LIMIT ?"
+        )
+        return [
+            row[0]
+            for row in self.conn.execute(sql, [expression, snap.max_event_id, *params, limit])
+        ]
+
+    def light_events(self, ids: Sequence[int]) -> dict[int, LightEvent]:
+        out: dict[int, LightEvent] = {}
+        unique = sorted(set(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for row in self.conn.execute(
+                f"SELECT {_LIGHT_SELECT} FROM events e WHERE e.id IN ({marks})", chunk
+            ):
+                out[row[0]] = LightEvent(*row)
+        return out
+
     def event_like(
         self,
         needle_patterns: Sequence[str],
@@ -574,6 +611,42 @@ class SearchStore:
             ItemCandidate(*row)
             for row in self.conn.execute(sql, [expression, snap.max_item_rid, *params, limit])
         ]
+
+    def item_match_rids(
+        self,
+        expression: str,
+        scope: ItemScope,
+        snap: Snapshot,
+        limit: int,
+        contains: str | None = None,
+    ) -> list[int]:
+        """:meth:`item_matches` as rids only (newest first): the terms of one query
+        overlap, so the rows are read once afterwards with :meth:`items_by_rids`."""
+        where, params = scope.where()
+        if contains is not None:
+            where += " AND m.content LIKE ? ESCAPE '\\'"
+            params = [*params, contains]
+        sql = (
+            "SELECT m.rid FROM memory_fts f JOIN memory_items m ON m.rid = f.rowid "
+            f"WHERE memory_fts MATCH ? AND f.rowid <= ? AND {where} "
+            "ORDER BY f.rowid DESC LIMIT ?"
+        )
+        return [
+            row[0]
+            for row in self.conn.execute(sql, [expression, snap.max_item_rid, *params, limit])
+        ]
+
+    def items_by_rids(self, rids: Sequence[int]) -> dict[int, ItemCandidate]:
+        out: dict[int, ItemCandidate] = {}
+        unique = sorted(set(rids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for row in self.conn.execute(
+                f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid IN ({marks})", chunk
+            ):
+                out[row[0]] = ItemCandidate(*row)
+        return out
 
     def item_like(
         self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
