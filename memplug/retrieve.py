@@ -520,6 +520,31 @@ class _Counter:
             else None
         )
         self.other_rx = re.compile(_alternation(others)) if others else None
+        # Filled by prepare() for one (idf, group_idf) pair; sat() values by tf.
+        self.plan: list[tuple[list[tuple[str, Term, float, float]], float]] | None = None
+        self.plan_key: tuple[int, int] = (0, 0)
+        self.sat: dict[int, float] = {}
+
+    def prepare(
+        self, idf: dict[str, float], group_idf: list[float], ranking: Ranking
+    ) -> list[tuple[list[tuple[str, Term, float, float]], float]]:
+        """Per group: each term's (text, term, idf, CJK window weight) and the group's
+        whole-word bonus, computed once per query rather than once per candidate."""
+        plan = []
+        for g_index, group in enumerate(self.groups):
+            head_len = max(len(t.text) for t in group)
+            entries = [
+                (
+                    term.text,
+                    term,
+                    idf.get(term.text, group_idf[g_index]),
+                    len(term.text) / head_len if term.kind == "cjk" else 1.0,
+                )
+                for term in group
+            ]
+            plan.append((entries, ranking.boundary_bonus * group_idf[g_index]))
+        self.plan, self.plan_key = plan, (id(idf), id(group_idf))
+        return plan
 
     def counts(self, text: str) -> tuple[dict[str, int], set[str]]:
         """Occurrences per needle, and the whole words the word needles began."""
@@ -1190,12 +1215,12 @@ class Retriever:
                         pool.reasons.add(CANDIDATE_BUDGET)
                         break
                     contains = like_pattern(term.text) if needs_verification(term) else None
-                    hits = store.event_match_ids(
+                    newest = store.event_match_ids(
                         expr, event_scope, snap, limit + 1, contains=contains
                     )
-                    pool.event_df[term.text] = self._df_ids(hits, limit, snap.max_event_id, pool)
-                    pool.members.setdefault(term.text, set()).update(hits[:limit])
-                    found.update(dict.fromkeys(hits[:limit]))
+                    pool.event_df[term.text] = self._df_ids(newest, limit, snap.max_event_id, pool)
+                    pool.members.setdefault(term.text, set()).update(newest[:limit])
+                    found.update(dict.fromkeys(newest[:limit]))
                 light = store.light_events(list(found))
                 for event_id in found:
                     if event_id in light:
@@ -1210,10 +1235,10 @@ class Retriever:
                         pool.item_df[term.text] = self._df_ids(rids, limit, snap.max_item_rid, pool)
                         order.update(dict.fromkeys(rids[:limit]))
                     wanted = [rid for rid in order if rid not in pool.items]
-                    rows = store.items_by_rids(wanted)
+                    item_rows = store.items_by_rids(wanted)
                     for rid in wanted:
-                        if rid in rows:
-                            pool.items[rid] = rows[rid]
+                        if rid in item_rows:
+                            pool.items[rid] = item_rows[rid]
             if plan.like:
                 patterns = [like_pattern(t.text) for t in plan.like]
                 result = store.event_like(
@@ -1421,36 +1446,37 @@ class Retriever:
         counts, whole = counter.counts(text)
         if not counts:
             return 0.0, [], 0, None
+        plan = counter.plan
+        if plan is None or counter.plan_key != (id(idf), id(group_idf)):
+            plan = counter.prepare(idf, group_idf, self.ranking)
+        sat = counter.sat
         raw = 0.0
         matched: list[str] = []
         exact = 0
         needle: str | None = None
         best_seen = 0.0
-        ranking = self.ranking
-        for g_index, group in enumerate(counter.groups):
+        word_rx = counter.word_rx is not None
+        for entries, bonus in plan:
             best = 0.0
             best_term: Term | None = None
-            head_len = 0
-            for term in group:
-                tf = counts.get(term.text)
+            for term_text, term, term_idf, weight in entries:
+                tf = counts.get(term_text)
                 if not tf:
                     continue
-                if term.kind == "cjk":
-                    head_len = head_len or max(len(t.text) for t in group)
-                    weight = len(term.text) / head_len
-                else:
-                    weight = 1.0
-                value = idf.get(term.text, group_idf[g_index]) * ranking.sat(tf) * weight
+                s = sat.get(tf)
+                if s is None:
+                    s = sat[tf] = self.ranking.sat(tf)
+                value = term_idf * s * weight
                 if value > best:
                     best, best_term = value, term
             if best_term is None:
                 continue
             if best_term.kind == "word" and (
                 best_term.origin in whole
-                if counter.word_rx is not None and best_term.text.isascii()
+                if word_rx and best_term.text.isascii()
                 else _whole_word(boundaries, best_term.origin, text)
             ):
-                best += ranking.boundary_bonus * group_idf[g_index]
+                best += bonus
             raw += best
             matched.append(best_term.origin if best_term.kind != "cjk" else best_term.text)
             if best_term.kind in ("symbol", "phrase"):
