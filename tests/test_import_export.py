@@ -143,3 +143,9 @@ def test_status_reports_counts_sessions_and_health(cli, db_path: Path) -> None:
     db_path.chmod(0o644)
     loosened = cli("--db", str(db_path), "status")
     assert "WARNING: readable by others" in loosened.stdout
+
+
+def test_bare_memory_shows_the_help(cli) -> None:
+    result = cli()
+    assert result.returncode == 0
+    assert "Usage: memory" in result.stdout and "import" in result.stdout

@@ -63,7 +63,8 @@ def run(argv: list[str] | None) -> Any:
     from memplug.errors import MemplugError
 
     try:
-        return cli.main(args=argv, prog_name="memory", standalone_mode=False)
+        # Bare `memory` shows the help, not a one-line usage error.
+        return cli.main(args=argv or ["--help"], prog_name="memory", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(1)
