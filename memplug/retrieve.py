@@ -514,6 +514,12 @@ class _Counter:
         self.word_rx = (
             re.compile(r"(?<![a-z0-9])(" + _alternation(words) + r")([a-z0-9]*)") if words else None
         )
+        # The same matches, found faster: with every stem made of [a-z0-9] a match can
+        # only begin a run of them, so "a separator, then the stem" (the text read with
+        # a separator in front) is the lookbehind without testing it at every position.
+        self.word_sep = bool(words) and all(_ALNUM_RUN.fullmatch(w) for w in words)
+        if self.word_sep:
+            self.word_rx = re.compile(r"[^a-z0-9](" + _alternation(words) + r")([a-z0-9]*)")
         self.padded_rx = (
             re.compile(r"(?<![^\W_])(?:" + _alternation(padded) + r")(?![^\W_])")
             if padded
@@ -551,7 +557,8 @@ class _Counter:
         found: dict[str, int] = {}
         whole: set[str] = set()
         if self.word_rx is not None:
-            for stem_text, rest in self.word_rx.findall(text):
+            haystack = " " + text if self.word_sep else text
+            for stem_text, rest in self.word_rx.findall(haystack):
                 found[stem_text] = found.get(stem_text, 0) + 1
                 whole.add(stem_text + rest)
         for rx in (self.padded_rx, self.other_rx):
@@ -560,6 +567,9 @@ class _Counter:
             for needle in rx.findall(text):
                 found[needle] = found.get(needle, 0) + 1
         return found, whole
+
+
+_ALNUM_RUN = re.compile(r"[a-z0-9]+")
 
 
 def _alternation(needles: Iterable[str]) -> str:
