@@ -118,7 +118,9 @@ def assemble(db: str, writers: int, stop: str, out: str) -> None:
 
     latencies: list[float] = []
     injected = searches = 0
-    with open_plugin(db) as plugin:
+    # Keep every log row: the test checks one row (or a recorded skip) per pre_step,
+    # and the default retention (1,000) would prune a fast run's early rows.
+    with open_plugin(db, {"diagnostics": {"assemblyLogRetention": 1_000_000}}) as plugin:
         retriever = Retriever(plugin.memory.store, plugin.memory.config)
         n = 0
         while not os.path.exists(stop):
