@@ -330,18 +330,9 @@ class SearchStore:
         by ``bm25()`` would have to score every match first (60 ms for a common word
         over 100k events, against 0.6 ms).
         """
-        where, params = scope.where()
-        if contains is not None:
-            # The expression only narrowed the search (see query.term_expression).
-            where += " AND e.text LIKE ? ESCAPE '\\'"
-            params = [*params, contains]
-        sql = (
-            f"SELECT {_LIGHT_SELECT} FROM events_fts f JOIN events e ON e.id = f.rowid "
-            f"WHERE events_fts MATCH ? AND f.rowid <= ? AND {where} "
-            "ORDER BY f.rowid DESC LIMIT ?"
-        )
-        rows = self.conn.execute(sql, [expression, snap.max_event_id, *params, limit])
-        return [LightEvent(*row) for row in rows]
+        ids = self.event_match_ids(expression, scope, snap, limit, contains=contains)
+        rows = self.light_events(ids)
+        return [rows[i] for i in ids]
 
     def event_match_ids(
         self,
@@ -352,8 +343,10 @@ class SearchStore:
         *,
         contains: str | None = None,
     ) -> list[int]:
-        """:meth:`event_matches` as ids only (newest first): the terms of one query
-        overlap, so the rows are read once afterwards with :meth:`light_events`."""
+        """The ids of :meth:`event_matches`, newest first: the terms of one query
+        overlap, so retrieval reads each row once afterwards with :meth:`light_events`.
+        The expression may only narrow the search; ``contains`` is then the exact test
+        (see query.term_expression)."""
         where, params = scope.where()
         if contains is not None:
             where += " AND e.text LIKE ? ESCAPE '\\'"
@@ -598,19 +591,9 @@ class SearchStore:
         limit: int,
         contains: str | None = None,
     ) -> list[ItemCandidate]:
-        where, params = scope.where()
-        if contains is not None:
-            where += " AND m.content LIKE ? ESCAPE '\\'"
-            params = [*params, contains]
-        sql = (
-            f"SELECT {_ITEM_SELECT} FROM memory_fts f JOIN memory_items m ON m.rid = f.rowid "
-            f"WHERE memory_fts MATCH ? AND f.rowid <= ? AND {where} "
-            "ORDER BY f.rowid DESC LIMIT ?"
-        )
-        return [
-            ItemCandidate(*row)
-            for row in self.conn.execute(sql, [expression, snap.max_item_rid, *params, limit])
-        ]
+        rids = self.item_match_rids(expression, scope, snap, limit, contains)
+        rows = self.items_by_rids(rids)
+        return [rows[r] for r in rids]
 
     def item_match_rids(
         self,
