@@ -880,29 +880,7 @@ class Retriever:
             begin = min(begin, len(full))
             take = min(budget, len(full) - begin)
             end = begin + take
-            events.append(
-                ExpandedEvent(
-                    session_id=event.session_id,
-                    seq=event.seq,
-                    type=event.type,
-                    role=event.role,
-                    time=event.event_time,
-                    turn=event.turn,
-                    tool_name=event.tool_name,
-                    outcome=event.outcome,
-                    generated=bool(event.generated),
-                    anchor=event.id == anchor.id,
-                    entry_id=event.entry_id,
-                    parent_id=event.parent_id,
-                    text=full[begin:end],
-                    text_range=TextRange(
-                        start=begin,
-                        end=end,
-                        total=len(full),
-                        complete=begin == 0 and end == len(full),
-                    ),
-                )
-            )
+            events.append(_expanded(event, full, begin, end, anchor=event.id == anchor.id))
             budget -= take
             if end < len(full) or (budget <= 0 and index + 1 < len(window)):
                 next_index, next_offset = (index, end) if end < len(full) else (index + 1, 0)
@@ -1909,26 +1887,7 @@ class Retriever:
         for event in self.search_store.events_by_refs(list(ranked.source_refs)):
             full = self._full_text(event)
             take = min(budget, len(full))
-            events.append(
-                ExpandedEvent(
-                    session_id=event.session_id,
-                    seq=event.seq,
-                    type=event.type,
-                    role=event.role,
-                    time=event.event_time,
-                    turn=event.turn,
-                    tool_name=event.tool_name,
-                    outcome=event.outcome,
-                    generated=bool(event.generated),
-                    anchor=True,
-                    entry_id=event.entry_id,
-                    parent_id=event.parent_id,
-                    text=full[:take],
-                    text_range=TextRange(
-                        start=0, end=take, total=len(full), complete=take == len(full)
-                    ),
-                )
-            )
+            events.append(_expanded(event, full, 0, take, anchor=True))
             budget -= take
         reasons = set()
         if any(not e.text_range.complete for e in events):
@@ -2169,3 +2128,25 @@ __all__ = [
     "decode_token",
     "encode_token",
 ]
+
+
+def _expanded(event: Any, full: str, begin: int, end: int, *, anchor: bool) -> ExpandedEvent:
+    """One event of an expand result: the ``[begin, end)`` chunk of its full text."""
+    return ExpandedEvent(
+        session_id=event.session_id,
+        seq=event.seq,
+        type=event.type,
+        role=event.role,
+        time=event.event_time,
+        turn=event.turn,
+        tool_name=event.tool_name,
+        outcome=event.outcome,
+        generated=bool(event.generated),
+        anchor=anchor,
+        entry_id=event.entry_id,
+        parent_id=event.parent_id,
+        text=full[begin:end],
+        text_range=TextRange(
+            start=begin, end=end, total=len(full), complete=begin == 0 and end == len(full)
+        ),
+    )
