@@ -96,6 +96,19 @@ class RetrievalConfig(_Section):
             "command": 0.4,
         }
     )
+    # Lexical ranking shape, measured on LoCoMo (DESIGN.md, "Ranking facts"): BM25
+    # re-scored in code (FTS5's bm25() fixes b = 0.75; short turns rank better with 0).
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.0
+    # A hit's session adds this share of its best score; a hit lends these shares of
+    # its score to the next and the previous event: evidence sits next to what matches.
+    session_weight: float = 0.5
+    next_spread: float = 0.6
+    prev_spread: float = 0.3
+    # A query word found whole, not only as a prefix (`billing服务` over `billing2服务`).
+    boundary_bonus: float = 0.1
+    generated_factor: float = 0.5
+    event_recency_share: float = 0.5
     regex_timeout_ms: int = 200
     regex_max_pattern_bytes: int = 512
     regex_max_haystack_chars: int = 2_000_000

@@ -124,8 +124,8 @@ UNKNOWN_SESSION = "unknown_session"
 
 @dataclass(frozen=True)
 class Ranking:
-    """Ranking weights: those in :class:`~memplug.config.RetrievalConfig` come from it,
-    the rest are the values measured on LoCoMo (DESIGN.md, "Ranking facts")."""
+    """Ranking weights come from :class:`~memplug.config.RetrievalConfig` (defaults
+    measured on LoCoMo, DESIGN.md "Ranking facts"); the rest are work budgets."""
 
     limit: int = 24
     min_score: float = 0.5
@@ -183,6 +183,14 @@ class Ranking:
             regex_timeout_ms=config.regex_timeout_ms,
             regex_max_pattern_bytes=config.regex_max_pattern_bytes,
             regex_max_haystack_chars=config.regex_max_haystack_chars,
+            k1=config.bm25_k1,
+            b=config.bm25_b,
+            session_weight=config.session_weight,
+            next_spread=config.next_spread,
+            prev_spread=config.prev_spread,
+            boundary_bonus=config.boundary_bonus,
+            generated_factor=config.generated_factor,
+            event_recency_share=config.event_recency_share,
         )
 
     def idf(self, df: float, n: float) -> float:

@@ -608,3 +608,15 @@ def test_a_purge_under_a_global_search_is_a_stale_pointer(fresh: Memory) -> None
     purge(fresh, sessions=["shop-1"])  # the hits already handed out came from shop-1
     stale = retriever.page(first.next)
     assert stale.hits == [] and stale.coverage.reasons == ["stale_pointer"]
+
+
+def test_ranking_weights_are_read_from_config(fixture_db: Path) -> None:
+    """The neighbour spread is a config weight: switched off, no neighbour joins."""
+    question = "Is the Stripe key in yet? Check the staging env file."
+    with Memory.open(fixture_db, create=False) as memory:
+        default = Retriever(memory.store, memory.config).retrieve("shop-1", question)
+    no_spread = {"retrieval": {"nextSpread": 0.0, "prevSpread": 0.0}}
+    with Memory.open(fixture_db, create=False, config=no_spread) as memory:
+        spread_off = Retriever(memory.store, memory.config).retrieve("shop-1", question)
+    assert any(e.why.startswith("near:") for e in default.evidence)
+    assert not any(e.why.startswith("near:") for e in spread_off.evidence)
