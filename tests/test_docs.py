@@ -44,3 +44,16 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     head = (REPO / "README.md").read_text(encoding="utf-8").splitlines()[:25]
     assert any("make demo" in line for line in head)
     assert any("make test" in line for line in head)
+
+
+def test_config_doc_names_every_key() -> None:
+    from memplug.config import Config
+
+    doc = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
+    keys = [
+        f"{section}.{key}"
+        for section, values in Config.model_validate({}).to_dict().items()
+        for key in values
+    ]
+    missing = [key for key in keys if f"`{key}`" not in doc]
+    assert not missing, f"docs/config.md does not describe {missing}"
