@@ -9,6 +9,7 @@ from typing import Any
 
 from memplug.db import code_schema_version
 from memplug.memory import Memory
+from memplug.store.hosts import HostStore
 
 
 def file_modes(path: Path) -> dict[str, Any]:
@@ -62,6 +63,8 @@ def status(memory: Memory, *, check_integrity: bool = True) -> dict[str, Any]:
             "detected": bool(compactions),
         },
         "latest_assembly": latest_assembly,
+        # Where each host transcript was last read (Claude Code hooks).
+        "host_cursors": HostStore(memory.db).cursors(),
         "latest_errors": store.events.latest_errors(),
         "integrity": memory.db.integrity_check() if check_integrity else None,
         "config_file": memory.loaded.file,

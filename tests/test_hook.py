@@ -61,7 +61,7 @@ def errors(cli: Callable[..., CliResult], db_path: Path) -> list[str]:
 
 
 def test_session_start_captures_the_session_and_its_subagents(
-    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
 ) -> None:
     result = hook("SessionStart", source="startup")
     assert (result.returncode, result.stdout) == (0, "")
@@ -71,6 +71,12 @@ def test_session_start_captures_the_session_and_its_subagents(
     assert set(sessions) == {SID, f"{SID}/agent-a1b2c3d", f"{SID}/agent-acompact-7f3e21"}
     assert sessions[SID]["project"] == "/home/ana/shop"
     assert errors(cli, db_path) == []
+    transcript = project / f"{SID}.jsonl"
+    cursor = next(c for c in data["host_cursors"] if c["session_id"] == SID)
+    assert (cursor["host"], cursor["path"]) == ("claude-code", str(transcript))
+    assert cursor["byte_offset"] == transcript.stat().st_size
+    text = cli("--db", str(db_path), "status").stdout
+    assert f"claude-code {SID}: {transcript} read to byte" in text
 
 
 def test_hooks_are_idempotent_and_a_repeat_opens_nothing(

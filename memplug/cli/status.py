@@ -52,6 +52,12 @@ def _render_status(data: dict[str, Any]) -> str:
             f"{'injected' if a['injected'] else 'not injected'}, "
             f"{a['used_tokens']}/{a['budget']} tokens",
         ]
+    if data.get("host_cursors"):
+        lines += ["", "host transcripts:"]
+        lines += [
+            f"  {c['host']} {c['session_id']}: {c['path']} read to byte {c['byte_offset']:,}"
+            for c in data["host_cursors"][:10]
+        ]
     if data["latest_errors"]:
         lines += ["", "latest errors:"]
         lines += [f"  {e['at']} [{e['stage']}] {e['message']}" for e in data["latest_errors"]]
