@@ -188,3 +188,14 @@ def test_a_session_left_unextracted_is_caught_up_by_the_next_capture(memory: Mem
     memory.ingest([event("b", 1, "unrelated small talk")])
     items = memory.db.conn.execute("SELECT session_id, kind FROM memory_items").fetchall()
     assert [tuple(r) for r in items] == [("a", "decision")]
+
+
+def test_the_models_literals_and_the_vocabulary_agree() -> None:
+    """mypy needs the Literal spelled out; the vocabulary is what every layer reads."""
+    from typing import get_args
+
+    from memplug import models, vocab
+
+    assert get_args(models.EventType) == vocab.EVENT_TYPES
+    assert get_args(models.Role) == vocab.ROLES
+    assert get_args(models.Outcome) == vocab.OUTCOMES
