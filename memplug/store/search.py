@@ -348,30 +348,15 @@ class SearchStore:
         The expression may only narrow the search; ``contains`` is then the exact test
         (see query.term_expression)."""
         where, params = scope.where()
-        if contains is not None:
-            where += " AND e.text LIKE ? ESCAPE '\\'"
-            params = [*params, contains]
-        sql = (
-            "SELECT e.id FROM events_fts f JOIN events e ON e.id = f.rowid "
-            f"WHERE events_fts MATCH ? AND f.rowid <= ? AND {where} "
-            "ORDER BY f.rowid DESC LIMIT ?"
-        )
-        return [
-            row[0]
-            for row in self.conn.execute(sql, [expression, snap.max_event_id, *params, limit])
-        ]
+        return _match_ids(
+            self.conn, "events_fts", "events e", "e.id", "e.text", expression,
+            max_id=snap.max_event_id, where=where, params=params, limit=limit,
+            contains=contains,
+        )  # fmt: skip
 
     def light_events(self, ids: Sequence[int]) -> dict[int, LightEvent]:
-        out: dict[int, LightEvent] = {}
-        unique = sorted(set(ids))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in self.conn.execute(
-                f"SELECT {_LIGHT_SELECT} FROM events e WHERE e.id IN ({marks})", chunk
-            ):
-                out[row[0]] = LightEvent(*row)
-        return out
+        rows = _rows_by_ids(self.conn, f"SELECT {_LIGHT_SELECT} FROM events e", "e.id", ids)
+        return {row[0]: LightEvent(*row) for row in rows}
 
     def event_like(
         self,
@@ -606,30 +591,15 @@ class SearchStore:
         """:meth:`item_matches` as rids only (newest first): the terms of one query
         overlap, so the rows are read once afterwards with :meth:`items_by_rids`."""
         where, params = scope.where()
-        if contains is not None:
-            where += " AND m.content LIKE ? ESCAPE '\\'"
-            params = [*params, contains]
-        sql = (
-            "SELECT m.rid FROM memory_fts f JOIN memory_items m ON m.rid = f.rowid "
-            f"WHERE memory_fts MATCH ? AND f.rowid <= ? AND {where} "
-            "ORDER BY f.rowid DESC LIMIT ?"
-        )
-        return [
-            row[0]
-            for row in self.conn.execute(sql, [expression, snap.max_item_rid, *params, limit])
-        ]
+        return _match_ids(
+            self.conn, "memory_fts", "memory_items m", "m.rid", "m.content", expression,
+            max_id=snap.max_item_rid, where=where, params=params, limit=limit,
+            contains=contains,
+        )  # fmt: skip
 
     def items_by_rids(self, rids: Sequence[int]) -> dict[int, ItemCandidate]:
-        out: dict[int, ItemCandidate] = {}
-        unique = sorted(set(rids))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in self.conn.execute(
-                f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid IN ({marks})", chunk
-            ):
-                out[row[0]] = ItemCandidate(*row)
-        return out
+        rows = _rows_by_ids(self.conn, f"SELECT {_ITEM_SELECT} FROM memory_items m", "m.rid", rids)
+        return {row[0]: ItemCandidate(*row) for row in rows}
 
     def item_like(
         self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
@@ -694,3 +664,44 @@ class SearchStore:
                 [session_id, snap.max_event_id, *params],
             )
         ]
+
+
+def _match_ids(
+    conn: Any,
+    fts: str,
+    table: str,
+    id_column: str,
+    text_column: str,
+    expression: str,
+    *,
+    max_id: int,
+    where: str,
+    params: list[Any],
+    limit: int,
+    contains: str | None,
+) -> list[int]:
+    """Ids of in-scope rows matching an FTS expression, newest first, at most ``limit``.
+
+    Walking the index by descending rowid stops after ``limit`` rows. ``contains`` is
+    the exact test when the expression could only narrow the search.
+    """
+    if contains is not None:
+        where += f" AND {text_column} LIKE ? ESCAPE '\\'"
+        params = [*params, contains]
+    sql = (
+        f"SELECT {id_column} FROM {fts} f JOIN {table} ON {id_column} = f.rowid "
+        f"WHERE {fts} MATCH ? AND f.rowid <= ? AND {where} "
+        "ORDER BY f.rowid DESC LIMIT ?"
+    )
+    return [row[0] for row in conn.execute(sql, [expression, max_id, *params, limit])]
+
+
+def _rows_by_ids(conn: Any, select: str, id_column: str, ids: Sequence[int]) -> list[Any]:
+    """Rows for ``ids`` (first column the id), read in chunks under SQLite's bind limit."""
+    unique = sorted(set(ids))
+    rows: list[Any] = []
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        rows.extend(conn.execute(f"{select} WHERE {id_column} IN ({marks})", chunk))
+    return rows
