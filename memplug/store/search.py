@@ -304,6 +304,18 @@ class SearchStore:
             events=sum(max(1, s) for s in last.values()), sessions=len(last), last_seq=last
         )
 
+    def has_truncated(self, session_ids: Sequence[str] | None) -> bool:
+        """Whether the scope holds an event whose text was capped (its tail is not
+        indexed, so an absent term is not proof of absence). Read from ``archive``,
+        which is small, rather than scanning events."""
+        if session_ids is not None:
+            marks = ", ".join("?" for _ in session_ids)
+            sql = f"SELECT 1 FROM archive WHERE session_id IN ({marks}) LIMIT 1"
+            params: list[Any] = list(session_ids)
+        else:
+            sql, params = "SELECT 1 FROM archive LIMIT 1", []
+        return self.conn.execute(sql, params).fetchone() is not None
+
     def last_seq_at(self, session_id: str, snap: Snapshot) -> int | None:
         """The session's last sequence number as of ``snap`` (appends after it do not
         count, so recency is the same on every page of one search)."""
