@@ -1,0 +1,115 @@
+"""Branches: the active path of a session whose events carry parent links, and the
+filter that keeps a candidate pool to it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memplug.retrieve.coverage import PARENT_CYCLE
+from memplug.retrieve.refs import parse_source_refs
+from memplug.store.search import BranchRow, SearchStore, Snapshot
+
+if TYPE_CHECKING:
+    from memplug.retrieve.candidates import Pool
+
+
+def active_path(rows: Sequence[BranchRow]) -> tuple[list[int], bool]:
+    """Walk ``parent_id`` links from the leaf (the last event carrying an entry id).
+
+    Duplicate entry ids resolve to the last record. A parent that names no entry ends
+    the path (a root); a parent already visited is a cycle: the walk stops there and
+    the cycle is reported. Events with no entry id are kept (nothing says they are off
+    the path).
+    """
+    by_entry: dict[str, BranchRow] = {}
+    for row in rows:
+        if row.entry_id is not None:
+            by_entry[row.entry_id] = row
+    leaf = next((r for r in reversed(rows) if r.entry_id is not None), None)
+    if leaf is None:
+        return [], False
+    seen: set[str] = set()
+    path: list[int] = []
+    cycle = False
+    node: BranchRow | None = leaf
+    while node is not None:
+        assert node.entry_id is not None
+        if node.entry_id in seen:
+            cycle = True
+            break
+        seen.add(node.entry_id)
+        path.append(node.id)
+        parent = node.parent_id
+        node = by_entry.get(parent) if parent is not None else None
+    loose = [r.id for r in rows if r.entry_id is None]
+    return sorted(set(path) | set(loose)), cycle
+
+
+class ActivePaths:
+    """Active paths per session as of a snapshot, cached by the session's fingerprint
+    (its event count and newest id), so a new event invalidates the entry."""
+
+    def __init__(self, store: SearchStore) -> None:
+        self.store = store
+        self._paths: dict[tuple[str, int, int], tuple[list[int], bool]] = {}
+        self._path_seqs: dict[tuple[str, int, int], frozenset[int]] = {}
+
+    def path(self, session_id: str, snap: Snapshot) -> tuple[list[int], bool]:
+        """Event ids on the parent-linked path from the session's leaf (root first),
+        and whether a parent cycle stopped the walk. Empty when the session carries no
+        entry ids: then every event is on the one path."""
+        store = self.store
+        if not store.has_entry_ids(session_id):
+            return [], False
+        count, max_id = store.session_fingerprint(session_id, snap)
+        key = (session_id, count, max_id)
+        cached = self._paths.get(key)
+        if cached is not None:
+            return cached
+        rows = store.branch_rows(session_id, snap)
+        path, cycle = active_path(rows)
+        if len(self._paths) > 256:
+            self._paths.clear()
+        self._paths[key] = (path, cycle)
+        on_path = set(path)
+        self._path_seqs[key] = frozenset(r.seq for r in rows if r.id in on_path)
+        return path, cycle
+
+    def seqs(self, session_id: str, snap: Snapshot) -> frozenset[int] | None:
+        """Sequence numbers on the session's active path; ``None`` when it has no branches."""
+        path, _ = self.path(session_id, snap)
+        if not path:
+            return None
+        count, max_id = self.store.session_fingerprint(session_id, snap)
+        return self._path_seqs.get((session_id, count, max_id))
+
+    def filter(self, pool: Pool, snap: Snapshot) -> None:
+        """Keep what lies on each session's active path: events by id, memory items by
+        their source events (an item derived only from an abandoned branch is left out)."""
+        sessions = sorted(
+            {e.session_id for e in pool.events.values()}
+            | {i.session_id for i in pool.items.values()}
+        )
+        for session_id in sessions:
+            path, cycle = self.path(session_id, snap)
+            if cycle:
+                pool.reasons.add(PARENT_CYCLE)
+            if not path:
+                continue
+            on_path = set(path)
+            pool.events = {
+                k: v
+                for k, v in pool.events.items()
+                if v.session_id != session_id or v.id in on_path
+            }
+            seqs = self.seqs(session_id, snap) or frozenset()
+            kept = {}
+            for rid, item in pool.items.items():
+                if item.session_id == session_id:
+                    refs = parse_source_refs(item.source_refs_json, item.session_id)
+                    local = [seq for sid, seq in refs if sid == session_id]
+                    if local and not any(seq in seqs for seq in local):
+                        continue
+                kept[rid] = item
+            pool.items = kept

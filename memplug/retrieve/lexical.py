@@ -1,0 +1,152 @@
+"""Matching a query's terms in a candidate's text: counts per term, whole words, pinned
+symbols, and the IDF each term and group carries. No scoring policy lives here beyond
+BM25's own parts (see :mod:`memplug.retrieve.scoring`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from memplug.query import QuerySignals, Term
+from memplug.retrieve.ranking import Ranking
+
+# Per group: each term's (text, term, idf, CJK window weight), and the group's
+# whole-word bonus.
+Plan = list[tuple[list[tuple[str, Term, float, float]], float]]
+
+_ALNUM_RUN = re.compile(r"[a-z0-9]+")
+
+
+class TermCounter:
+    """Counts every term of a query in one text with a few regex scans.
+
+    Words are stems, i.e. prefixes: they count only at the start of a word ("new" in
+    "news", not in "renew"); the rest of each word is captured too, so one scan also
+    tells whether the query's word occurred whole (``billing`` in ``billing服务`` but
+    not in ``billing2服务``). Everything else (symbols, phrases, CJK needles) counts
+    anywhere, longest alternative first, so a CJK run found whole counts as the run.
+    """
+
+    def __init__(self, signals: QuerySignals) -> None:
+        self.groups: list[list[Term]] = [list(g) for g in signals.groups]
+        words: list[str] = []
+        padded: list[str] = []
+        others: list[str] = []
+        for group in self.groups:
+            for term in group:
+                if term.route == "padded":
+                    padded.append(term.text)
+                elif term.kind == "word" and term.text.isascii():
+                    words.append(term.text)
+                else:
+                    others.append(term.text)
+        self.word_rx = (
+            re.compile(r"(?<![a-z0-9])(" + _alternation(words) + r")([a-z0-9]*)") if words else None
+        )
+        # The same matches, found faster: with every stem made of [a-z0-9] a match can
+        # only begin a run of them, so "a separator, then the stem" (the text read with
+        # a separator in front) is the lookbehind without testing it at every position.
+        self.word_sep = bool(words) and all(_ALNUM_RUN.fullmatch(w) for w in words)
+        if self.word_sep:
+            self.word_rx = re.compile(r"[^a-z0-9](" + _alternation(words) + r")([a-z0-9]*)")
+        self.padded_rx = (
+            re.compile(r"(?<![^\W_])(?:" + _alternation(padded) + r")(?![^\W_])")
+            if padded
+            else None
+        )
+        self.other_rx = re.compile(_alternation(others)) if others else None
+
+    def prepare(self, idf: dict[str, float], group_idf: list[float], ranking: Ranking) -> Plan:
+        """Per group: each term's (text, term, idf, CJK window weight) and the group's
+        whole-word bonus, computed once per query rather than once per candidate."""
+        plan = []
+        for g_index, group in enumerate(self.groups):
+            head_len = max(len(t.text) for t in group)
+            entries = [
+                (
+                    term.text,
+                    term,
+                    idf.get(term.text, group_idf[g_index]),
+                    len(term.text) / head_len if term.kind == "cjk" else 1.0,
+                )
+                for term in group
+            ]
+            plan.append((entries, ranking.boundary_bonus * group_idf[g_index]))
+        return plan
+
+    def counts(self, text: str) -> tuple[dict[str, int], set[str]]:
+        """Occurrences per needle, and the whole words the word needles began."""
+        found: dict[str, int] = {}
+        whole: set[str] = set()
+        if self.word_rx is not None:
+            haystack = " " + text if self.word_sep else text
+            for stem_text, rest in self.word_rx.findall(haystack):
+                found[stem_text] = found.get(stem_text, 0) + 1
+                whole.add(stem_text + rest)
+        for rx in (self.padded_rx, self.other_rx):
+            if rx is None:
+                continue
+            for needle in rx.findall(text):
+                found[needle] = found.get(needle, 0) + 1
+        return found, whole
+
+
+def _alternation(needles: Iterable[str]) -> str:
+    unique = sorted(set(needles), key=lambda n: (-len(n), n))
+    return "|".join(re.escape(n) for n in unique)
+
+
+def term_idf(
+    signals: QuerySignals, df: dict[str, float], n: float, ranking: Ranking
+) -> tuple[dict[str, float], list[float]]:
+    """IDF per term, and per group (its best term's; the rarest known one's when the
+    group has none)."""
+    idf = {text: ranking.idf(min(d, n), n) for text, d in df.items()}
+    known = [v for v in idf.values()]
+    fallback = min(known) if known else 1.0
+    group_idf = []
+    for group in signals.groups:
+        values = [idf[t.text] for t in group if t.text in idf]
+        group_idf.append(max(values) if values else fallback)
+    return idf, group_idf
+
+
+def pin_patterns(signals: QuerySignals) -> list[tuple[str, re.Pattern[str]]]:
+    """The query's numeric and versioned symbols, matched at symbol boundaries."""
+    pins = []
+    for term in signals.pins:
+        if not term.text or term.stop:
+            continue
+        body = re.escape(term.text)
+        # "v2.31.5" is also written "2.31.5" (requests==2.31.5).
+        if re.fullmatch(r"v\d+(\.\d+)+.*", term.text):
+            body = "v?" + re.escape(term.text[1:])
+        left = r"(?<![^\W_])" if term.text[0].isalnum() else ""
+        right = r"(?![0-9]|\.[0-9])" if term.text[-1].isalnum() else ""
+        pins.append((term.text, re.compile(left + body + right)))
+    return pins
+
+
+def word_boundaries(signals: QuerySignals) -> dict[str, re.Pattern[str]]:
+    return {
+        t.origin: re.compile(rf"(?<![a-z0-9]){re.escape(t.origin)}(?![a-z0-9])")
+        for t in signals.ranking_terms
+        if t.kind == "word"
+    }
+
+
+def whole_word(boundaries: dict[str, re.Pattern[str]], word: str, text: str) -> bool:
+    pattern = boundaries.get(word)
+    return pattern is not None and pattern.search(text) is not None
+
+
+def has_all(signals: QuerySignals, text: str) -> bool:
+    """Whether ``text`` holds every group of the query (``--match all``)."""
+    for group in signals.groups:
+        head = next((t for t in group if not t.window), group[0])
+        if head.route == "padded":
+            if not re.search(rf"(?<![^\W_]){re.escape(head.text)}(?![^\W_])", text):
+                return False
+        elif head.text not in text:
+            return False
+    return True

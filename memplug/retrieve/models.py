@@ -1,0 +1,199 @@
+"""What retrieval returns: search pages and hits, expand results, ranked items and
+events for assembly, and the coverage every result carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memplug.retrieve.refs import json_list, parse_source_refs
+from memplug.store.search import EventCandidate, ItemCandidate
+
+
+class _Model(BaseModel):
+    # Built on first use, not at import: the pre-step path never builds these.
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
+class ErrorInfo(_Model):
+    code: str
+    message: str
+
+
+class Coverage(_Model):
+    """``complete`` is false when anything was cut; ``reasons`` names what."""
+
+    complete: bool = True
+    reasons: list[str] = []
+    error: ErrorInfo | None = None
+
+
+class Hit(_Model):
+    """One search hit: an event (``session_id`` + ``seq``) or a memory item (``id``)."""
+
+    kind: Literal["event", "memory"]
+    session_id: str
+    seq: int | None = None
+    id: str | None = None
+    score: float
+    pinned: bool = False
+    why: str
+    snippet: str
+    snippet_truncated: bool = False
+    follow: str
+    type: str | None = None
+    role: str | None = None
+    time: str | None = None
+    tool_name: str | None = None
+    outcome: str | None = None
+    generated: bool = False
+    truncated: bool = False
+    item_kind: str | None = None
+    status: str | None = None
+    evidence_type: str | None = None
+
+
+class SearchPage(_Model):
+    total: int
+    hits: list[Hit]
+    next: str | None = None
+    coverage: Coverage
+
+
+class TextRange(_Model):
+    start: int
+    end: int
+    total: int
+    complete: bool
+
+
+class ExpandedEvent(_Model):
+    session_id: str
+    seq: int
+    type: str
+    role: str | None = None
+    time: str | None = None
+    turn: int | None = None
+    tool_name: str | None = None
+    outcome: str | None = None
+    generated: bool = False
+    anchor: bool = False
+    entry_id: str | None = None
+    parent_id: str | None = None
+    text: str
+    text_range: TextRange
+
+
+class ExpandResult(_Model):
+    anchor: str | None = None
+    item: dict[str, Any] | None = None
+    events: list[ExpandedEvent] = []
+    next: str | None = None
+    coverage: Coverage
+
+
+@dataclass(frozen=True)
+class RankedItem:
+    id: str
+    kind: str
+    content: str
+    status: str
+    evidence_type: str
+    session_id: str
+    score: float
+    why: str
+    pinned: bool
+    superseded_by: str | None
+    subject_key: str | None
+    source_refs: tuple[tuple[str, int], ...]
+    conditions: tuple[Any, ...]
+    numbers: tuple[Any, ...]
+    extractor: str
+
+    @classmethod
+    def of(
+        cls, item: ItemCandidate, *, score: float = 0.0, why: str = "", pinned: bool = False
+    ) -> RankedItem:
+        """The item in full: source references and JSON lists parsed."""
+        return cls(
+            id=item.id,
+            kind=item.kind,
+            content=item.content,
+            status=item.status,
+            evidence_type=item.evidence_type,
+            session_id=item.session_id,
+            score=score,
+            why=why,
+            pinned=pinned,
+            superseded_by=item.superseded_by,
+            subject_key=item.subject_key,
+            source_refs=parse_source_refs(item.source_refs_json, item.session_id),
+            conditions=tuple(json_list(item.conditions_json)),
+            numbers=tuple(json_list(item.numbers_json)),
+            extractor=item.extractor,
+        )
+
+
+@dataclass(frozen=True)
+class RankedEvent:
+    session_id: str
+    seq: int
+    type: str
+    role: str | None
+    text: str
+    score: float
+    why: str
+    pinned: bool
+    time: str | None
+    turn: int | None
+    source_kind: str | None
+    generated: bool
+    truncated: bool
+    tool_name: str | None
+    outcome: str | None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+    @classmethod
+    def of(
+        cls, event: EventCandidate, *, score: float = 0.0, why: str = "", pinned: bool = False
+    ) -> RankedEvent:
+        return cls(
+            session_id=event.session_id,
+            seq=event.seq,
+            type=event.type,
+            role=event.role,
+            text=event.text or "",
+            score=score,
+            why=why,
+            pinned=pinned,
+            time=event.event_time,
+            turn=event.turn,
+            source_kind=event.source_kind,
+            generated=bool(event.generated),
+            truncated=bool(event.truncated),
+            tool_name=event.tool_name,
+            outcome=event.outcome,
+        )
+
+
+@dataclass(frozen=True)
+class Omitted:
+    ref: str
+    reason: str
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    session_id: str
+    items: tuple[RankedItem, ...]
+    evidence: tuple[RankedEvent, ...]
+    omitted: tuple[Omitted, ...]
+    coverage: Coverage
+    signals: dict[str, Any]
+    successors: dict[str, RankedItem] = field(default_factory=dict)

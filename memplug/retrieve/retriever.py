@@ -1,0 +1,161 @@
+"""The :class:`Retriever` facade: ``search``, ``page``, ``retrieve`` and ``expand`` over
+one database, each delegating to the module that does the work."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memplug.errors import NotFound, ValidationError
+from memplug.query import parse_query
+from memplug.retrieve.adjacency import Adjacency
+from memplug.retrieve.branches import ActivePaths
+from memplug.retrieve.candidates import Collector
+from memplug.retrieve.coverage import UNKNOWN_SESSION, coverage, stale
+from memplug.retrieve.evidence import Selection, successors
+from memplug.retrieve.expand import EXPAND_MAX_CHARS, Expander
+from memplug.retrieve.models import Coverage, ExpandResult, RetrievalResult, SearchPage
+from memplug.retrieve.ranking import HARD_LIMIT, Ranking
+from memplug.retrieve.request import parse_request, resolve_scope
+from memplug.retrieve.scoring import Scorer
+from memplug.retrieve.search import Search
+from memplug.retrieve.tokens import decode_token
+from memplug.store.search import EventScope, ItemScope, SearchStore, Snapshot
+
+if TYPE_CHECKING:
+    from memplug.config import Config
+    from memplug.store import Store
+
+
+class Retriever:
+    """Ranked retrieval over one database; see :mod:`memplug.retrieve` for the API."""
+
+    def __init__(self, store: Store | SearchStore, config: Config | None = None) -> None:
+        self.search_store: SearchStore = store if isinstance(store, SearchStore) else store.search
+        if config is None:
+            from memplug.config import Config as _Config
+
+            config = _Config()
+        self.config = config
+        # Read at each call, not bound into helpers: tests and callers may replace it.
+        self.ranking = Ranking.from_config(config.retrieval)
+        self._paths = ActivePaths(self.search_store)
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = None,
+        scope: str | None = None,
+        mode: str = "literal",
+        match: str = "any",
+        role: str | Sequence[str] | None = None,
+        type: str | Sequence[str] | None = None,
+        tool: str | Sequence[str] | None = None,
+        outcome: str | Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        branches: str = "active",
+        limit: int | None = None,
+    ) -> SearchPage:
+        """Search events and memory items; see the package docstring for the shape."""
+        args = {
+            "query": query,
+            "session": session,
+            "scope": scope,
+            "mode": mode,
+            "match": match,
+            "role": role,
+            "type": type,
+            "tool": tool,
+            "outcome": outcome,
+            "since": since,
+            "until": until,
+            "branches": branches,
+            "limit": limit,
+        }
+        request = parse_request(args, self.ranking.regex_max_pattern_bytes)
+        snap = self.search_store.snapshot()
+        return self._search().page(request, snap, 0, None)
+
+    def page(self, token: str) -> SearchPage:
+        """Follow a ``next`` token: the same call, the same snapshot, the next page."""
+        data = decode_token(token)
+        if data.get("op") != "search":
+            raise ValidationError("this token is not a search page token (use expand)")
+        try:
+            args = dict(data["a"])
+            e, m = (int(x) for x in data["snap"])
+            offset = int(data["o"])
+            scope_size = float(data["n"])
+            delivered = str(data["h"])
+        except (KeyError, TypeError, ValueError):
+            raise ValidationError("malformed memplug call token") from None
+        request = parse_request(args, self.ranking.regex_max_pattern_bytes)
+        snap = Snapshot(e, m)
+        try:
+            return self._search().page(request, snap, max(0, offset), scope_size, delivered)
+        except NotFound as error:
+            # The session the search was about is gone: purged since the first page.
+            return SearchPage(total=0, hits=[], next=None, coverage=stale(str(error)))
+
+    def retrieve(
+        self,
+        session_id: str,
+        task_text: str,
+        *,
+        scope: str = "project",
+        limit: int | None = None,
+        branches: str = "active",
+    ) -> RetrievalResult:
+        """Memory items and raw evidence for the step's task text (for assembly)."""
+        store, ranking = self.search_store, self.ranking
+        limit = min(HARD_LIMIT, max(1, limit or ranking.limit))
+        signals = parse_query(task_text)
+        exists, _ = store.session_project(session_id)
+        if not exists:
+            return RetrievalResult(
+                session_id=session_id,
+                items=(),
+                evidence=(),
+                omitted=(),
+                coverage=Coverage(complete=True, reasons=[UNKNOWN_SESSION]),
+                signals=signals.to_json(),
+            )
+        resolved = resolve_scope(store, scope, session_id)
+        snap = store.snapshot()
+        event_scope = EventScope(session_ids=resolved.session_ids, include_generated=False)
+        item_scope = ItemScope(session_ids=resolved.session_ids)
+        collector = Collector(store, ranking, self._paths, event_scope, item_scope, snap)
+        pool = collector.collect(signals, "any", resolved, branches)
+        scorer = Scorer(signals, pool, ranking, store)
+        adjacency = Adjacency(store, self._paths, event_scope, snap, branches)
+        selection = Selection(store, ranking, limit)
+        items = selection.items(scorer.items())
+        evidence = selection.events(scorer.events(adjacency, anchor=resolved.anchor))
+        evidence += selection.sources(items)
+        return RetrievalResult(
+            session_id=session_id,
+            items=tuple(items),
+            evidence=tuple(evidence),
+            omitted=tuple(selection.omitted),
+            coverage=coverage(pool.reasons),
+            signals=signals.to_json(),
+            successors=successors(store, items),
+        )
+
+    def expand(
+        self,
+        target: str,
+        *,
+        before: int = 0,
+        after: int = 0,
+        max_chars: int = EXPAND_MAX_CHARS,
+        branches: str | None = None,
+    ) -> ExpandResult:
+        """Full text around a hit, in chunks; see the package docstring."""
+        expander = Expander(self.search_store, self._paths)
+        return expander.expand(target, before, after, max_chars, branches)
+
+    def _search(self) -> Search:
+        return Search(self.search_store, self.ranking, self._paths)

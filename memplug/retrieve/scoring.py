@@ -1,0 +1,490 @@
+"""Scoring: memory items in one pass; events in two (a cheap first pass over every
+candidate, then the best ``rescore_top`` in full, with neighbour spread and session
+aggregation). Every weight is a :class:`~memplug.retrieve.ranking.Ranking` field.
+
+Results come out as :class:`Scored` with a total sort key: pinned first, then the fully
+scored, then by score, then by stable identity (never by rowid).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memplug.query import QuerySignals, Term
+from memplug.retrieve.adjacency import Adjacency
+from memplug.retrieve.candidates import AnyEvent, Pool, fill_text
+from memplug.retrieve.lexical import (
+    Plan,
+    TermCounter,
+    pin_patterns,
+    term_idf,
+    whole_word,
+    word_boundaries,
+)
+from memplug.retrieve.ranking import Ranking
+from memplug.store.search import ItemCandidate, LightEvent, SearchStore
+
+# (score before spread, matched spellings, pinned symbols, best needle)
+EventBase = tuple[float, list[str], list[str], str | None]
+
+
+@dataclass
+class Scored:
+    key: tuple[Any, ...]
+    score: float
+    pinned: bool
+    why: str
+    needle: str | None
+    event: AnyEvent | None = None
+    item: ItemCandidate | None = None
+
+
+@dataclass
+class ScoringContext:
+    """What scoring one kind of candidate (items or events) for one query needs, worked
+    out once: term counter, IDFs, pins, word boundaries, and whose recency counts."""
+
+    signals: QuerySignals
+    pool: Pool
+    ranking: Ranking
+    store: SearchStore
+    counter: TermCounter
+    idf: dict[str, float]
+    group_idf: list[float]
+    pins: list[tuple[str, re.Pattern[str]]]
+    boundaries: dict[str, re.Pattern[str]]
+    # The query's total IDF: a lexical score of 1.0 means "every term once".
+    mass: float
+    anchor: str | None = None
+    _plan: Plan | None = field(default=None, repr=False)
+    _sat: dict[int, float] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        signals: QuerySignals,
+        pool: Pool,
+        ranking: Ranking,
+        store: SearchStore,
+        *,
+        items: bool,
+        anchor: str | None = None,
+    ) -> ScoringContext:
+        df, n = (pool.item_df, pool.item_n) if items else (pool.event_df, pool.event_n)
+        idf, group_idf = term_idf(signals, df, n, ranking)
+        return cls(
+            signals=signals,
+            pool=pool,
+            ranking=ranking,
+            store=store,
+            counter=TermCounter(signals),
+            idf=idf,
+            group_idf=group_idf,
+            pins=pin_patterns(signals),
+            boundaries=word_boundaries(signals),
+            mass=sum(group_idf) or 1.0,
+            anchor=anchor,
+        )
+
+    def lexical(self, text: str) -> tuple[float, list[str], int, str | None]:
+        """(raw BM25 with b = 0, matched spellings, exact symbol/phrase hits, best needle)."""
+        counts, whole = self.counter.counts(text)
+        if not counts:
+            return 0.0, [], 0, None
+        if self._plan is None:
+            self._plan = self.counter.prepare(self.idf, self.group_idf, self.ranking)
+        raw = 0.0
+        matched: list[str] = []
+        exact = 0
+        needle: str | None = None
+        best_seen = 0.0
+        for entries, bonus in self._plan:
+            best, best_term = self._best_term(entries, counts)
+            if best_term is None:
+                continue
+            if best_term.kind == "word" and self._whole(best_term, whole, text):
+                best += bonus
+            raw += best
+            matched.append(best_term.origin if best_term.kind != "cjk" else best_term.text)
+            if best_term.kind in ("symbol", "phrase"):
+                exact += 1
+            if best > best_seen:
+                best_seen, needle = best, best_term.text
+        return raw, matched, exact, needle
+
+    def _best_term(
+        self, entries: list[tuple[str, Term, float, float]], counts: dict[str, int]
+    ) -> tuple[float, Term | None]:
+        """A group's best-scoring term in the text: a group counts once."""
+        best = 0.0
+        best_term: Term | None = None
+        for term_text, term, term_idf_value, weight in entries:
+            tf = counts.get(term_text)
+            if not tf:
+                continue
+            s = self._sat.get(tf)
+            if s is None:
+                s = self._sat[tf] = self.ranking.sat(tf)
+            value = term_idf_value * s * weight
+            if value > best:
+                best, best_term = value, term
+        return best, best_term
+
+    def _whole(self, term: Term, whole: set[str], text: str) -> bool:
+        if self.counter.word_rx is not None and term.text.isascii():
+            return term.origin in whole
+        return whole_word(self.boundaries, term.origin, text)
+
+    def pinned_by(self, text: str) -> list[str]:
+        return [p for p, rx in self.pins if rx.search(text)]
+
+    def last_seq(self, session_id: str) -> int | None:
+        pool = self.pool
+        if session_id not in pool.last_seq:
+            pool.last_seq[session_id] = self.store.last_seq_at(session_id, pool.snap)
+        return pool.last_seq[session_id]
+
+    def role_weight(self, event: AnyEvent) -> float:
+        weights = self.ranking.role_weights
+        if event.type.startswith("tool/"):
+            return weights.get("tool", 0.5)
+        return weights.get(event.role or "", weights.get("system", 0.4))
+
+    def regex_lexical(self, count: int) -> float:
+        """A regex match's lexical score: its match count saturated like a term's tf."""
+        return self.ranking.sat(count) / self.ranking.sat(1)
+
+
+class Scorer:
+    """Scores one pool for one query: items, events, or both (each builds its context
+    only when its side of the pool holds candidates)."""
+
+    def __init__(
+        self, signals: QuerySignals, pool: Pool, ranking: Ranking, store: SearchStore
+    ) -> None:
+        self.signals = signals
+        self.pool = pool
+        self.ranking = ranking
+        self.store = store
+
+    def items(self) -> list[Scored]:
+        if not self.pool.items:
+            return []
+        ctx = ScoringContext.build(self.signals, self.pool, self.ranking, self.store, items=True)
+        return score_items(ctx)
+
+    def events(
+        self,
+        adjacency: Adjacency | None,
+        *,
+        anchor: str | None,
+        neighbours_as_hits: bool = True,
+    ) -> list[Scored]:
+        if not self.pool.events:
+            return []
+        ctx = ScoringContext.build(
+            self.signals, self.pool, self.ranking, self.store, items=False, anchor=anchor
+        )
+        return score_events(ctx, adjacency, neighbours_as_hits=neighbours_as_hits)
+
+
+def why(pinned_by: list[str], matched: list[str], *, regex_mode: bool = False) -> str:
+    if pinned_by:
+        return "exact:" + ",".join(pinned_by[:8])
+    if regex_mode:
+        return "regex"
+    if matched:
+        return "word:" + ",".join(matched[:8])
+    return "lexical"
+
+
+# -- items --------------------------------------------------------------------------------
+
+
+def score_items(ctx: ScoringContext) -> list[Scored]:
+    """``(kind weight + lexical + exact boost) x evidence weight``, x the superseded
+    factor, plus recency within ``recency_window`` of the item's session's last event."""
+    pool, ranking = ctx.pool, ctx.ranking
+    if not pool.items:
+        return []
+    out = []
+    for item in pool.items.values():
+        text = item.content.lower()
+        matched: list[str] = []
+        exact, needle = 0, None
+        if item.rid in pool.item_regex_counts:
+            lexical = ctx.regex_lexical(pool.item_regex_counts[item.rid])
+        else:
+            raw, matched, exact, needle = ctx.lexical(text)
+            lexical = raw / ctx.mass
+        pinned_by = ctx.pinned_by(text)
+        score = ranking.kind_weights.get(item.kind, 0.8) + min(lexical, 1.5)
+        score += ranking.exact_boost * min(exact + len(pinned_by), 3) / 3
+        score *= ranking.evidence_weights.get(item.evidence_type, 0.5)
+        if item.status == "superseded":
+            score *= ranking.superseded_factor
+        last = ctx.last_seq(item.session_id)
+        if last is not None and last - item.derived_from_seq < ranking.recency_window:
+            score += ranking.recency_boost * (
+                1 - max(0, last - item.derived_from_seq) / ranking.recency_window
+            )
+        out.append(
+            Scored(
+                key=(0 if pinned_by else 1, 0, -round(score, 9), "0", item.id, 0),
+                score=score,
+                pinned=bool(pinned_by),
+                why=why(pinned_by, matched, regex_mode=item.rid in pool.item_regex_counts),
+                needle=pinned_by[0] if pinned_by else needle,
+                item=item,
+            )
+        )
+    out.sort(key=lambda s: s.key)
+    return out
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+def score_events(
+    ctx: ScoringContext, adjacency: Adjacency | None = None, *, neighbours_as_hits: bool = True
+) -> list[Scored]:
+    """Rank events in two passes: every candidate by which terms retrieved it, then
+    the best ``rescore_top`` in full (term frequencies, word boundaries, pins checked
+    at symbol boundaries, neighbour spread). The rest keep their first-pass order
+    below them, so the order is total and the same on every page.
+
+    Without ``adjacency`` nothing spreads: no neighbour bonus, no session aggregation.
+    ``neighbours_as_hits`` lets a neighbour that matched nothing in (as ``near:REF``).
+    """
+    pool, ranking = ctx.pool, ctx.ranking
+    if not pool.events:
+        return []
+    spread = adjacency is not None
+    events = dict(pool.events)
+    first, first_pinned = first_pass(ctx)
+    ordered = _first_order(events, first, first_pinned, ranking, spread=spread)
+    full = _FullPass(ctx, events)
+    full.score([e.id for e in ordered[: ranking.rescore_top]])
+    if adjacency is not None and full.base:
+        full.spread(adjacency, neighbours_as_hits=neighbours_as_hits)
+    out = full.scored(spread=spread)
+    # Below the fully scored ones: the rest, in first-pass order (text read lazily).
+    for event in ordered[ranking.rescore_top :]:
+        value = first[event.id]
+        if value <= 0 and event.id not in first_pinned:
+            continue
+        pinned = event.id in first_pinned
+        out.append(
+            Scored(
+                key=(0 if pinned else 1, 1, -round(value, 9), "1", event.session_id, event.seq),
+                score=value,
+                pinned=pinned,
+                why="lexical",
+                needle=None,
+                event=event,
+            )
+        )
+    out.sort(key=lambda s: s.key)
+    return out
+
+
+def first_pass(ctx: ScoringContext) -> tuple[dict[int, float], set[int]]:
+    """A cheap score for every candidate from which terms retrieved it (each once),
+    with no text read: it only decides which candidates the full pass scores."""
+    pool, ranking = ctx.pool, ctx.ranking
+    lexical: dict[int, float] = {}
+    exact: dict[int, int] = {}
+    pinned: set[int] = set()
+    for g_index, group in enumerate(ctx.signals.groups):
+        head_len = max(len(t.text) for t in group)
+        best: dict[int, float] = {}
+        exact_terms = {t.text for t in group if t.kind in ("symbol", "phrase")}
+        for term in group:
+            members = pool.members.get(term.text)
+            if not members:
+                continue
+            weight = len(term.text) / head_len if term.kind == "cjk" else 1.0
+            value = ctx.idf.get(term.text, ctx.group_idf[g_index]) * weight
+            for event_id in members:
+                if value > best.get(event_id, 0.0):
+                    best[event_id] = value
+            if term.pin:
+                pinned.update(members)
+        for event_id, value in best.items():
+            lexical[event_id] = lexical.get(event_id, 0.0) + value / ctx.mass
+            if exact_terms:
+                exact[event_id] = exact.get(event_id, 0) + 1
+    scores: dict[int, float] = {}
+    for event_id, event in pool.events.items():
+        if event_id in pool.regex_counts:
+            value = ctx.regex_lexical(pool.regex_counts[event_id])
+        else:
+            value = lexical.get(event_id, 0.0)
+            if value:
+                value += ranking.exact_boost * min(exact.get(event_id, 0), 3) / 3
+        value *= ctx.role_weight(event)
+        if event.generated:
+            value *= ranking.generated_factor
+        scores[event_id] = value
+    return scores, pinned
+
+
+def _first_order(
+    events: dict[int, AnyEvent],
+    first: dict[int, float],
+    first_pinned: set[int],
+    ranking: Ranking,
+    *,
+    spread: bool,
+) -> list[AnyEvent]:
+    """Every candidate in first-pass order (with the session's best added when
+    spreading, as the full pass will)."""
+    first_best: dict[str, float] = {}
+    for event in events.values():
+        if first[event.id] > first_best.get(event.session_id, 0.0):
+            first_best[event.session_id] = first[event.id]
+
+    def first_key(e: AnyEvent) -> tuple[Any, ...]:
+        value = first[e.id] + (ranking.session_weight * first_best[e.session_id] if spread else 0)
+        return (0 if e.id in first_pinned else 1, -round(value, 9), e.session_id, e.seq)
+
+    return sorted(events.values(), key=first_key)
+
+
+def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
+    """``(lexical + exact boost) x role weight`` (x the generated factor), plus a share
+    of recency for events of the anchor session; before any spread."""
+    ranking, pool = ctx.ranking, ctx.pool
+    text = (event.text or "").lower()
+    matched: list[str] = []
+    exact, needle = 0, None
+    if event.id in pool.regex_counts:
+        lexical = ctx.regex_lexical(pool.regex_counts[event.id])
+    else:
+        raw, matched, exact, needle = ctx.lexical(text)
+        lexical = raw / ctx.mass
+    pinned_by = ctx.pinned_by(text)
+    base = lexical + ranking.exact_boost * min(exact + len(pinned_by), 3) / 3 if lexical else 0.0
+    base *= ctx.role_weight(event)
+    if event.generated:
+        base *= ranking.generated_factor
+    anchor = ctx.anchor
+    if base and anchor is not None and event.session_id == anchor:
+        last = ctx.last_seq(anchor)
+        if last is not None and last - event.seq < ranking.recency_window:
+            share = 1 - max(0, last - event.seq) / ranking.recency_window
+            base += ranking.recency_boost * ranking.event_recency_share * share
+    return base, matched, pinned_by, needle
+
+
+class _FullPass:
+    """The full (text-reading) pass over the chosen events: base scores and what they
+    matched, then the bonus each passes to its neighbours."""
+
+    def __init__(self, ctx: ScoringContext, events: dict[int, AnyEvent]) -> None:
+        self.ctx = ctx
+        self.events = events
+        self.base: dict[int, float] = {}
+        self.info: dict[int, tuple[list[str], list[str], str | None]] = {}
+        self.bonus: dict[int, float] = {}
+        # A neighbour that matched nothing itself, and the hit it is near.
+        self.near: dict[int, str] = {}
+
+    def score(self, ids: Iterable[int]) -> None:
+        ids = list(ids)
+        fill_text(self.ctx.store, self.events, ids)
+        for event_id in ids:
+            value, matched, pinned_by, needle = event_base(self.ctx, self.events[event_id])
+            self.base[event_id] = value
+            self.info[event_id] = (matched, pinned_by, needle)
+            self.bonus[event_id] = 0.0
+
+    def spread(self, adjacency: Adjacency, *, neighbours_as_hits: bool) -> None:
+        """The best ``spread_top`` hits pass a share of their score to the next and the
+        previous event: evidence sits next to what matches."""
+        ranking, base = self.ctx.ranking, self.base
+        top = sorted(
+            (self.events[i] for i in base), key=lambda e: (-base[e.id], e.session_id, e.seq)
+        )
+        top = [e for e in top[: ranking.spread_top] if base[e.id] > 0]
+        adjacent = adjacency.around(top)
+        if neighbours_as_hits:
+            fresh = {
+                n.id: n
+                for pair in adjacent.values()
+                for n in pair
+                if n is not None and n.id not in base
+            }
+            self.events.update(fresh)
+            self.score(fresh)
+        for event in top:
+            prev, nxt = adjacent.get(event.id, (None, None))
+            for side, share in ((nxt, ranking.next_spread), (prev, ranking.prev_spread)):
+                if side is None or side.id not in base:
+                    continue
+                self.bonus[side.id] += share * base[event.id]
+                if base[side.id] == 0 and side.id not in self.near:
+                    self.near[side.id] = event.ref
+
+    def scored(self, *, spread: bool) -> list[Scored]:
+        """Base + bonus (+ the session's best base, when spreading) for each event."""
+        ranking, events = self.ctx.ranking, self.events
+        session_best: dict[str, float] = {}
+        if spread:
+            for event_id, value in self.base.items():
+                session = events[event_id].session_id
+                if value > session_best.get(session, 0.0):
+                    session_best[session] = value
+        out = []
+        for event_id in self.base:
+            event = events[event_id]
+            matched, pinned_by, needle = self.info[event_id]
+            score = self.base[event_id] + self.bonus[event_id]
+            if spread:
+                score += ranking.session_weight * session_best.get(event.session_id, 0.0)
+            if score <= 0 and not pinned_by:
+                continue
+            if event_id in self.near and not matched and not pinned_by:
+                reason = f"near:{self.near[event_id]}"
+            else:
+                reason = why(pinned_by, matched, regex_mode=event_id in self.ctx.pool.regex_counts)
+            out.append(
+                Scored(
+                    key=(
+                        0 if pinned_by else 1,
+                        0,
+                        -round(score, 9),
+                        "1",
+                        event.session_id,
+                        event.seq,
+                    ),
+                    score=score,
+                    pinned=bool(pinned_by),
+                    why=reason,
+                    needle=pinned_by[0] if pinned_by else needle,
+                    event=event,
+                )
+            )
+        return out
+
+
+def with_text(store: SearchStore, scored: list[Scored], first: int | None = None) -> list[Scored]:
+    """``scored`` with the text of its first ``first`` (default all) events read."""
+    head = scored if first is None else scored[:first]
+    missing = [s.event.id for s in head if s.event is not None and s.event.text is None]
+    if not missing:
+        return scored
+    rows = {row.id: row for row in store.events_by_ids(missing)}
+    out = []
+    for index, item in enumerate(scored):
+        event = item.event
+        if (first is None or index < first) and isinstance(event, LightEvent):
+            if event.id not in rows:
+                continue  # purged since the first pass read it
+            item = dataclasses.replace(item, event=rows[event.id])
+        out.append(item)
+    return out

@@ -1,0 +1,186 @@
+"""``search`` pages: one mixed, totally ordered stream of item and event hits, cut into
+pages whose ``next`` token pins the snapshot and the hits already handed out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memplug.query import parse_query
+from memplug.retrieve.adjacency import Adjacency
+from memplug.retrieve.branches import ActivePaths
+from memplug.retrieve.candidates import Collector, Pool
+from memplug.retrieve.coverage import coverage, stale
+from memplug.retrieve.models import Hit, SearchPage
+from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.request import SearchRequest, resolve_scope
+from memplug.retrieve.scoring import Scored, Scorer, with_text
+from memplug.retrieve.tokens import encode_token
+from memplug.store.search import EventCandidate, EventScope, ItemScope, SearchStore, Snapshot
+from memplug.text import short_hash
+from memplug.vocab import MEMPLUG_SOURCE_KIND
+
+SNIPPET_CHARS = 240
+
+
+class Search:
+    def __init__(self, store: SearchStore, ranking: Ranking, paths: ActivePaths) -> None:
+        self.store = store
+        self.ranking = ranking
+        self.paths = paths
+
+    def page(
+        self,
+        request: SearchRequest,
+        snap: Snapshot,
+        offset: int,
+        scope_size: float | None,
+        delivered: str | None = None,
+    ) -> SearchPage:
+        """The page at ``offset``; ``scope_size`` and ``delivered`` (the digest of the
+        hits before it) come from a page token, ``None`` on the first page."""
+        scored, pool = self._rank(request, snap, scope_size)
+        total = len(scored)
+        # The hits already handed out must come out the same: otherwise a purge, a
+        # retraction or a status change has moved the ranking under the caller, and a
+        # silently shifted page would skip or repeat hits.
+        if delivered is not None and digest(scored[:offset]) != delivered:
+            return SearchPage(
+                total=0,
+                hits=[],
+                next=None,
+                coverage=stale(
+                    "the events or items this search was ranked from have changed "
+                    "(purged, retracted or superseded) since its first page"
+                ),
+            )
+        page = with_text(self.store, scored[offset : offset + request.limit])
+        hits = [hit(s, request.branches) for s in page]
+        next_token = None
+        if offset + request.limit < total:
+            end = offset + request.limit
+            next_token = encode_token(
+                {
+                    "op": "search",
+                    "a": request.args(),
+                    "o": end,
+                    "n": pool.event_n,
+                    "snap": [snap.max_event_id, snap.max_item_rid],
+                    "h": digest(scored[:end]),
+                }
+            )
+        return SearchPage(total=total, hits=hits, next=next_token, coverage=coverage(pool.reasons))
+
+    def _rank(
+        self, request: SearchRequest, snap: Snapshot, scope_size: float | None
+    ) -> tuple[list[Scored], Pool]:
+        """Every hit of the request, in its total order, and the pool they came from."""
+        resolved = resolve_scope(self.store, request.scope, request.session)
+        event_scope = EventScope(
+            session_ids=resolved.session_ids,
+            roles=request.roles,
+            types=request.types,
+            tools=request.tools,
+            outcomes=request.outcomes,
+            since=request.since,
+            until=request.until,
+            exclude_source_kinds=(MEMPLUG_SOURCE_KIND,),
+        )
+        structural = request.structural
+        # Memory items have no role, tool or time: a structural filter is about events.
+        item_scope = None if structural else ItemScope(session_ids=resolved.session_ids)
+        signals = parse_query(request.query, mode=request.mode)
+        collector = Collector(self.store, self.ranking, self.paths, event_scope, item_scope, snap)
+        pool = collector.collect(
+            signals,
+            request.match,
+            resolved,
+            request.branches,
+            regex_pattern=request.query if request.mode == "regex" else None,
+            scope_size=scope_size,
+        )
+        scorer = Scorer(signals, pool, self.ranking, self.store)
+        scored = scorer.items() if item_scope is not None else []
+        # A structural filter asks for those events, not for what surrounds them.
+        spread = request.mode == "literal" and not structural
+        adjacency = (
+            Adjacency(self.store, self.paths, event_scope, snap, request.branches)
+            if spread
+            else None
+        )
+        # A search hit must match; what surrounds it is one `expand` away.
+        scored += scorer.events(adjacency, anchor=resolved.anchor, neighbours_as_hits=False)
+        scored.sort(key=lambda s: s.key)
+        return scored, pool
+
+
+def hit(scored: Scored, branches: str) -> Hit:
+    if scored.event is not None:
+        ev = scored.event
+        assert isinstance(ev, EventCandidate), "page events are read in full first"
+        snippet, cut = _snippet(ev.text or "", scored.needle)
+        follow = encode_token(
+            {
+                "op": "expand",
+                "s": ev.session_id,
+                "q": ev.seq,
+                "h": ev.content_hash[:16],
+                "br": branches,
+            }
+        )
+        return Hit(
+            kind="event",
+            session_id=ev.session_id,
+            seq=ev.seq,
+            score=round(scored.score, 4),
+            pinned=scored.pinned,
+            why=scored.why,
+            snippet=snippet,
+            snippet_truncated=cut or bool(ev.truncated),
+            follow=follow,
+            type=ev.type,
+            role=ev.role,
+            time=ev.event_time,
+            tool_name=ev.tool_name,
+            outcome=ev.outcome,
+            generated=bool(ev.generated),
+            truncated=bool(ev.truncated),
+        )
+    item = scored.item
+    assert item is not None
+    snippet, cut = _snippet(item.content, scored.needle)
+    return Hit(
+        kind="memory",
+        session_id=item.session_id,
+        id=item.id,
+        score=round(scored.score, 4),
+        pinned=scored.pinned,
+        why=scored.why,
+        snippet=snippet,
+        snippet_truncated=cut,
+        follow=encode_token({"op": "item", "id": item.id}),
+        item_kind=item.kind,
+        status=item.status,
+        evidence_type=item.evidence_type,
+    )
+
+
+def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
+    """A bounded one-line window around the best needle (or the start)."""
+    flat = " ".join(text.split())
+    if len(flat) <= SNIPPET_CHARS:
+        return flat, False
+    at = flat.lower().find(needle) if needle else -1
+    start = 0 if at < 0 else max(0, at - SNIPPET_CHARS // 4)
+    end = min(len(flat), start + SNIPPET_CHARS)
+    start = max(0, end - SNIPPET_CHARS)
+    body = flat[start:end]
+    return ("…" if start else "") + body + ("…" if end < len(flat) else ""), True
+
+
+def digest(scored: Sequence[Scored]) -> str:
+    """A short digest of a ranked prefix: which hits, in which order."""
+    keys = [
+        f"e{s.event.id}" if s.event is not None else f"m{s.item.id if s.item else ''}"
+        for s in scored
+    ]
+    return short_hash(*keys) if keys else ""

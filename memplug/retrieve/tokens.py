@@ -1,0 +1,41 @@
+"""Call tokens: the opaque, URL-safe strings behind ``next`` and ``follow``.
+
+A token carries every argument of the call it stands for, so following one needs no
+server-side state.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from memplug.errors import ValidationError
+from memplug.text import canonical_json
+
+TOKEN_PREFIX = "mp1."
+
+
+def encode_token(data: dict[str, Any]) -> str:
+    """An opaque, URL-safe call token carrying every argument the call needs."""
+    raw = base64.urlsafe_b64encode(canonical_json(data).encode("utf-8")).decode("ascii")
+    return TOKEN_PREFIX + raw.rstrip("=")
+
+
+def decode_token(token: str) -> dict[str, Any]:
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX) or len(token) > 20_000:
+        raise ValidationError("not a memplug call token")
+    body = token[len(TOKEN_PREFIX) :]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        data = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ValidationError("malformed memplug call token") from None
+    if not isinstance(data, dict) or "op" not in data:
+        raise ValidationError("malformed memplug call token")
+    return data
+
+
+def is_token(text: str) -> bool:
+    return isinstance(text, str) and text.startswith(TOKEN_PREFIX)
