@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memplug.query import MatchPlan, QuerySignals, build_match, like_pattern, needs_verification
 from memplug.retrieve.branches import ActivePaths
@@ -31,6 +32,9 @@ from memplug.store.search import (
     SearchStore,
     Snapshot,
 )
+
+if TYPE_CHECKING:
+    import regex
 
 AnyEvent = EventCandidate | LightEvent
 
@@ -228,14 +232,8 @@ class Collector:
                 break
             haystack = event.text or ""
             budget -= len(haystack)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                pool.reasons.add(REGEX_TIMEOUT)
-                break
-            try:
-                found = len(pattern.findall(haystack, timeout=remaining))
-            except TimeoutError:
-                pool.reasons.add(REGEX_TIMEOUT)
+            found = _count(pattern, haystack, deadline, pool)
+            if found is None:
                 break
             if found:
                 pool.events[event.id] = event
@@ -243,18 +241,26 @@ class Collector:
         if self.item_scope is None or REGEX_TIMEOUT in pool.reasons:
             return
         for item in self.store.item_scan(self.item_scope, self.snap, max_rows):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                pool.reasons.add(REGEX_TIMEOUT)
-                return
-            try:
-                found = len(pattern.findall(item.content, timeout=remaining))
-            except TimeoutError:
-                pool.reasons.add(REGEX_TIMEOUT)
+            found = _count(pattern, item.content, deadline, pool)
+            if found is None:
                 return
             if found:
                 pool.items[item.rid] = item
                 pool.item_regex_counts[item.rid] = found
+
+
+def _count(pattern: regex.Pattern[str], text: str, deadline: float, pool: Pool) -> int | None:
+    """How often ``pattern`` matches in ``text``; ``None`` once the deadline has passed
+    (reported as ``regex_timeout``)."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        pool.reasons.add(REGEX_TIMEOUT)
+        return None
+    try:
+        return len(pattern.findall(text, timeout=remaining))
+    except TimeoutError:
+        pool.reasons.add(REGEX_TIMEOUT)
+        return None
 
 
 def estimated_df(ids: Sequence[int], limit: int, top: int, pool: Pool) -> float:

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memplug.query import QuerySignals, Term
 from memplug.retrieve.adjacency import Adjacency
@@ -41,6 +41,16 @@ class Scored:
     needle: str | None
     event: AnyEvent | None = None
     item: ItemCandidate | None = None
+
+
+class TextMatch(NamedTuple):
+    # Normalised lexical score: 1.0 means every term of the query once.
+    lexical: float
+    # For symbols and phrases found verbatim, pins included (at most three count).
+    exact_boost: float
+    matched: list[str]
+    pinned_by: list[str]
+    needle: str | None
 
 
 @dataclass
@@ -89,6 +99,20 @@ class ScoringContext:
             mass=sum(group_idf) or 1.0,
             anchor=anchor,
         )
+
+    def match(self, text: str, regex_count: int | None) -> TextMatch:
+        """What the query finds in a candidate's (lower-cased) text; ``regex_count``
+        is its match count in regex mode."""
+        matched: list[str] = []
+        exact, needle = 0, None
+        if regex_count is not None:
+            lexical = self.regex_lexical(regex_count)
+        else:
+            raw, matched, exact, needle = self.lexical(text)
+            lexical = raw / self.mass
+        pinned_by = self.pinned_by(text)
+        boost = self.ranking.exact_boost * min(exact + len(pinned_by), 3) / 3
+        return TextMatch(lexical, boost, matched, pinned_by, needle)
 
     def lexical(self, text: str) -> tuple[float, list[str], int, str | None]:
         """(raw BM25 with b = 0, matched spellings, exact symbol/phrase hits, best needle)."""
@@ -213,17 +237,10 @@ def score_items(ctx: ScoringContext) -> list[Scored]:
         return []
     out = []
     for item in pool.items.values():
-        text = item.content.lower()
-        matched: list[str] = []
-        exact, needle = 0, None
-        if item.rid in pool.item_regex_counts:
-            lexical = ctx.regex_lexical(pool.item_regex_counts[item.rid])
-        else:
-            raw, matched, exact, needle = ctx.lexical(text)
-            lexical = raw / ctx.mass
-        pinned_by = ctx.pinned_by(text)
-        score = ranking.kind_weights.get(item.kind, 0.8) + min(lexical, 1.5)
-        score += ranking.exact_boost * min(exact + len(pinned_by), 3) / 3
+        found = ctx.match(item.content.lower(), pool.item_regex_counts.get(item.rid))
+        pinned_by = found.pinned_by
+        score = ranking.kind_weights.get(item.kind, 0.8) + min(found.lexical, 1.5)
+        score += found.exact_boost
         score *= ranking.evidence_weights.get(item.evidence_type, 0.5)
         if item.status == "superseded":
             score *= ranking.superseded_factor
@@ -237,8 +254,8 @@ def score_items(ctx: ScoringContext) -> list[Scored]:
                 key=(0 if pinned_by else 1, 0, -round(score, 9), "0", item.id, 0),
                 score=score,
                 pinned=bool(pinned_by),
-                why=why(pinned_by, matched, regex_mode=item.rid in pool.item_regex_counts),
-                needle=pinned_by[0] if pinned_by else needle,
+                why=why(pinned_by, found.matched, regex_mode=item.rid in pool.item_regex_counts),
+                needle=pinned_by[0] if pinned_by else found.needle,
                 item=item,
             )
         )
@@ -358,17 +375,9 @@ def _first_order(
 def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
     """``(lexical + exact boost) x role weight`` (x the generated factor), plus a share
     of recency for events of the anchor session; before any spread."""
-    ranking, pool = ctx.ranking, ctx.pool
-    text = (event.text or "").lower()
-    matched: list[str] = []
-    exact, needle = 0, None
-    if event.id in pool.regex_counts:
-        lexical = ctx.regex_lexical(pool.regex_counts[event.id])
-    else:
-        raw, matched, exact, needle = ctx.lexical(text)
-        lexical = raw / ctx.mass
-    pinned_by = ctx.pinned_by(text)
-    base = lexical + ranking.exact_boost * min(exact + len(pinned_by), 3) / 3 if lexical else 0.0
+    ranking = ctx.ranking
+    found = ctx.match((event.text or "").lower(), ctx.pool.regex_counts.get(event.id))
+    base = found.lexical + found.exact_boost if found.lexical else 0.0
     base *= ctx.role_weight(event)
     if event.generated:
         base *= ranking.generated_factor
@@ -378,7 +387,7 @@ def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
         if last is not None and last - event.seq < ranking.recency_window:
             share = 1 - max(0, last - event.seq) / ranking.recency_window
             base += ranking.recency_boost * ranking.event_recency_share * share
-    return base, matched, pinned_by, needle
+    return base, found.matched, found.pinned_by, found.needle
 
 
 class _FullPass:
