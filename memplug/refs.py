@@ -1,0 +1,56 @@
+"""The one event reference, ``SESSION:SEQ``: how it is written and how it is read.
+
+The rule (docs/events.md, "Event references"): the session is everything before the
+*last* colon, so a session id may itself hold colons and spaces, verbatim; it must not
+be blank. The seq is ASCII digits only — no sign, no spaces — at most ``MAX_SEQ``,
+the bounds a host event's seq has. Leading zeros are read (``s1:007`` is ``s1:7``) but
+never written. Nothing is stripped: a ref names an event exactly or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from memplug.errors import ValidationError
+
+MAX_SEQ = 2**62
+# ASCII only: str.isdigit() would accept '²' or '٣', which int() then rejects or reads.
+_SEQ = re.compile(r"[0-9]+")
+
+
+class EventRef(NamedTuple):
+    """An event's identity; sorts by session, then seq, and unpacks as ``(session, seq)``."""
+
+    session_id: str
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.seq}"
+
+    @classmethod
+    def find(cls, text: object) -> EventRef | None:
+        """``text`` read as a reference, or None when it is not one by the rule above."""
+        if not isinstance(text, str):
+            return None
+        session, sep, seq = text.rpartition(":")
+        if not sep or not session.strip() or not _SEQ.fullmatch(seq):
+            return None
+        value = int(seq)
+        return cls(session, value) if value <= MAX_SEQ else None
+
+    @classmethod
+    def parse(cls, text: str, *, what: str = "a SESSION:SEQ reference") -> EventRef:
+        """``text`` read as a reference; a ``ValidationError`` naming ``what`` when it is not."""
+        ref = cls.find(text)
+        if ref is None:
+            raise ValidationError(f"not {what}: {text!r}")
+        return ref
+
+
+def event_ref(session_id: str, seq: int) -> str:
+    """The written form of the reference to event ``seq`` of ``session_id``."""
+    return str(EventRef(session_id, seq))
+
+
+__all__ = ["MAX_SEQ", "EventRef", "event_ref"]
