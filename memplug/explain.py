@@ -11,6 +11,7 @@ from typing import Any
 
 from memplug.assemble import SECTIONS, count_reasons
 from memplug.errors import NotFound
+from memplug.refs import event_ref
 from memplug.store import Store
 from memplug.store.logs import LogRecord
 from memplug.text import clip
@@ -98,7 +99,8 @@ def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> s
     if data["injected"]:
         injected = f"yes: {data['used_tokens']} of {data['budget']} tokens ({data['token_source']})"
         if data["message_seq"] is not None:
-            injected += f", committed back as event {data['session_id']}:{data['message_seq']}"
+            shown = event_ref(data["session_id"], data["message_seq"])
+            injected += f", committed back as event {shown}"
     else:
         injected = f"no (budget {data['budget']} tokens, {data['token_source']})"
     lines.append(f"injected   {injected}")

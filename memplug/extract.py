@@ -21,6 +21,7 @@ from memplug.config import Config
 from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_words
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
+from memplug.refs import EventRef, event_ref
 from memplug.store import Store
 from memplug.store.events import EventRow
 from memplug.store.items import ActionRow, ItemRow
@@ -46,14 +47,6 @@ def item_id(session_id: str, content_hash: str, kind: str) -> str:
 
 def content_hash(content: str) -> str:
     return sha256_hex(canonical(content))
-
-
-def parse_event_ref(ref: str) -> tuple[str, int]:
-    """``SESSION:SEQ`` → ``(session, seq)``; the session may itself contain colons."""
-    session, _, seq = ref.rpartition(":")
-    if not session or not seq.isdigit():
-        raise UsageError(f"not an item id or SESSION:SEQ reference: {ref!r}")
-    return session, int(seq)
 
 
 @dataclass
@@ -252,7 +245,7 @@ class Extractor:
                     )
                 )
             return
-        ref = f"{ctx.session_id}:{ctx.seq}"
+        ref = event_ref(ctx.session_id, ctx.seq)
         item = self.items.active_by_hash(ctx.session_id, chash)
         if item is not None:
             # Said again: one more source for the same item, not a second item.
@@ -305,7 +298,7 @@ class Extractor:
             conditions=cand.conditions,
             scope=scope,
             numbers=[n.to_dict() for n in cand.numbers],
-            source_refs=[f"{ctx.session_id}:{ctx.seq}"],
+            source_refs=[event_ref(ctx.session_id, ctx.seq)],
             evidence_type="user_explicit" if cand.role == "user" else "assistant_proposal",
             status="active",
             subject_key=cand.subject_key,
@@ -644,7 +637,7 @@ class Extractor:
         """One item (``mem_…``) or one event (``SESSION:SEQ``), with everything known."""
         if ref.startswith("mem_"):
             return self.inspect_item(ref)
-        return self.inspect_event(*parse_event_ref(ref))
+        return self.inspect_event(*EventRef.parse(ref, what="an item id or SESSION:SEQ reference"))
 
     def inspect_item(self, memory_id: str) -> dict[str, Any]:
         item = self._item(memory_id)
@@ -662,7 +655,7 @@ class Extractor:
     def inspect_event(self, session_id: str, seq: int) -> dict[str, Any]:
         event = self.store.events.get(session_id, seq)
         if event is None:
-            raise NotFound(f"no event {session_id}:{seq}")
+            raise NotFound(f"no event {event_ref(session_id, seq)}")
         data: dict[str, Any] = {"object": "event", "ref": event.ref}
         for name in ("session_id", "seq", "type", "event_time", "turn", "step", "role",
                      "source_kind", "source_form", "tool_name", "call_id", "outcome",
@@ -687,7 +680,7 @@ class Extractor:
         return data
 
     def _source(self, ref: str) -> dict[str, Any]:
-        session_id, seq = parse_event_ref(ref)
+        session_id, seq = EventRef.parse(ref)
         event = self.store.events.get(session_id, seq)
         if event is None:
             return {"ref": ref, "missing": True}
@@ -741,8 +734,7 @@ def _refs(refs: Iterable[str]) -> list[str]:
     """Distinct refs in (session, seq) order."""
 
     def key(ref: str) -> tuple[str, int]:
-        session, _, seq = ref.rpartition(":")
-        return session, int(seq) if seq.lstrip("-").isdigit() else 0
+        return EventRef.find(ref) or (ref, 0)
 
     return sorted(set(refs), key=key)
 

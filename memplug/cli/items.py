@@ -9,6 +9,7 @@ import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
+from memplug.refs import event_ref
 from memplug.text import clip
 from memplug.vocab import ITEM_STATUSES, MEMORY_KINDS
 
@@ -177,7 +178,8 @@ def _render_rebuild(data: dict[str, Any]) -> str:
         f"{data['actions']} recorded actions replayed"
     ]
     for failure in data["failed"]:
-        lines.append(f"  failed {failure['session_id']}:{failure['seq']}: {failure['error']}")
+        failed = event_ref(failure["session_id"], failure["seq"])
+        lines.append(f"  failed {failed}: {failure['error']}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.refs import event_ref
 from memplug.text import clip
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
@@ -22,7 +23,7 @@ def _render_page(data: dict[str, Any]) -> str:
     if hits:
         rows = []
         for hit in hits:
-            ref = hit["id"] if hit["kind"] == "memory" else f"{hit['session_id']}:{hit['seq']}"
+            ref = hit["id"] if hit["kind"] == "memory" else event_ref(hit["session_id"], hit["seq"])
             what = hit.get("item_kind") if hit["kind"] == "memory" else hit.get("type")
             rows.append(
                 [
@@ -60,7 +61,7 @@ def _render_expand(data: dict[str, Any]) -> str:
             lines.append(f"  superseded by {item['superseded_by']}")
         lines.append("sources:")
     for event in data["events"]:
-        header = f"── {event['session_id']}:{event['seq']}  {event['type']}"
+        header = f"── {event_ref(event['session_id'], event['seq'])}  {event['type']}"
         if event.get("role"):
             header += f"  {event['role']}"
         if event.get("time"):

@@ -27,6 +27,7 @@ from typing import Any, cast
 import apsw
 
 from memplug.db import Database
+from memplug.refs import EventRef
 
 # Tables keyed by session_id, in deletion order (children before what they point at).
 # `memory_actions` has no session column and `assembly_logs` can mention a session
@@ -485,7 +486,7 @@ def _json_names(
 def _names(value: str, sessions: set[str], refs: set[tuple[str, int]] | None) -> bool:
     if refs is None and value in sessions:
         return True
-    head, sep, tail = value.rpartition(":")
-    if not sep or head not in sessions or not tail.isdigit():
+    ref = EventRef.find(value)
+    if ref is None or ref.session_id not in sessions:
         return False
-    return refs is None or (head, int(tail)) in refs
+    return refs is None or ref in refs

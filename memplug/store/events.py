@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memplug.db import Database, utc_now
+from memplug.refs import event_ref
 
 EVENT_COLUMNS: tuple[str, ...] = (
     "session_id",
@@ -84,7 +85,7 @@ class EventRow:
 
     @property
     def ref(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
 
 @dataclass(frozen=True)

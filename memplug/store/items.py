@@ -15,6 +15,7 @@ from typing import Any
 
 from memplug.db import Database
 from memplug.errors import ValidationError
+from memplug.refs import EventRef, event_ref
 from memplug.text import canonical_json
 from memplug.vocab import EVIDENCE_TYPES, ITEM_STATUSES, LIFECYCLE_EVENTS, MEMORY_KINDS
 
@@ -103,9 +104,9 @@ class ItemRow:
         """The seq of the latest event of its own session that stated it."""
         seqs = [self.derived_from_seq]
         for ref in self.source_refs:
-            session, _, seq = ref.rpartition(":")
-            if session == self.session_id and seq.lstrip("-").isdigit():
-                seqs.append(int(seq))
+            parsed = EventRef.find(ref)
+            if parsed is not None and parsed.session_id == self.session_id:
+                seqs.append(parsed.seq)
         return max(seqs)
 
     def as_dict(self) -> dict[str, Any]:
@@ -237,7 +238,7 @@ class ItemStore:
         rows = self.conn.execute(
             f"{_SELECT_ITEM} WHERE EXISTS (SELECT 1 FROM json_each(source_refs_json) r "
             "WHERE r.value = ?) ORDER BY session_id, rid",
-            (f"{session_id}:{seq}",),
+            (event_ref(session_id, seq),),
         )
         return [ItemRow(*r) for r in rows]
 
@@ -409,7 +410,7 @@ class ItemStore:
             return None
 
         def refs(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [{**e, "ref": f"{session_id}:{e['seq']}"} for e in entries]
+            return [{**e, "ref": event_ref(session_id, e["seq"])} for e in entries]
 
         goal = json.loads(row[0]) if row[0] else None
         return {

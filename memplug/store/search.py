@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memplug.db import Database
+from memplug.refs import event_ref
 
 _EVENT_FIELDS = (
     "id",
@@ -88,7 +89,7 @@ class EventCandidate:
 
     @property
     def ref(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
 
 class LightEvent:
@@ -117,7 +118,7 @@ class LightEvent:
 
     @property
     def ref(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
 
 _LIGHT_SELECT = "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind"
