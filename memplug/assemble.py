@@ -20,14 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memplug.capture import _GENERATED_PREFIXES
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.models import Message, TokenMeter
+from memplug.refs import EventRef, event_ref
 from memplug.secrets import find_secrets
 from memplug.store.logs import LogRecord
 from memplug.text import estimate_tokens, normalize_text, sha256_hex
-from memplug.vocab import GENERATED_SOURCE_KINDS
+from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
@@ -123,7 +123,7 @@ class EventCandidate:
 
     @property
     def ref(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
 
 @dataclass(frozen=True)
@@ -304,7 +304,7 @@ def task_state_from(state: Any) -> TaskState:
                 text = str(entry.get("text") or "")
                 ref = entry.get("ref")
                 if ref is None and entry.get("seq") is not None:
-                    ref = f"{entry.get('session_id', '')}:{entry['seq']}"
+                    ref = event_ref(entry.get("session_id", ""), entry["seq"])
             else:
                 text, ref = str(entry), None
             if text.strip():
@@ -557,7 +557,7 @@ def is_generated_message(message: Message, generated_kinds: frozenset[str]) -> b
     kind = message.source.kind if message.source else None
     if kind in generated_kinds:
         return True
-    return message.role == "user" and message.text.lstrip().startswith(_GENERATED_PREFIXES)
+    return message.role == "user" and message.text.lstrip().startswith(GENERATED_TEXT_PREFIXES)
 
 
 def task_text_from_messages(
@@ -969,7 +969,7 @@ class Assembler:
     def _task_section(self, draft: _Draft, state: TaskState, visible: VisibleText) -> None:
         title = self.labels["section.task"]
         counters: dict[str, int] = {}
-        sources = self._texts([_parse_ref(line.ref) for line in state.lines]) if visible else {}
+        sources = self._texts([EventRef.find(line.ref) for line in state.lines]) if visible else {}
         for line in state.lines:
             index = counters.get(line.field, 0)
             counters[line.field] = index + 1
@@ -978,7 +978,7 @@ class Assembler:
             text = f"- {label}{self.labels['colon']}{one_line(line.text)}"
             if line.ref:
                 text += f" [ev {line.ref}]"
-            at = _parse_ref(line.ref)
+            at = EventRef.find(line.ref)
             source = sources.get(at) if at is not None else None
             if source is not None and visible.contains(source):
                 draft.omit(ref, "task", VISIBLE, detail=line.ref or "")
@@ -1043,7 +1043,7 @@ class Assembler:
             parts.append(labels["scope"].format(scope=scope))
         line = " · ".join(parts)
         if item.source_refs:
-            line += " " + " ".join(f"[ev {s}:{n}]" for s, n in item.source_refs)
+            line += " " + " ".join(f"[ev {event_ref(s, n)}]" for s, n in item.source_refs)
         warnings = []
         bare = [n.text for n in item.numbers if n.bare]
         if bare:
@@ -1182,14 +1182,6 @@ def _item_visible(
         return False
     found = [texts.get(ref) for ref in item.source_refs]
     return all(t is not None and visible.contains(t) for t in found)
-
-
-def _parse_ref(ref: str | None) -> tuple[str, int] | None:
-    """``SESSION:SEQ`` → ``(session, seq)`` (the session may itself hold colons)."""
-    if not ref or ":" not in ref:
-        return None
-    session, _, seq = ref.rpartition(":")
-    return (session, int(seq)) if seq.isdigit() else None
 
 
 def count_reasons(omitted: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -15,21 +15,10 @@ from memplug.config import CaptureConfig
 from memplug.models import ContentBlock, HostEvent
 from memplug.store import InsertResult, Store
 from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
-from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS
+from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 # events.flags bits, computed once at capture so queries never recompute them.
 FLAG_TEXT_FIELD = 1  # the host sent `text` (export writes it back the same way)
-
-# User-role text that a harness injected rather than a person typed.
-_GENERATED_PREFIXES: tuple[str, ...] = (
-    "<system-reminder>",
-    "<task-notification>",
-    "<command-name>",
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<user-prompt-submit-hook>",
-)
 
 
 class Capture:
@@ -43,7 +32,7 @@ class Capture:
             return True
         if event.type in COMPACTION_TYPES:
             return True
-        return event.role == "user" and text.startswith(_GENERATED_PREFIXES)
+        return event.role == "user" and text.startswith(GENERATED_TEXT_PREFIXES)
 
     def is_searchable(self, event: HostEvent) -> bool:
         if event.type == "assistant/thinking":

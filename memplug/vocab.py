@@ -62,6 +62,24 @@ GENERATED_SOURCE_KINDS: frozenset[str] = frozenset(
         "host-generated",
     }
 )
+# How a harness marks text it put in a user-role record rather than a person typed it:
+# a user message that begins with one of these is generated, whatever its source says.
+# Each marker names the form a host adapter records for it.
+GENERATED_TEXT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("<system-reminder>", "system-reminder"),
+    ("<task-notification>", "task-notification"),
+    ("<command-name>", "slash-command"),
+    ("<command-message>", "slash-command"),
+    ("<local-command-caveat>", "caveat"),
+    ("Caveat: The messages below were generated", "caveat"),
+    ("<local-command-stdout>", "command-output"),
+    ("<local-command-stderr>", "command-output"),
+    ("<bash-stdout>", "command-output"),
+    ("<bash-stderr>", "command-output"),
+    ("<user-prompt-submit-hook>", "hook-output"),
+    ("[Request interrupted by user", "interrupt"),
+)
+GENERATED_TEXT_PREFIXES: tuple[str, ...] = tuple(marker for marker, _ in GENERATED_TEXT_MARKERS)
 # Source kinds that mark text a person actually typed.
 USER_INPUT_SOURCE_KINDS: frozenset[str] = frozenset({"user", "input", "prompt", "steer"})
 

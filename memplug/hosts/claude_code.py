@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
+from memplug.vocab import GENERATED_TEXT_MARKERS, MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "claude-code"
 TAIL_BYTES = 64
@@ -111,19 +111,6 @@ _BASH_INPUT = re.compile(r"^<bash-input>(.*?)</bash-input>$", re.S)
 _REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 _OUTPUT_TAGS = re.compile(
     r"^<(local-command-stdout|local-command-stderr|bash-stdout|bash-stderr)>(.*?)</\1>\s*$", re.S
-)
-# Text a harness puts in user-role records; the form names what it is.
-_GENERATED_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("<system-reminder>", "system-reminder"),
-    ("<task-notification>", "task-notification"),
-    ("<local-command-caveat>", "caveat"),
-    ("Caveat: The messages below were generated", "caveat"),
-    ("<local-command-stdout>", "command-output"),
-    ("<local-command-stderr>", "command-output"),
-    ("<bash-stdout>", "command-output"),
-    ("<bash-stderr>", "command-output"),
-    ("<user-prompt-submit-hook>", "hook-output"),
-    ("[Request interrupted by user", "interrupt"),
 )
 _REJECTED = "The user doesn't want to proceed with this tool use"
 
@@ -847,7 +834,7 @@ def _typed_command(text: str) -> tuple[str, str] | None:
 
 
 def _generated_form(text: str) -> str | None:
-    for prefix, form in _GENERATED_PREFIXES:
+    for prefix, form in GENERATED_TEXT_MARKERS:
         if text.startswith(prefix):
             return form
     return None
