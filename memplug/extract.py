@@ -245,6 +245,7 @@ class Extractor:
                     )
                 )
             return
+        assert ctx.seq is not None  # items come from events; actions only change status
         ref = event_ref(ctx.session_id, ctx.seq)
         item = self.items.active_by_hash(ctx.session_id, chash)
         if item is not None:

@@ -28,7 +28,7 @@ FORMERLY_ONLY_IN = {
 def test_the_table_is_the_union_of_the_former_lists() -> None:
     for marker in FORMERLY_ONLY_IN.values():
         assert marker in GENERATED_TEXT_PREFIXES
-    assert GENERATED_TEXT_PREFIXES == tuple(MARKERS)
+    assert tuple(MARKERS) == GENERATED_TEXT_PREFIXES
     assert len(set(MARKERS)) == len(MARKERS)
 
 

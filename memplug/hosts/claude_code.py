@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memplug import branches
 from memplug.vocab import GENERATED_TEXT_MARKERS, MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "claude-code"
@@ -856,29 +857,24 @@ def _outcome(text: str, is_error: bool, result: Any) -> str:
 
 
 def active_path(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The main chain from the latest event back to the root, in seq order.
+    """The session's active path (:mod:`memplug.branches`), in seq order.
 
     Compaction boundaries continue to the record they were linked to, so what came
-    before a compaction stays on the path; sibling results of parallel tool calls
-    (Claude Code hangs each off its own call) are on the path when their call is.
+    before a compaction stays on the path.
     """
-    ordered = sorted(events, key=lambda e: e["seq"])
-    # A subagent's own session is all sidechain: then its events are the chain.
-    main = [e for e in ordered if not e.get("is_sidechain")] or ordered
-    by_entry = {e["entry_id"]: e for e in main if e.get("entry_id")}
-    if not main:
-        return []
-    on_path: dict[int, Mapping[str, Any]] = {}
-    node: Mapping[str, Any] | None = main[-1]
-    while node is not None and node["seq"] not in on_path:
-        on_path[node["seq"]] = node
-        parent = node.get("parent_id")
-        node = by_entry.get(parent) if parent else None
-    calls = {e.get("call_id") for e in on_path.values() if e["type"] == "tool/call"}
-    for event in main:
-        if event["type"] == "tool/result" and event.get("call_id") in calls:
-            on_path.setdefault(event["seq"], event)
-    return [on_path[seq] for seq in sorted(on_path)]
+    by_seq = {e["seq"]: e for e in events}
+    links = (
+        branches.Link(
+            seq,
+            e.get("entry_id"),
+            e.get("parent_id"),
+            bool(e.get("is_sidechain")),
+            e.get("type"),
+            e.get("call_id"),
+        )
+        for seq, e in by_seq.items()
+    )
+    return [by_seq[seq] for seq in branches.active_path(links).seqs]
 
 
 def model_context(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
