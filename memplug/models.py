@@ -17,24 +17,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from memplug.errors import ValidationError
-from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
-
-EventType = Literal[
-    "user/message",
-    "assistant/message",
-    "assistant/thinking",
-    "tool/call",
-    "tool/result",
-    "compaction/start",
-    "compaction/end",
-    "compaction/summary",
-    "compaction/prune",
-    "session/start",
-    "session/end",
-    "command",
-]
-Role = Literal["user", "assistant", "tool", "system", "command"]
-Outcome = Literal["succeeded", "failed", "aborted", "timed_out"]
+from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND, EventType, Outcome, Role
 
 # The order in which export writes an event's fields; unknown fields follow, sorted.
 EVENT_FIELD_ORDER: tuple[str, ...] = (

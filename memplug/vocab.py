@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-EVENT_TYPES: tuple[str, ...] = (
+from typing import Literal, get_args
+
+# Each vocabulary a pydantic model validates against is written once, as the Literal
+# that mypy and pydantic read, and the tuple every other layer reads is derived from it.
+EventType = Literal[
     "user/message",
     "assistant/message",
     "assistant/thinking",
@@ -15,10 +19,14 @@ EVENT_TYPES: tuple[str, ...] = (
     "session/start",
     "session/end",
     "command",
-)
+]
+Role = Literal["user", "assistant", "tool", "system", "command"]
+Outcome = Literal["succeeded", "failed", "aborted", "timed_out"]
+
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 COMPACTION_TYPES: frozenset[str] = frozenset(t for t in EVENT_TYPES if t.startswith("compaction/"))
-ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system", "command")
-OUTCOMES: tuple[str, ...] = ("succeeded", "failed", "aborted", "timed_out")
+ROLES: tuple[str, ...] = get_args(Role)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 MEMORY_KINDS: tuple[str, ...] = (
     "fact",

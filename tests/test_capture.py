@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memplug import models, vocab
+from memplug.errors import ValidationError
 from memplug.memory import Memory
 from memplug.models import HostEvent, parse_event
 from memplug.text import normalize_text, sha256_hex
@@ -190,12 +194,39 @@ def test_a_session_left_unextracted_is_caught_up_by_the_next_capture(memory: Mem
     assert [tuple(r) for r in items] == [("a", "decision")]
 
 
-def test_the_models_literals_and_the_vocabulary_agree() -> None:
-    """mypy needs the Literal spelled out; the vocabulary is what every layer reads."""
-    from typing import get_args
+def test_the_models_validate_against_the_vocabulary() -> None:
+    """The Literals are written once, in vocab; the tuples are derived from them. What
+    this pins is that the models validate by exactly those vocabularies."""
+    assert (models.EventType, models.Role, models.Outcome) == (
+        vocab.EventType,
+        vocab.Role,
+        vocab.Outcome,
+    )
+    base = {"session_id": "s", "seq": 1, "type": "user/message"}
+    for field, values in (
+        ("type", vocab.EVENT_TYPES),
+        ("role", vocab.ROLES),
+        ("outcome", vocab.OUTCOMES),
+    ):
+        for value in values:
+            assert getattr(parse_event({**base, field: value}), field) == value
+        with pytest.raises(ValidationError, match=field):
+            parse_event({**base, field: "not-in-the-vocabulary"})
 
-    from memplug import models, vocab
 
-    assert get_args(models.EventType) == vocab.EVENT_TYPES
-    assert get_args(models.Role) == vocab.ROLES
-    assert get_args(models.Outcome) == vocab.OUTCOMES
+def test_the_schema_checks_and_the_vocabulary_agree(memory: Memory) -> None:
+    """The one copy that cannot be derived: the migrations' CHECK constraints."""
+    schema = " ".join(
+        row[0]
+        for row in memory.db.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name IN ('memory_items', 'memory_events')"
+        )
+    )
+    checks = {
+        column: tuple(re.findall(r"'([^']*)'", values))
+        for column, values in re.findall(r"CHECK \((\w+) IN\s*\(([^)]*)\)\)", schema)
+    }
+    assert checks["kind"] == vocab.MEMORY_KINDS
+    assert checks["evidence_type"] == vocab.EVIDENCE_TYPES
+    assert checks["status"] == vocab.ITEM_STATUSES
+    assert checks["event"] == vocab.LIFECYCLE_EVENTS
