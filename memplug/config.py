@@ -164,12 +164,6 @@ class Config(_Section):
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig.model_construct)
     hook: HookConfig = Field(default_factory=HookConfig.model_construct)
 
-    def fingerprint(self) -> str:
-        """A stable digest of the effective values (logged with each assembly)."""
-        from memplug.text import short_hash
-
-        return short_hash(json.dumps(self.to_dict(), sort_keys=True))
-
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")
 

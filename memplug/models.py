@@ -19,28 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_
 from memplug.errors import ValidationError
 from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND, EventType, Outcome, Role
 
-# The order in which export writes an event's fields; unknown fields follow, sorted.
-EVENT_FIELD_ORDER: tuple[str, ...] = (
-    "session_id",
-    "seq",
-    "type",
-    "time",
-    "turn",
-    "step",
-    "role",
-    "text",
-    "content",
-    "source",
-    "tool_name",
-    "call_id",
-    "outcome",
-    "is_error",
-    "entry_id",
-    "parent_id",
-    "cwd",
-    "project",
-)
-
 
 class Source(BaseModel):
     """Where a message's content came from (``kind`` decides whether it is evidence)."""

@@ -166,10 +166,6 @@ def find_secrets(text: str) -> list[SecretSpan]:
     return _merge(spans)
 
 
-def has_secret(text: str) -> bool:
-    return bool(find_secrets(text))
-
-
 def secret_lines(lines: Sequence[str]) -> set[int]:
     """Indexes of the ``lines`` that hold a secret, from one scan of their joined text
     (a scan per line repeats the hint tests for each; this is the assembler's path)."""

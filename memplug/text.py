@@ -56,10 +56,6 @@ def count_cjk(text: str) -> int:
     return len(CJK_CHAR.findall(text))
 
 
-def has_cjk(text: str) -> bool:
-    return CJK_CHAR.search(text) is not None
-
-
 def estimate_tokens(text: str) -> int:
     """Estimate tokens as ``ceil(cjk / 1.6 + other / 4)``: CJK costs far more per character."""
     cjk = count_cjk(text)

@@ -94,5 +94,3 @@ USER_INPUT_SOURCE_KINDS: frozenset[str] = frozenset({"user", "input", "prompt", 
 # What memplug stamps on its own injected message.
 MEMPLUG_SOURCE_KIND = "memplug"
 MEMPLUG_SOURCE_FORM = "evidence"
-
-TEXT_CAP_CHARS = 20_000

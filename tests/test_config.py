@@ -131,4 +131,3 @@ def test_defaults_built_without_validation_equal_validated_defaults() -> None:
     validated = Config.model_validate({})
     assert fast == validated
     assert fast.to_dict() == validated.to_dict()
-    assert fast.fingerprint() == validated.fingerprint()

@@ -535,26 +535,6 @@ class SearchStore:
                 out[key] = (prev, nxt)
         return out
 
-    def session_window(
-        self,
-        session_id: str,
-        low_seq: int,
-        high_seq: int,
-        scope: EventScope,
-        snap: Snapshot,
-        limit: int,
-    ) -> list[EventCandidate]:
-        """In-scope events of one session with ``low_seq <= seq <= high_seq``."""
-        where, params = scope.where()
-        return [
-            EventCandidate(*row)
-            for row in self.conn.execute(
-                f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? "
-                f"AND e.seq BETWEEN ? AND ? AND e.id <= ? AND {where} ORDER BY e.seq LIMIT ?",
-                [session_id, low_seq, high_seq, snap.max_event_id, *params, limit],
-            )
-        ]
-
     # -- branches -----------------------------------------------------------------
 
     def has_entry_ids(self, session_id: str) -> bool:
