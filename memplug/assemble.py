@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memplug.config import Config
 from memplug.db import utc_now
+from memplug.errors import AssemblyFailed
 from memplug.models import Message, TokenMeter
 from memplug.refs import EventRef, event_ref
 from memplug.secrets import find_secrets
@@ -760,20 +761,33 @@ class Assembler:
     # -- the whole attempt --------------------------------------------------------
 
     def run(self, request: AssemblyRequest) -> AssemblyResult:
-        """Retrieve, build and log one attempt. Never raises: failures are logged too."""
+        """Retrieve, build and log one attempt.
+
+        A failed attempt is logged too (uninjected, with its error) and then raised as
+        :class:`AssemblyFailed`: the host path (plugin, hook) records it and injects
+        nothing; ``memory assemble`` reports it. Nothing here swallows it.
+        """
         started = time.perf_counter()
         try:
-            task_text = self.task_text(request)
-            if self.source is None:
-                raise RuntimeError("no candidate source is configured")
-            candidates = self.source.candidates(request.session_id, task_text)
-            task_state = self.source.task_state(request.session_id)
-            result = self.build(request, task_text, candidates, task_state)
+            result = self._attempt(request)
         except Exception as error:
-            result = self.failure(request, f"{type(error).__name__}: {error}")
+            failed = self.failure(request, f"{type(error).__name__}: {error}")
+            self._finish(failed, started, request)
+            raise _failure_error(failed) from error
+        self._finish(result, started, request)
+        return result
+
+    def _attempt(self, request: AssemblyRequest) -> AssemblyResult:
+        task_text = self.task_text(request)
+        if self.source is None:
+            raise RuntimeError("no candidate source is configured")
+        candidates = self.source.candidates(request.session_id, task_text)
+        task_state = self.source.task_state(request.session_id)
+        return self.build(request, task_text, candidates, task_state)
+
+    def _finish(self, result: AssemblyResult, started: float, request: AssemblyRequest) -> None:
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         self.log(result, wait_ms=request.log_wait_ms)
-        return result
 
     def failure(self, request: AssemblyRequest, message: str) -> AssemblyResult:
         return AssemblyResult(
@@ -1182,6 +1196,18 @@ def _item_visible(
         return False
     found = [texts.get(ref) for ref in item.source_refs]
     return all(t is not None and visible.contains(t) for t in found)
+
+
+def _failure_error(result: AssemblyResult) -> AssemblyFailed:
+    """What a failed attempt raises: its errors, and where ``memory explain`` finds it."""
+    errors = "; ".join(result.errors)
+    if result.assembly_id is None:
+        return AssemblyFailed(f"the assembly failed: {errors}")
+    return AssemblyFailed(
+        f"assembly {result.assembly_id} failed: {errors} "
+        f"(memory explain --assembly {result.assembly_id})",
+        result.assembly_id,
+    )
 
 
 def count_reasons(omitted: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -37,3 +37,11 @@ class DatabaseError(MemplugError):
 
 class NotFound(UsageError):
     """An id, session or token names nothing in the database."""
+
+
+class AssemblyFailed(MemplugError):
+    """An assembly attempt failed; it is in ``assembly_logs`` when ``assembly_id`` is set."""
+
+    def __init__(self, message: str, assembly_id: int | None = None) -> None:
+        super().__init__(message)
+        self.assembly_id = assembly_id

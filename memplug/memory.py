@@ -35,6 +35,8 @@ class ImportSummary:
     present: int = 0
     rejected: list[Rejected] = field(default_factory=list)
     sessions: set[str] = field(default_factory=set)
+    # Set when extraction crashed after the events were committed (they are kept).
+    extraction_error: str | None = None
 
     def add(self, result: InsertResult) -> None:
         self.new += result.new
@@ -42,11 +44,14 @@ class ImportSummary:
         self.sessions.update(result.sessions)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "new": self.new,
             "present": self.present,
             "rejected": [r.as_dict() for r in self.rejected],
         }
+        if self.extraction_error is not None:
+            data["extraction_error"] = self.extraction_error
+        return data
 
 
 ProgressCallback = Callable[[int], None]
@@ -116,7 +121,8 @@ class Memory:
         )
 
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
-        """What a pre-step would inject now, logged in ``assembly_logs``; never raises."""
+        """What a pre-step would inject now, logged in ``assembly_logs``; a failed
+        attempt is logged too, then raised as :class:`~memplug.errors.AssemblyFailed`."""
         return self.assembler.run(request)
 
     # -- capture --------------------------------------------------------------------
@@ -130,23 +136,27 @@ class Memory:
         self.derive(result.sessions)
         return result
 
-    def derive(self, session_ids: Iterable[str]) -> None:
+    def derive(self, session_ids: Iterable[str]) -> str | None:
         """Run incremental extraction for sessions that received events or lag behind.
 
-        Extraction failures are queued by the extractor itself; anything escaping it is
-        recorded, never raised: captured evidence is already committed.
+        Extraction failures are queued by the extractor itself; a crash escaping it is
+        recorded and returned, not raised — captured evidence is already committed —
+        for the caller to report (``memory import`` does; a host must go on).
         """
         if not self.config.extraction.enabled:
-            return
+            return None
         # Sessions whose extraction lags their events too: a process that died between
         # the capture commit and extraction left them behind.
         sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
         if not sessions:
-            return
+            return None
         try:
             self.extractor.run(sessions)
         except Exception as error:
-            self.record_error("extract", f"{type(error).__name__}: {error}")
+            message = f"{type(error).__name__}: {error}"
+            self.record_error("extract", message)
+            return message
+        return None
 
     def record_error(
         self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
@@ -181,7 +191,7 @@ class Memory:
                 if progress is not None:
                     progress(size)
             summary.add(self._import_batch(batch))
-        self.derive(summary.sessions)
+        summary.extraction_error = self.derive(summary.sessions)
         if summary.new:
             self.db.checkpoint()
         return summary

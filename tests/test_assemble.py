@@ -29,6 +29,7 @@ from memplug.assemble import (
     TaskState,
 )
 from memplug.config import Config, load_config
+from memplug.errors import AssemblyFailed
 from memplug.models import Message, Source
 from memplug.text import estimate_tokens
 
@@ -366,15 +367,13 @@ def test_a_failing_meter_falls_back_to_the_estimate() -> None:
     assert any("tokenizer offline" in e for e in result.errors)
 
 
-def test_a_failing_source_is_an_uninjected_result_with_the_error() -> None:
+def test_a_failing_source_is_raised_with_its_error_never_swallowed() -> None:
     class Broken(Fixed):
         def candidates(self, session_id: str, task_text: str) -> Candidates:
             raise OSError("disk on fire")
 
-    result = Assembler(config(), Broken(Candidates())).run(AssemblyRequest("s1", query="x"))
-    assert not result.injected
-    assert result.errors == ["OSError: disk on fire"]
-    assert result.coverage.complete is False
+    with pytest.raises(AssemblyFailed, match=r"^the assembly failed: OSError: disk on fire$"):
+        Assembler(config(), Broken(Candidates())).run(AssemblyRequest("s1", query="x"))
 
 
 def test_task_text_is_the_latest_real_user_input() -> None:

@@ -4,24 +4,18 @@ explained with the same figures, and one-line errors."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from memplug.assemble import MemorySource
+from tests.conftest import CliResult, run_cli_here
+
 REPO = Path(__file__).resolve().parent.parent
-MEMORY = Path(sys.executable).parent / "memory"
 
 
-def memory(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(MEMORY), "--db", str(db), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def memory(db: Path, *args: str, stdin: str | None = None) -> CliResult:
+    return run_cli_here("--db", str(db), *args, input=stdin)
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +93,36 @@ def test_the_same_events_give_the_same_text_in_two_databases(shop_db: Path, tmp_
     first = json.loads(memory(shop_db, *query).stdout)
     second = json.loads(memory(other, *query).stdout)
     assert first["text"] == second["text"] and "4324" in first["text"]
+
+
+def test_a_failed_assembly_exits_1_with_the_error_and_is_logged(
+    shop_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: MemorySource, session_id: str, task_text: str) -> None:
+        raise RuntimeError("index unavailable")
+
+    monkeypatch.setattr(MemorySource, "candidates", broken)
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "card numbers", "--json")
+    assert done.returncode == 1 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: assembly ")
+    assert line.endswith(" failed: RuntimeError: index unavailable (memory explain --assembly "
+                         + line.split()[2] + ")")  # fmt: skip
+    monkeypatch.undo()
+    explained = memory(shop_db, "explain", "--assembly", line.split()[2], "--json")
+    assert json.loads(explained.stdout)["errors"] == ["RuntimeError: index unavailable"]
+
+
+def test_a_log_that_cannot_be_written_is_an_error_after_the_message(
+    shop_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memplug.store.logs import LogStore
+
+    def locked(self: LogStore, *args: object, **kwargs: object) -> int:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(LogStore, "insert", locked)
+    done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "card numbers")
+    assert done.returncode == 1
+    assert done.stdout.startswith("[memplug] Memory for this step")
+    assert done.stderr == "Error: could not log the assembly (OSError: disk full)\n"

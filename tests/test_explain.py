@@ -22,7 +22,7 @@ from memplug.assemble import (
     TaskState,
 )
 from memplug.cli.app import cli
-from memplug.errors import NotFound
+from memplug.errors import AssemblyFailed, NotFound
 from memplug.explain import explain, find_assembly, render_explain
 from memplug.memory import Memory
 from memplug.text import estimate_tokens
@@ -60,7 +60,13 @@ class Broken(Fixed):
 
 def _assemble(memory: Memory, source: Fixed, **kw: object) -> int:
     request = AssemblyRequest(**{"session_id": "s1", "query": "card numbers", **kw})  # type: ignore[arg-type]
-    result = Assembler(memory.config, source, memory.store).run(request)
+    try:
+        result = Assembler(memory.config, source, memory.store).run(request)
+    except AssemblyFailed as failed:
+        # A failed attempt is logged before it is raised.
+        assert failed.assembly_id is not None
+        assert str(failed).startswith(f"assembly {failed.assembly_id} failed: ")
+        return failed.assembly_id
     assert result.assembly_id is not None
     return result.assembly_id
 

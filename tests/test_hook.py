@@ -132,6 +132,30 @@ def test_user_prompt_submit_injects_memory_from_before_the_compaction(
     assert explained["query"]["text"] == "Which port does the checkout API listen on?"
 
 
+def test_a_failed_assembly_injects_nothing_and_is_recorded(
+    project: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memplug.assemble import MemorySource
+    from memplug.memory import Memory
+
+    def broken(self: MemorySource, session_id: str, task_text: str) -> None:
+        raise RuntimeError("index unavailable")
+
+    monkeypatch.setattr(MemorySource, "candidates", broken)
+    payload = {"session_id": SID, "transcript_path": str(project / f"{SID}.jsonl"),
+               "cwd": "/home/ana/shop", "hook_event_name": "UserPromptSubmit",
+               "prompt": "Which port does the checkout API listen on?"}  # fmt: skip
+    assert claude_hook.main(json.dumps(payload).encode(), db_path=str(db_path)) == ""
+    with Memory.open(db_path, create=False) as memory:
+        messages = [e["message"] for e in memory.store.events.latest_errors()]
+        logged = memory.store.logs.latest()
+        events = memory.store.counts()["events"]
+    assert events == ALL_EVENTS  # capture went on: the failure was only the assembly
+    assert any("failed: RuntimeError: index unavailable" in m for m in messages)
+    assert logged is not None and not logged.injected
+    assert logged.errors == ["RuntimeError: index unavailable"]
+
+
 def test_session_start_after_compaction_or_resume_reinjects(
     hook: Callable[..., CliResult],
 ) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import SESSIONS
 
+from memplug.extract import Extractor
 from memplug.text import normalize_text
 
 
@@ -19,6 +21,33 @@ def test_import_summary_and_idempotent_reimport(cli, db_path: Path) -> None:
     again = cli("--db", str(db_path), "import", fixture)
     assert again.returncode == 0
     assert again.stdout.strip() == f"0 new, {lines} already present, 0 rejected"
+
+
+def test_an_extractor_crash_fails_the_import_and_says_what_was_kept(
+    cli, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(self: Extractor, sessions: object) -> None:
+        raise RuntimeError("rule table broken")
+
+    monkeypatch.setattr(Extractor, "run", crash)
+    fixture = str(SESSIONS / "shop.jsonl")
+    lines = sum(1 for line in Path(fixture).read_text("utf-8").splitlines() if line.strip())
+    done = cli("--db", str(db_path), "import", "--json", fixture)
+    assert done.returncode == 1
+    assert done.json() == {"new": lines, "present": 0, "rejected": [],
+                           "extraction_error": "RuntimeError: rule table broken"}  # fmt: skip
+    assert done.stderr == (
+        f"Error: the events are kept ({lines} new, 0 already present), but memory extraction "
+        "crashed after the import: RuntimeError: rule table broken\n"
+    )
+    monkeypatch.undo()
+    data = cli("--db", str(db_path), "status", "--json").json()
+    assert data["counts"]["events"] == lines and data["counts"]["memory_items"] == 0
+    assert data["latest_errors"][0]["stage"] == "extract"
+    # The sessions lag their events, so the next capture derives them.
+    again = cli("--db", str(db_path), "import", fixture)
+    assert again.returncode == 0, again.stderr
+    assert cli("--db", str(db_path), "status", "--json").json()["counts"]["memory_items"] > 0
 
 
 def test_bad_lines_are_rejected_by_number_and_good_ones_kept(cli, db_path: Path) -> None:

@@ -285,8 +285,11 @@ def test_a_failing_assembly_is_logged_with_its_error(tmp_path: Path) -> None:
         plugin.memory.assembler.source.retriever = None  # type: ignore[union-attr]
         assert plugin.pre_step({"session_id": "s1", "query": "hi", "token_meter": meter}) is None
         record = plugin.memory.store.logs.latest()
+        errors = [e["message"] for e in plugin.memory.store.events.latest_errors()]
     assert record is not None and not record.injected
     assert record.errors and "AttributeError" in record.errors[0]
+    # Raised by the assembler, caught once at the host boundary and recorded there.
+    assert any(f"assembly {record.id} failed: AttributeError" in m for m in errors)
 
 
 def test_open_takes_a_mapping_or_a_config(tmp_path: Path) -> None:

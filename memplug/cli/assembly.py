@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memplug.cli.output import CliContext, emit, json_option
+from memplug.cli.output import CliContext, emit, fail, json_option
 
 
 def _render_assembly(data: dict[str, Any]) -> str:
@@ -50,6 +50,10 @@ def assemble_cmd(
             AssemblyRequest(session_id=session_id, query=query, turn=turn, trigger="cli")
         )
         emit(result.as_dict(), as_json, _render_assembly)
+        if result.errors:
+            # The message was built but something around it failed (its log row):
+            # the command did not do all it says.
+            fail("; ".join(result.errors), 1)
 
 
 @click.command("explain")

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import click
 
-from memplug.cli.output import CliContext, emit, json_option
+from memplug.cli.output import CliContext, emit, fail, json_option
 
 
 @click.command("import")
@@ -57,6 +57,13 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
             click.echo(f"  {where}line {rejected.line}: {rejected.error}", err=True)
         if len(summary.rejected) > 20:
             click.echo(f"  … and {len(summary.rejected) - 20} more (see --json)", err=True)
+    if summary.extraction_error is not None:
+        # What was kept comes first: `fail` shows only the first line of the error.
+        fail(
+            f"the events are kept ({summary.new} new, {summary.present} already present), "
+            f"but memory extraction crashed after the import: {summary.extraction_error}",
+            1,
+        )
     if summary.rejected:
         sys.exit(2)
 
