@@ -21,6 +21,7 @@ from freezegun import freeze_time
 
 import memplug
 from memplug.config import load_config
+from memplug.db import BUSY_TIMEOUT_MS
 from memplug.explain import explain, find_assembly, render_explain
 from memplug.models import Injection
 from memplug.plugin import Plugin
@@ -377,7 +378,8 @@ def test_a_locked_log_does_not_stall_the_step(tmp_path: Path) -> None:
         # The message is still good; only its log row could not be written in time.
         assert injection is not None and "port 5433" in injection.text
         assert injection.assembly_id is None
-        assert waited < 3
+        # It gave up on the log row at its own short limit, not the busy timeout.
+        assert waited < BUSY_TIMEOUT_MS / 1000
         assert plugin.memory.store.events.latest_errors() == []
         # The next good write records what could not be recorded then.
         plugin.on_event({"session_id": "s1", "seq": 2, "type": "assistant/message",
