@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from memplug.db import Database
 from memplug.memory import Memory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,9 +41,43 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "db" / "memory.sqlite"
 
 
+_TEMPLATE: list[Path] = []
+
+
+def new_db(path: Path | str) -> Path:
+    """A migrated, empty database at ``path``, made as :meth:`Database.open` makes one
+    (a 0600 file in a 0700 directory) by copying one migrated once per test process —
+    sqlite-utils' ``fresh_db`` idea. Migrating itself is tested in tests/test_db.py."""
+    if not _TEMPLATE:
+        directory = Path(tempfile.mkdtemp(prefix="memplug-template-"))
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        Database.open(directory / "memory.sqlite").close()
+        _TEMPLATE.append(directory / "memory.sqlite")
+    target = Path(path)
+    if target.exists():
+        raise FileExistsError(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(target.parent, 0o700)
+    shutil.copyfile(_TEMPLATE[0], target)
+    os.chmod(target, 0o600)
+    return target
+
+
 @pytest.fixture
-def memory(db_path: Path) -> Iterator[Memory]:
-    with Memory.open(db_path) as opened:
+def fresh_db(tmp_path: Path) -> Callable[..., Path]:
+    """``fresh_db(path=None)``: :func:`new_db` at ``path``, or at a new file under the
+    test's temp dir."""
+    made = iter(range(1_000_000))
+
+    def make(path: Path | str | None = None) -> Path:
+        return new_db(path if path is not None else tmp_path / f"fresh{next(made)}" / "m.sqlite")
+
+    return make
+
+
+@pytest.fixture
+def memory(db_path: Path, fresh_db: Callable[..., Path]) -> Iterator[Memory]:
+    with Memory.open(fresh_db(db_path)) as opened:
         yield opened
 
 

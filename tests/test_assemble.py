@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import new_db
 
 from memplug.assemble import (
     BELOW_MIN_SCORE,
@@ -393,7 +394,7 @@ def test_task_text_is_the_latest_real_user_input() -> None:
 def test_logged_attempt_matches_the_result(tmp_path: Path) -> None:
     from memplug.memory import Memory
 
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         assembler = Assembler(memory.config, Fixed(full(), TASK), memory.store)
         result = assembler.run(
             AssemblyRequest("s1", query="card", turn=4, step=1, trigger="pre_step")

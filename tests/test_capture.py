@@ -7,6 +7,7 @@ import random
 import re
 
 import pytest
+from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,12 +50,12 @@ def test_replays_and_shuffled_duplicates_store_each_event_once(
     events = [event(s, q, t) for (s, q), t in sorted(unique.items())]
     path_once = tmp_path_factory.mktemp("once") / "m.sqlite"
     path_many = tmp_path_factory.mktemp("many") / "m.sqlite"
-    with Memory.open(path_once) as once:
+    with Memory.open(new_db(path_once)) as once:
         once.ingest(events)
         expected = dump(once)
     deliveries = events * 3
     rnd.shuffle(deliveries)
-    with Memory.open(path_many) as many:
+    with Memory.open(new_db(path_many)) as many:
         for start in range(0, len(deliveries), 7):
             many.ingest(deliveries[start : start + 7], bulk=start % 2 == 0)
         assert dump(many) == expected

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import new_db
 from freezegun import freeze_time
 
 from memplug.assemble import (
@@ -192,7 +193,7 @@ def test_cli_explain_errors_are_one_line_and_create_nothing(tmp_path: Path) -> N
 
 def test_retention_keeps_the_newest_rows(tmp_path: Path) -> None:
     config = {"diagnostics": {"assemblyLogRetention": 3}}
-    with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite"), config=config) as memory:
         source = Fixed(Candidates(events=(EVENT,)))
         ids = [_assemble(memory, source, turn=t) for t in range(6)]
         assert memory.store.logs.count() == 3
@@ -225,7 +226,7 @@ def test_inspect_can_find_the_assemblies_that_mentioned_a_ref(
 
 
 def test_incomplete_coverage_is_shown(tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         source = Fixed(Candidates(coverage=Coverage(False, ("candidate budget hit",))))
         data = explain(find_assembly(memory.store, assembly_id=_assemble(memory, source)))
     assert "coverage   INCOMPLETE: candidate budget hit" in render_explain(data)

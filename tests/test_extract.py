@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import SESSIONS
+from conftest import SESSIONS, new_db
 from derived_state import conversation, dump, ev, statuses
 from freezegun import freeze_time
 
@@ -153,7 +153,7 @@ def test_checkpoint_reaches_the_last_event(shop_memory: Memory) -> None:
 def test_ids_and_state_do_not_depend_on_when_events_were_ingested(tmp_path: Path) -> None:
     dumps = []
     for n, moment in enumerate(["2026-01-01 00:00:00", "2031-07-09 12:34:56"]):
-        with freeze_time(moment), Memory.open(tmp_path / f"{n}.sqlite") as memory:
+        with freeze_time(moment), Memory.open(new_db(tmp_path / f"{n}.sqlite")) as memory:
             with open(SESSIONS / "shop.jsonl", "rb") as stream:
                 memory.import_jsonl([("shop.jsonl", stream)])
             dumps.append(dump(memory, row_numbers=True))
@@ -231,7 +231,7 @@ def events_of_shop() -> list:
 
 
 def test_one_event_at_a_time_equals_all_at_once(tmp_path: Path, shop_memory: Memory) -> None:
-    with Memory.open(tmp_path / "live.sqlite") as live:
+    with Memory.open(new_db(tmp_path / "live.sqlite")) as live:
         for event in events_of_shop():
             live.ingest([event])
         assert dump(live, row_numbers=True) == dump(shop_memory, row_numbers=True)
@@ -241,7 +241,10 @@ def test_a_late_event_rederives_its_session(tmp_path: Path) -> None:
     texts = ["Note: the API port is 8080.", "Goal: ship it.", "Actually, the API port is 9090.",
              "Next: load test."]  # fmt: skip
     events = conversation("s", *texts)
-    with Memory.open(tmp_path / "a.sqlite") as ordered, Memory.open(tmp_path / "b.sqlite") as late:
+    with (
+        Memory.open(new_db(tmp_path / "a.sqlite")) as ordered,
+        Memory.open(new_db(tmp_path / "b.sqlite")) as late,
+    ):
         ordered.ingest(events)
         late.ingest([events[0], events[2], events[3]])
         assert statuses(late, "s")["the API port is 8080."] == "superseded"
@@ -262,10 +265,10 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
     events = conversation(
         "s", "Note: the API port is 8080.", "Decision: poison pill.", "Actually, the port is 9090."
     )
-    with Memory.open(tmp_path / "clean.sqlite") as clean:
+    with Memory.open(new_db(tmp_path / "clean.sqlite")) as clean:
         clean.ingest(events)
         want = dump(clean, row_numbers=True)
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         monkeypatch.setattr(memplug.extract, "analyse", flaky)
         memory.ingest(events)
         [pending] = memory.store.items.pending()

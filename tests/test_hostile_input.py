@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,7 +129,10 @@ def test_any_host_event_is_stored_or_refused_in_one_line(data: dict[str, Any]) -
     except ValidationError as error:
         assert_one_line(str(error))
         return
-    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "m.sqlite") as memory:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Memory.open(new_db(Path(tmp) / "m.sqlite")) as memory,
+    ):
         assert memory.ingest([event]).new == 1
         exported = json.loads(next(memory.iter_export()))
     again = parse_event(exported)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import new_db
 from derived_state import conversation, dump, ev, statuses
 from freezegun import freeze_time
 
@@ -343,7 +344,7 @@ def test_derived_times_are_event_times_whatever_the_clock(tmp_path: Path) -> Non
     texts = CHAINS["three links with two cues"][0]
     dumps = []
     for n, moment in enumerate(["2020-05-05 05:05:05", "2039-09-09 09:09:09"]):
-        with freeze_time(moment), Memory.open(tmp_path / f"{n}.sqlite") as memory:
+        with freeze_time(moment), Memory.open(new_db(tmp_path / f"{n}.sqlite")) as memory:
             run(memory, *texts, "Goal: ship the port change.", "Done: nothing yet.")
             dumps.append(dump(memory, row_numbers=True))
             times = {row[0] for row in memory.db.conn.execute("SELECT at FROM memory_events")}

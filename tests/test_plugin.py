@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import new_db
 from freezegun import freeze_time
 
 import memplug
@@ -243,7 +244,7 @@ def test_the_same_session_gives_the_same_bytes(tmp_path: Path, host: ReferenceHo
 def test_memory_derived_with_injections_equals_memory_without(
     tmp_path: Path, host: ReferenceHost
 ) -> None:
-    with memplug.open(str(tmp_path / "plain.sqlite")) as plain:
+    with memplug.open(str(new_db(tmp_path / "plain.sqlite"))) as plain:
         for event in fixture_events():
             plain.on_event(event)
         expected = _items(plain)
@@ -254,7 +255,7 @@ def test_memory_derived_with_injections_equals_memory_without(
 
 
 def test_bad_input_is_recorded_not_raised(tmp_path: Path) -> None:
-    with memplug.open(str(tmp_path / "m.sqlite")) as plugin:
+    with memplug.open(str(new_db(tmp_path / "m.sqlite"))) as plugin:
         assert plugin.on_event({"session_id": "s1", "seq": 1}) is False
         assert plugin.on_event("not an event") is False  # type: ignore[arg-type]
         assert plugin.pre_step({"turn": 1}) is None
@@ -268,7 +269,7 @@ def test_bad_input_is_recorded_not_raised(tmp_path: Path) -> None:
 
 
 def test_a_closed_database_still_does_not_raise(tmp_path: Path) -> None:
-    plugin = memplug.open(str(tmp_path / "m.sqlite"))
+    plugin = memplug.open(str(new_db(tmp_path / "m.sqlite")))
     plugin.on_event({"session_id": "s1", "seq": 1, "type": "user/message", "text": "Note: x"})
     plugin.close()
     assert plugin.pre_step({"session_id": "s1", "query": "x"}) is None
@@ -276,7 +277,7 @@ def test_a_closed_database_still_does_not_raise(tmp_path: Path) -> None:
 
 
 def test_a_failing_assembly_is_logged_with_its_error(tmp_path: Path) -> None:
-    with memplug.open(str(tmp_path / "m.sqlite")) as plugin:
+    with memplug.open(str(new_db(tmp_path / "m.sqlite"))) as plugin:
         plugin.on_event({"session_id": "s1", "seq": 1, "type": "user/message", "text": "hi"})
 
         def meter(text: str) -> int:
@@ -297,12 +298,12 @@ def test_open_takes_a_mapping_or_a_config(tmp_path: Path) -> None:
     event = {"session_id": "s1", "seq": 1, "type": "user/message", "role": "user",
              "text": "Remember: the staging database listens on port 5433."}  # fmt: skip
     ctx = {"session_id": "s1", "query": "which port does staging use?"}
-    with memplug.open(str(tmp_path / "a.sqlite"), {"assembly": {"locale": "zh"}}) as plugin:
+    with memplug.open(str(new_db(tmp_path / "a.sqlite")), {"assembly": {"locale": "zh"}}) as plugin:
         plugin.on_event(event)
         injection = plugin.pre_step(ctx)
     assert injection is not None and injection.text.startswith("[memplug] 本步记忆")
     config = load_config(None, environ={}, overrides={"assembly": {"softBudgetTokens": 700}})
-    with memplug.open(str(tmp_path / "b.sqlite"), config.config) as plugin:
+    with memplug.open(str(new_db(tmp_path / "b.sqlite")), config.config) as plugin:
         plugin.on_event(event)
         injection = plugin.pre_step({**ctx, "token_meter": lambda s: len(s.split())})
         assert injection is not None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import new_db
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -646,7 +647,7 @@ def test_text_deleted_before_a_purge_is_not_left_in_free_space(tmp_path: Path) -
 
 
 def test_a_private_tag_with_a_control_character_is_still_private(tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         memory.ingest([parse_event(ev("s", 1, f"key <\x7fprivate>{SECRET}</private> ok"))])
         row = memory.store.events.get("s", 1)
     assert row is not None and SECRET not in row.text
@@ -706,7 +707,7 @@ def test_known_secret_shapes_are_never_injected(tmp_path: Path) -> None:
         ev("s", i + 1, f"remember: for {kind.replace('_', ' ')} use {text}")
         for i, (kind, text) in enumerate(sorted(POSITIVE.items()))
     ]
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         memory.ingest([parse_event(e) for e in events])
         reasons: set[str] = set()
         for kind, text in sorted(POSITIVE.items()):

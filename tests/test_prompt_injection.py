@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import new_db
 
 from memplug.assemble import LABELS, AssemblyRequest
 from memplug.memory import Memory
@@ -108,7 +109,7 @@ def test_the_default_is_what_keeps_it_out(tmp_path: Path) -> None:
     """Control: with tool output made quotable, the same question does quote the
     fetched page, so the tests above measure the default, not an empty index."""
     config = {"assembly": {"evidenceTypes": ["user/message", "tool/result"]}}
-    with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite"), config=config) as memory:
         with SHOP.open("rb") as stream:
             memory.import_jsonl([("shop.jsonl", stream)])
         result = memory.assemble(

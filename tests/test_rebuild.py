@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import SESSIONS
+from conftest import SESSIONS, new_db
 from derived_state import conversation, dump, ev, statuses, without_row_numbers
 from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +56,7 @@ def test_a_rebuild_numbers_rows_like_a_fresh_database(tmp_path: Path) -> None:
     # Sessions captured one after another in name order: a fresh database then numbers
     # items and lifecycle rows exactly as a full rebuild does.
     events = sorted(all_fixture_events(), key=lambda e: (e.session_id, e.seq))
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         memory.ingest(events)
         before = dump(memory, row_numbers=True)
         memory.extractor.rebuild()
@@ -93,7 +93,7 @@ def test_the_memory_index_stays_consistent(fixtures_memory: Memory) -> None:
 
 
 def test_recorded_actions_survive_and_are_replayed(tmp_path: Path) -> None:
-    with Memory.open(tmp_path / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
         memory.ingest(
             conversation(
                 "s",
@@ -169,7 +169,7 @@ _REFERENCES: dict[str, dict] = {}
 
 
 def reference(tmp_path: Path, events: list[HostEvent]) -> dict:
-    with Memory.open(tmp_path / "reference.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "reference.sqlite")) as memory:
         memory.ingest(sorted(events, key=lambda e: (e.session_id, e.seq)))
         return dump(memory, row_numbers=True)
 
@@ -189,7 +189,7 @@ def test_any_delivery_order_batching_and_duplication_gives_the_same_state(
     want = _REFERENCES["small"]
     delivered = events + rng.sample(events, k=rng.randint(0, 6))  # duplicate deliveries
     rng.shuffle(delivered)
-    with Memory.open(tmp_path_factory.mktemp("live") / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path_factory.mktemp("live") / "m.sqlite")) as memory:
         while delivered:
             size = rng.randint(1, max_batch)
             memory.ingest(delivered[:size])
@@ -209,7 +209,7 @@ def test_the_shop_session_in_any_order_gives_the_same_state(rng: random.Random) 
         want = reference(Path(directory), events)
         shuffled = list(events)
         rng.shuffle(shuffled)
-        with Memory.open(Path(directory) / "live.sqlite") as memory:
+        with Memory.open(new_db(Path(directory) / "live.sqlite")) as memory:
             for start in range(0, len(shuffled), 10):
                 memory.ingest(shuffled[start : start + 10])
             assert dump(memory, row_numbers=True) == want

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +69,7 @@ def retriever(fixture_db: Path) -> Iterator[Retriever]:
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[Memory]:
-    with Memory.open(tmp_path / "fresh" / "m.sqlite") as memory:
+    with Memory.open(new_db(tmp_path / "fresh" / "m.sqlite")) as memory:
         yield memory
 
 
