@@ -29,6 +29,9 @@ from memplug.db import BUSY_TIMEOUT_MS, Database, code_schema_version
 from memplug.memory import Memory
 from memplug.plugin import open_plugin
 
+# Slow, still run by `make test`: each case breaks a real file or limit under a fresh process.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 SHOP = REPO / "fixtures" / "sessions" / "shop.jsonl"
 

@@ -1,6 +1,7 @@
-"""`memory items`, `inspect`, `retract`, `promote`, `rebuild` through the installed CLI.
+"""`memory items`, `inspect`, `retract`, `promote`, `rebuild` through the CLI.
 
-Each command runs in its own process, as a person or a hook would run it.
+Each command runs through the CLI's entry point in process (click's CliRunner), with
+the output and exit code a person would see; no process boundary is under test here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SESSIONS, CliResult
+from conftest import SESSIONS, CliResult, new_db
 from derived_state import dump, ev
 
 from memplug.memory import Memory
@@ -19,7 +20,7 @@ Cli = Callable[..., CliResult]
 
 @pytest.fixture
 def shop_db(tmp_path: Path) -> Path:
-    path = tmp_path / "db" / "memory.sqlite"
+    path = new_db(tmp_path / "db" / "memory.sqlite")
     with Memory.open(path) as memory:
         with open(SESSIONS / "shop.jsonl", "rb") as stream:
             memory.import_jsonl([("shop.jsonl", stream)])

@@ -21,6 +21,9 @@ from memplug.diagnostics import status
 from memplug.memory import Memory
 from memplug.plugin import open_plugin
 
+# Slow, still run by `make test`: six processes racing on one file.
+pytestmark = pytest.mark.slow
+
 WRITERS = 4
 EVENTS = 400
 

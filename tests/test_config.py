@@ -4,33 +4,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import CliResult, run_cli_here
 
 from memplug.config import Config, env_name, load_config
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
-MEMORY = Path(sys.executable).parent / "memory"
 
-
-def show(
-    db: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    import os
-
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMPLUG_")}
-    environ.update(env or {})
-    return subprocess.run(
-        [str(MEMORY), "--db", str(db), *args, "config", "show", "--json"],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-    )
+def show(db: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
+    return run_cli_here("--db", str(db), *args, "config", "show", "--json", env=env)
 
 
 def test_defaults() -> None:

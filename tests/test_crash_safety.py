@@ -34,6 +34,9 @@ from memplug.models import parse_event
 from memplug.store import Store
 from memplug.text import normalize_text, redact_private, sha256_hex
 
+# Slow, still run by `make test`: killed processes and real imports of tens of thousands of events.
+pytestmark = pytest.mark.slow
+
 TRIALS = 20
 SMALL = 2_000
 LARGE = 50_000

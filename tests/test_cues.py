@@ -262,6 +262,7 @@ CUE_SOUP = st.lists(st.sampled_from(_TOKENS), max_size=30)
 
 
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 @given(st.text(max_size=400), st.sampled_from(["user", "assistant"]))
 def test_arbitrary_text_never_raises_and_is_deterministic(text: str, role: str) -> None:
     first = analyse(text, role)

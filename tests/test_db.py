@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import apsw
 import pytest
+from conftest import run_cli_here
 
 from memplug.db import Database, load_migrations
 from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew
@@ -53,11 +52,7 @@ def test_a_newer_database_is_refused(db_path: Path) -> None:
         db.conn.execute("PRAGMA user_version = 999")
     with pytest.raises(SchemaTooNew, match="newer than this memplug"):
         Database.open(db_path)
-    result = subprocess.run(
-        [sys.executable, "-m", "memplug.cli", "--db", str(db_path), "status"],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli_here("--db", str(db_path), "status")
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("Error: the database") and "schema 999" in result.stderr

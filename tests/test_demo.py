@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Slow, still run by `make test`: runs the whole demo, twice, in fresh processes.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 
 

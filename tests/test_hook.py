@@ -34,7 +34,11 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def hook(cli: Callable[..., CliResult], project: Path, db_path: Path) -> Callable[..., CliResult]:
+def hook(
+    cli_process: Callable[..., CliResult], project: Path, db_path: Path
+) -> Callable[..., CliResult]:
+    """The hook as Claude Code runs it: a fresh process (its import diet is the point)."""
+
     def run(event: str, stdin: str | None = None, **fields: Any) -> CliResult:
         payload = {
             "session_id": SID,
@@ -45,7 +49,7 @@ def hook(cli: Callable[..., CliResult], project: Path, db_path: Path) -> Callabl
             **fields,
         }
         text = stdin if stdin is not None else json.dumps(payload)
-        return cli("--db", str(db_path), "hook", "claude-code", input=text)
+        return cli_process("--db", str(db_path), "hook", "claude-code", input=text)
 
     return run
 

@@ -259,6 +259,7 @@ def test_nesting_within_the_limit_is_kept_and_exported_as_it_came(tmp_path: Path
         assert json.loads(next(memory.iter_export()))["tool_input"] == deep
 
 
+@pytest.mark.slow
 def test_a_fifty_megabyte_line_is_stored_whole(tmp_path: Path) -> None:
     text = "start " + "word " * (10 * 1024 * 1024) + "END-MARKER"
     payload = line(good(1, text)) + line(good(2, "the next line"))
@@ -272,6 +273,7 @@ def test_a_fifty_megabyte_line_is_stored_whole(tmp_path: Path) -> None:
         assert full.endswith("END-MARKER") and len(full) == len(text.strip())
 
 
+@pytest.mark.slow
 def test_an_endless_line_is_rejected_without_holding_it_in_memory(tmp_path: Path) -> None:
     """A line past 64 MiB is skipped in pieces: the importer's memory stays far below
     the line's size, and the lines around it are kept."""

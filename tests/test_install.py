@@ -48,7 +48,7 @@ def _in(cwd: Path, home: Path, *args: str) -> CliResult:
         env={**os.environ, "HOME": str(home)},
         timeout=60,
     )
-    return CliResult(completed)
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
 def user_settings(home: Path) -> Path:

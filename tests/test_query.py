@@ -260,6 +260,7 @@ def test_hostile_queries_build_valid_match_strings(
     assert build_match(parse_query(query, mode=mode), match=match) == plan
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -174,6 +174,7 @@ def reference(tmp_path: Path, events: list[HostEvent]) -> dict:
         return dump(memory, row_numbers=True)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

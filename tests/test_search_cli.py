@@ -1,4 +1,5 @@
-"""`memory search` and `memory expand` from the outside: a fresh process, a real file."""
+"""`memory search` and `memory expand` from the outside: the CLI's entry point on a real
+file (in process, through click's CliRunner: no process boundary is under test here)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+# Slow, still run by `make test`: builds and installs a wheel.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 
 
