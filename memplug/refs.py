@@ -9,6 +9,7 @@ never written. Nothing is stripped: a ref names an event exactly or not at all.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import NamedTuple
 
@@ -53,4 +54,35 @@ def event_ref(session_id: str, seq: int) -> str:
     return str(EventRef(session_id, seq))
 
 
-__all__ = ["MAX_SEQ", "EventRef", "event_ref"]
+def parse_source_refs(raw: str | None, session_id: str) -> tuple[EventRef, ...]:
+    """A memory item's stored source references (``source_refs_json``), distinct, in
+    stored order, whichever spelling wrote them: ``"S:SEQ"``, a bare seq of the item's
+    own session (a number or digits), ``{"session_id", "seq"}`` or ``[S, SEQ]``.
+    Entries that name no event by the rule above are skipped."""
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return ()
+    found = (_source_ref(entry, session_id) for entry in value) if isinstance(value, list) else ()
+    return tuple(dict.fromkeys(ref for ref in found if ref is not None))
+
+
+def _source_ref(entry: object, session_id: str) -> EventRef | None:
+    if isinstance(entry, str) and not _SEQ.fullmatch(entry):
+        return EventRef.find(entry)
+    session: object
+    seq: object
+    if isinstance(entry, dict):
+        session, seq = entry.get("session_id") or session_id, entry.get("seq")
+    elif isinstance(entry, list) and len(entry) == 2:
+        session, seq = entry
+    else:
+        session, seq = session_id, entry
+    if isinstance(seq, str) and _SEQ.fullmatch(seq):
+        seq = int(seq)
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
+        return None
+    return EventRef(str(session), seq) if str(session).strip() else None
+
+
+__all__ = ["MAX_SEQ", "EventRef", "event_ref", "parse_source_refs"]

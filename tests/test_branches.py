@@ -10,6 +10,9 @@ from hypothesis import strategies as st
 
 from memplug.branches import Link, active_path
 from memplug.hosts import claude_code as cc
+from memplug.memory import Memory
+from memplug.models import parse_event
+from memplug.retrieve import Retriever
 
 
 def seqs(*links: Link) -> tuple[int, ...]:
@@ -113,3 +116,36 @@ def test_the_claude_code_reader_uses_the_same_walk() -> None:
     ]
     assert [e["seq"] for e in cc.active_path(events)] == [1, 3, 4]
     assert [e["seq"] for e in cc.active_path(reversed(events))] == [1, 3, 4]
+
+
+def test_search_on_the_active_branch_follows_the_same_rule(memory: Memory) -> None:
+    # Retrieval's walk used to ignore sidechains and keep only the tool result the
+    # chain ran through; it reads both from storage now.
+    base = {"session_id": "s", "cwd": "/p"}
+    events = [
+        {"seq": 1, "type": "user/message", "role": "user", "text": "kiwi prompt",
+         "entry_id": "u1"},
+        {"seq": 2, "type": "tool/call", "role": "assistant", "text": "grep kiwi a",
+         "tool_name": "bash", "call_id": "c1", "entry_id": "a1", "parent_id": "u1"},
+        {"seq": 3, "type": "tool/call", "role": "assistant", "text": "grep kiwi b",
+         "tool_name": "bash", "call_id": "c2", "entry_id": "a2", "parent_id": "a1"},
+        {"seq": 4, "type": "tool/result", "role": "tool", "text": "kiwi in a",
+         "tool_name": "bash", "call_id": "c1", "entry_id": "r1", "parent_id": "a1"},
+        {"seq": 5, "type": "tool/result", "role": "tool", "text": "kiwi in b",
+         "tool_name": "bash", "call_id": "c2", "entry_id": "r2", "parent_id": "a2"},
+        {"seq": 6, "type": "assistant/message", "role": "assistant", "text": "kiwi done",
+         "entry_id": "a3", "parent_id": "r2"},
+        # A subagent's record inside the main transcript, written last: not the leaf.
+        {"seq": 7, "type": "user/message", "role": "user", "text": "kiwi aside",
+         "entry_id": "x1", "parent_id": "r2", "is_sidechain": True},
+    ]  # fmt: skip
+    memory.ingest([parse_event(base | e) for e in events])
+    rows = memory.store.search.branch_rows("s", memory.store.search.snapshot())
+    assert [r.sidechain for r in rows] == [False] * 6 + [True]
+    assert [(r.type, r.call_id) for r in rows][3] == ("tool/result", "c1")
+    retriever = Retriever(memory.store, memory.config)
+    seqs = lambda branches: sorted(  # noqa: E731
+        h.seq for h in retriever.search("kiwi", session="s", branches=branches).hits
+    )
+    assert seqs("active") == [1, 2, 3, 4, 5, 6]
+    assert seqs("all") == [1, 2, 3, 4, 5, 6, 7]

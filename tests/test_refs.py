@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memplug.errors import UsageError, ValidationError
-from memplug.refs import MAX_SEQ, EventRef, event_ref
+from memplug.refs import MAX_SEQ, EventRef, event_ref, parse_source_refs
 
 # Session ids as a host may send them: any non-blank text, colons and spaces included.
 sessions = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() != "")
@@ -95,3 +97,22 @@ def test_the_error_names_what_was_expected_and_is_bad_input() -> None:
 def test_refs_sort_by_session_then_seq_as_numbers() -> None:
     refs = [EventRef("b", 1), EventRef("a", 10), EventRef("a", 9)]
     assert sorted(refs) == [("a", 9), ("a", 10), ("b", 1)]
+
+
+def test_source_refs_in_every_stored_spelling() -> None:
+    raw = json.dumps(
+        ["s:1", 2, "3", {"session_id": "t", "seq": 4}, {"seq": 5}, ["u", 6], ["u", "7"],
+         "s:1", "s:-1", -2, True, "²", {"seq": "x"}, ["u"], ["", 8], None, "mem_x"]
+    )  # fmt: skip
+    assert parse_source_refs(raw, "s") == (
+        ("s", 1), ("s", 2), ("s", 3), ("t", 4), ("s", 5), ("u", 6), ("u", 7),
+    )  # fmt: skip
+    assert parse_source_refs("not json", "s") == ()
+    assert parse_source_refs('{"seq": 1}', "s") == ()
+    assert parse_source_refs(None, "s") == ()
+
+
+@given(st.lists(st.tuples(sessions, seqs), max_size=8))
+def test_written_source_refs_read_back(refs: list[tuple[str, int]]) -> None:
+    raw = json.dumps([event_ref(s, q) for s, q in refs])
+    assert parse_source_refs(raw, "other") == tuple(dict.fromkeys(refs))

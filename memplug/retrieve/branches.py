@@ -1,13 +1,15 @@
-"""Branches: the active path of a session whose events carry parent links, and the
-filter that keeps a candidate pool to it."""
+"""Branches: the active path of a session whose events carry parent links (walked by
+the one rule in :mod:`memplug.branches`), and the filter that keeps a candidate pool
+to it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from memplug import branches
+from memplug.refs import parse_source_refs
 from memplug.retrieve.coverage import PARENT_CYCLE
-from memplug.retrieve.refs import parse_source_refs
 from memplug.store.search import BranchRow, SearchStore, Snapshot
 
 if TYPE_CHECKING:
@@ -15,35 +17,16 @@ if TYPE_CHECKING:
 
 
 def active_path(rows: Sequence[BranchRow]) -> tuple[list[int], bool]:
-    """Walk ``parent_id`` links from the leaf (the last event carrying an entry id).
-
-    Duplicate entry ids resolve to the last record. A parent that names no entry ends
-    the path (a root); a parent already visited is a cycle: the walk stops there and
-    the cycle is reported. Events with no entry id are kept (nothing says they are off
-    the path).
-    """
-    by_entry: dict[str, BranchRow] = {}
-    for row in rows:
-        if row.entry_id is not None:
-            by_entry[row.entry_id] = row
-    leaf = next((r for r in reversed(rows) if r.entry_id is not None), None)
-    if leaf is None:
-        return [], False
-    seen: set[str] = set()
-    path: list[int] = []
-    cycle = False
-    node: BranchRow | None = leaf
-    while node is not None:
-        assert node.entry_id is not None
-        if node.entry_id in seen:
-            cycle = True
-            break
-        seen.add(node.entry_id)
-        path.append(node.id)
-        parent = node.parent_id
-        node = by_entry.get(parent) if parent is not None else None
-    loose = [r.id for r in rows if r.entry_id is None]
-    return sorted(set(path) | set(loose)), cycle
+    """Event ids on the session's active path, ascending, and whether a parent cycle
+    cut the walk; empty when no event carries an entry id (then all are on it)."""
+    walked = branches.active_path(
+        branches.Link(r.seq, r.entry_id, r.parent_id, r.sidechain, r.type, r.call_id)
+        for r in rows
+    )
+    if not walked.branched:
+        return [], walked.cycle
+    ids = {r.seq: r.id for r in rows}
+    return sorted(ids[seq] for seq in walked.seqs), walked.cycle
 
 
 class ActivePaths:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memplug.errors import NotFound, ValidationError
+from memplug.refs import EventRef, event_ref
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.coverage import PARENT_CYCLE, coverage, stale
 from memplug.retrieve.models import (
@@ -17,7 +18,6 @@ from memplug.retrieve.models import (
     RankedItem,
     TextRange,
 )
-from memplug.retrieve.refs import parse_ref
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
 from memplug.store.search import EventCandidate, EventScope, SearchStore, Snapshot
 from memplug.text import clip
@@ -60,10 +60,10 @@ class Expander:
         ):
             if call.from_token:
                 return ExpandResult(
-                    anchor=f"{call.session_id}:{call.seq}",
+                    anchor=event_ref(call.session_id, call.seq),
                     coverage=stale("the event this token points at is gone (purged)"),
                 )
-            raise NotFound(f"no event {call.session_id}:{call.seq}")
+            raise NotFound(f"no event {event_ref(call.session_id, call.seq)}")
         top = call.top if call.top is not None else self.store.snapshot().max_event_id
         snap = Snapshot(top, 0)
         reasons: set[str] = set()
@@ -94,7 +94,7 @@ class Expander:
         elif target.startswith("mem_"):
             return self._item(target, max_chars, token=False)
         else:
-            ref = parse_ref(target)
+            ref = EventRef.find(target)
             if ref is None:
                 shown = clip(target, 60)
                 raise ValidationError(
@@ -219,7 +219,7 @@ class Expander:
                 "session_id": ranked.session_id,
                 "superseded_by": ranked.superseded_by,
                 "subject_key": ranked.subject_key,
-                "source_refs": [f"{s}:{q}" for s, q in ranked.source_refs],
+                "source_refs": [event_ref(s, q) for s, q in ranked.source_refs],
             },
             events=events,
             coverage=coverage(reasons),

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memplug.retrieve.refs import json_list, parse_source_refs
+from memplug.refs import event_ref, parse_source_refs
+from memplug.retrieve.refs import json_list
 from memplug.store.search import EventCandidate, ItemCandidate
 
 
@@ -156,7 +157,7 @@ class RankedEvent:
 
     @property
     def ref(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
     @classmethod
     def of(

@@ -241,10 +241,15 @@ class LikeResult:
 
 @dataclass(frozen=True)
 class BranchRow:
+    """What the active-path walk (memplug.branches) needs of one event."""
+
     id: int
     seq: int
     entry_id: str | None
     parent_id: str | None
+    sidechain: bool = False
+    type: str | None = None
+    call_id: str | None = None
 
 
 @dataclass
@@ -546,11 +551,13 @@ class SearchStore:
 
     def branch_rows(self, session_id: str, snap: Snapshot) -> list[BranchRow]:
         rows = self.conn.execute(
-            "SELECT id, seq, entry_id, parent_id FROM events "
-            "WHERE session_id = ? AND id <= ? ORDER BY seq",
+            # instr first: most events carry no such flag, and it spares the JSON parse.
+            "SELECT id, seq, entry_id, parent_id, CASE WHEN instr(extra_json, 'is_sidechain') "
+            "THEN coalesce(json_extract(extra_json, '$.is_sidechain'), 0) = 1 ELSE 0 END, "
+            "type, call_id FROM events WHERE session_id = ? AND id <= ? ORDER BY seq",
             (session_id, snap.max_event_id),
         )
-        return [BranchRow(int(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+        return [BranchRow(int(r[0]), int(r[1]), r[2], r[3], bool(r[4]), *r[5:]) for r in rows]
 
     def session_fingerprint(self, session_id: str, snap: Snapshot) -> tuple[int, int]:
         row = self.conn.execute(
