@@ -1,6 +1,8 @@
 """The apsw connection, set up on purpose, and the migrations runner.
 
-This module and ``memplug.store`` are the only places that talk to SQLite.
+This module and ``memplug.store`` are the only places that talk to SQLite, and the
+only ones that see apsw's types: an engine error leaves them as a ``DatabaseError``
+(:func:`translate_error` is the one place that maps them).
 """
 
 from __future__ import annotations
@@ -16,8 +18,16 @@ from typing import Any
 
 import apsw
 
-from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew, UsageError
+from memplug.errors import (
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseMissing,
+    SchemaTooNew,
+    UsageError,
+)
 
+# How long a writer waits for another one's lock before giving up: the one default
+# for every connection (callers that must not stall wait less, through ``lock_wait``).
 BUSY_TIMEOUT_MS = 5000
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -108,9 +118,10 @@ def _configure(conn: apsw.Connection, readonly: bool) -> None:
         conn.execute("PRAGMA secure_delete = ON")
 
 
-def _translate(error: apsw.Error, path: Path) -> DatabaseError:
+def translate_error(error: apsw.Error, path: Path) -> DatabaseError:
+    """The memplug error, written for people, for an engine error on ``path``."""
     if isinstance(error, apsw.BusyError):
-        return DatabaseError(f"the database {path} is locked by another writer; try again")
+        return DatabaseBusy(f"the database {path} is locked by another writer; try again")
     if isinstance(error, apsw.CorruptError | apsw.NotADBError):
         return DatabaseError(f"the database {path} is corrupt or not a memplug database")
     if isinstance(error, apsw.ReadOnlyError):
@@ -120,6 +131,23 @@ def _translate(error: apsw.Error, path: Path) -> DatabaseError:
     if isinstance(error, apsw.CantOpenError):
         return DatabaseError(f"cannot open the database {path}")
     return DatabaseError(f"database error on {path}: {error}")
+
+
+def engine_error(error: BaseException, path: Path) -> DatabaseError | None:
+    """:func:`translate_error` for an engine error that escaped a store; else None."""
+    return translate_error(error, path) if isinstance(error, apsw.Error) else None
+
+
+def open_reader(path: Path | str, busy_timeout_ms: int) -> apsw.Connection:
+    """A read-only connection, set up like every other, for a quick look without
+    migrating: the hook uses it to tell in milliseconds that no transcript grew."""
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        _configure(conn, readonly=True)
+        conn.set_busy_timeout(busy_timeout_ms)
+    except apsw.Error as error:
+        raise translate_error(error, Path(path)) from None
+    return conn
 
 
 class Database:
@@ -155,7 +183,7 @@ class Database:
             db = cls(conn, path)
             db.migrate(readonly=readonly, migrations=migrations)
         except apsw.Error as error:
-            raise _translate(error, path) from None
+            raise translate_error(error, path) from None
         return db
 
     # -- transactions ---------------------------------------------------------------
@@ -169,22 +197,42 @@ class Database:
     @contextmanager
     def write_transaction(self) -> Iterator[apsw.Connection]:
         """An outermost IMMEDIATE transaction: the write lock is taken up front, so a
-        busy database fails fast at BEGIN instead of midway through the work."""
+        busy database fails fast at BEGIN (as :class:`DatabaseBusy`) instead of midway
+        through the work. Engine errors leave it as memplug's ``DatabaseError``."""
         if not self.conn.in_transaction:
-            self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
-            except BaseException:
-                # SQLite has already rolled back after some errors (SQLITE_FULL, IOERR);
-                # a second ROLLBACK would raise and hide the real error.
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            else:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                except BaseException:
+                    # SQLite has already rolled back after some errors (SQLITE_FULL,
+                    # IOERR); a second ROLLBACK would raise and hide the real error.
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
                 self.conn.execute("COMMIT")
+            except apsw.Error as error:
+                raise translate_error(error, self.path) from error
         else:
             with self.conn:
                 yield self.conn
+
+    def set_lock_wait(self, ms: int | None = None) -> None:
+        """Wait at most ``ms`` for another writer's lock (None: :data:`BUSY_TIMEOUT_MS`)."""
+        self.conn.set_busy_timeout(BUSY_TIMEOUT_MS if ms is None else ms)
+
+    @contextmanager
+    def lock_wait(self, ms: int | None) -> Iterator[None]:
+        """Wait at most ``ms`` for the lock inside the block, then the default again
+        (a host step must not stall behind another writer for the whole timeout)."""
+        if ms is None:
+            yield
+            return
+        self.set_lock_wait(ms)
+        try:
+            yield
+        finally:
+            self.set_lock_wait()
 
     # -- schema -------------------------------------------------------------------
 

@@ -35,6 +35,10 @@ class DatabaseError(MemplugError):
     """The database is locked, corrupt, read-only or full."""
 
 
+class DatabaseBusy(DatabaseError):
+    """Another writer held the write lock longer than this one could wait."""
+
+
 class NotFound(UsageError):
     """An id, session or token names nothing in the database."""
 

@@ -13,11 +13,11 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-import apsw
 import pydantic
 
 from memplug.assemble import AssemblyRequest, AssemblyResult
 from memplug.config import Config
+from memplug.errors import DatabaseBusy
 from memplug.memory import Memory
 from memplug.models import (
     Decision,
@@ -29,6 +29,10 @@ from memplug.models import (
     parse_event,
 )
 from memplug.vocab import MEMPLUG_SOURCE_KIND
+
+# Hosts that assemble with their own request (a hook with its own lock wait) take the
+# request and result types from here, not from the assembler.
+__all__ = ["AssemblyRequest", "AssemblyResult", "Plugin", "open_plugin"]
 
 
 class Plugin:
@@ -170,7 +174,7 @@ class Plugin:
 
 def _is_busy(error: BaseException) -> bool:
     """Another writer holds the lock (retrying at once would wait the timeout again)."""
-    return isinstance(error, apsw.BusyError) or "locked" in str(error)
+    return isinstance(error, DatabaseBusy) or "locked" in str(error)
 
 
 def _get(obj: Any, name: str) -> Any:

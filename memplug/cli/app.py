@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import Any
 
@@ -15,7 +14,7 @@ from memplug.cli.output import CliContext, fail
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if self._available(name))
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -30,10 +29,6 @@ class LazyGroup(click.Group):
             raise
         command: click.Command = getattr(module, attribute)
         return command
-
-    def _available(self, name: str) -> bool:
-        module_name = COMMANDS[name].split(":")[0]
-        return importlib.util.find_spec(module_name) is not None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,15 +72,14 @@ def run(argv: list[str] | None) -> Any:
     except BrokenPipeError:
         sys.exit(1)
     except Exception as error:
-        # A database that breaks after it opened (locked at BEGIN, a corrupt page met
-        # mid-query, a full disk) raises from apsw; it still gets its one line.
-        import apsw
+        # A database that breaks after it opened (a corrupt page met mid-query) raises
+        # from the engine outside any write; it still gets its one line.
+        from memplug.db import engine_error
 
-        if not isinstance(error, apsw.Error):
+        translated = engine_error(error, _db_path(argv))
+        if translated is None:
             raise
-        from memplug.db import _translate
-
-        fail(str(_translate(error, _db_path(argv))), 1)
+        fail(str(translated), translated.exit_code)
 
 
 def _db_path(argv: list[str] | None) -> Any:

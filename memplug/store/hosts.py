@@ -6,7 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memplug.db import Database, utc_now
+from memplug.db import Database, open_reader, utc_now
+from memplug.errors import DatabaseError
 
 # SQLite's default limit on bound parameters is far above this; batches keep IN lists short.
 _BATCH = 500
@@ -113,11 +114,10 @@ def saved_positions(path: str, session_ids: Sequence[str]) -> dict[str, dict[str
 
     found: dict[str, dict[str, Any]] = {}
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
+        conn = open_reader(path, busy_timeout_ms=200)
+    except DatabaseError:
         return found
     try:
-        conn.set_busy_timeout(200)
         marks = ", ".join("?" for _ in session_ids)
         for session_id, state in conn.execute(
             f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",

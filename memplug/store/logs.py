@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memplug.db import BUSY_TIMEOUT_MS, Database
+from memplug.db import Database
 from memplug.text import canonical_json
 
 _COLUMNS: tuple[str, ...] = (
@@ -155,13 +155,8 @@ class LogStore:
         ``wait_ms`` bounds the wait for the write lock (a host step must not stall
         behind another writer for the whole busy timeout just to keep a log row).
         """
-        if wait_ms is None:
+        with self.db.lock_wait(wait_ms):
             return self._insert(record, retention)
-        self.conn.set_busy_timeout(wait_ms)
-        try:
-            return self._insert(record, retention)
-        finally:
-            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
     def _insert(self, record: LogRecord, retention: int) -> int:
         with self.db.write_transaction():
