@@ -32,7 +32,7 @@ from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
-    from memplug.store import Store
+    from memplug.store.ports import Storage
 
 # How long an attempt waits for the write lock to log itself before giving up on the row.
 LOG_WAIT_MS = 1000
@@ -193,7 +193,7 @@ class CandidateSource(Protocol):
 class MemorySource:
     """Candidates from :class:`memplug.retrieve.Retriever`, task state from the items store."""
 
-    def __init__(self, retriever: Retriever, store: Store, config: Config) -> None:
+    def __init__(self, retriever: Retriever, store: Storage, config: Config) -> None:
         self.retriever = retriever
         self.store = store
         self.config = config
@@ -748,7 +748,7 @@ class Assembler:
     """Builds the step's message from candidates, under the configured budget."""
 
     def __init__(
-        self, config: Config, source: CandidateSource | None = None, store: Store | None = None
+        self, config: Config, source: CandidateSource | None = None, store: Storage | None = None
     ) -> None:
         self.config = config
         self.source = source

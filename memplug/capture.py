@@ -13,7 +13,8 @@ from typing import Any
 
 from memplug.config import CaptureConfig
 from memplug.models import ContentBlock, HostEvent
-from memplug.store import InsertResult, Store
+from memplug.store.events import InsertResult
+from memplug.store.ports import Storage
 from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
 from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
@@ -22,7 +23,7 @@ FLAG_TEXT_FIELD = 1  # the host sent `text` (export writes it back the same way)
 
 
 class Capture:
-    def __init__(self, store: Store, config: CaptureConfig) -> None:
+    def __init__(self, store: Storage, config: CaptureConfig) -> None:
         self.store = store
         self.config = config
         self._generated_kinds = GENERATED_SOURCE_KINDS | frozenset(config.generated_source_kinds)

@@ -5,11 +5,25 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memplug.db import code_schema_version
-from memplug.memory import Memory
-from memplug.store.hosts import HostStore
+
+if TYPE_CHECKING:
+    from memplug.config import Config, LoadedConfig
+    from memplug.store.ports import Storage
+
+
+class Opened(Protocol):
+    """What a status report reads: an open store and the configuration it runs under
+    (``memplug.memory.Memory`` is one)."""
+
+    @property
+    def store(self) -> Storage: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def loaded(self) -> LoadedConfig: ...
 
 
 def file_modes(path: Path) -> dict[str, Any]:
@@ -36,9 +50,9 @@ def missing_status(path: Path) -> dict[str, Any]:
     return {"exists": False, "path": str(path)}
 
 
-def status(memory: Memory, *, check_integrity: bool = True) -> dict[str, Any]:
+def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
     store = memory.store
-    path = memory.db.path
+    path = store.path
     counts = store.counts()
     latest_assembly = None
     if counts["assembly_logs"]:
@@ -48,7 +62,7 @@ def status(memory: Memory, *, check_integrity: bool = True) -> dict[str, Any]:
         "exists": True,
         "path": str(path),
         "size_bytes": database_bytes(path),
-        "schema_version": memory.db.schema_version(),
+        "schema_version": store.schema_version(),
         "code_schema_version": code_schema_version(),
         "permissions": file_modes(path),
         "counts": counts,
@@ -64,8 +78,8 @@ def status(memory: Memory, *, check_integrity: bool = True) -> dict[str, Any]:
         },
         "latest_assembly": latest_assembly,
         # Where each host transcript was last read (Claude Code hooks).
-        "host_cursors": HostStore(memory.db).cursors(),
+        "host_cursors": store.hosts.cursors(),
         "latest_errors": store.events.latest_errors(),
-        "integrity": memory.db.integrity_check() if check_integrity else None,
+        "integrity": store.integrity_check() if check_integrity else None,
         "config_file": memory.loaded.file,
     }

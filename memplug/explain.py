@@ -12,13 +12,13 @@ from typing import Any
 from memplug.assemble import SECTIONS, count_reasons
 from memplug.errors import NotFound
 from memplug.refs import event_ref
-from memplug.store import Store
 from memplug.store.logs import LogRecord
+from memplug.store.ports import Storage
 from memplug.text import clip
 
 
 def find_assembly(
-    store: Store,
+    store: Storage,
     *,
     assembly_id: int | None = None,
     session_id: str | None = None,

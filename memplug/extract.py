@@ -22,9 +22,9 @@ from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_wor
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
 from memplug.refs import EventRef, event_ref
-from memplug.store import Store
 from memplug.store.events import EventRow
 from memplug.store.items import ActionRow, ItemRow
+from memplug.store.ports import Storage
 from memplug.text import sha256_hex, short_hash
 from memplug.vocab import MEMORY_KINDS, USER_INPUT_SOURCE_KINDS
 
@@ -98,10 +98,9 @@ class _Context:
 
 
 class Extractor:
-    def __init__(self, store: Store, config: Config) -> None:
+    def __init__(self, store: Storage, config: Config) -> None:
         self.store = store
         self.items = store.items
-        self.db = store.db
         self.config = config
 
     # -- running -----------------------------------------------------------------------
@@ -110,14 +109,14 @@ class Extractor:
         """Extract what each session received since its checkpoint (after capture)."""
         report = ExtractReport()
         for session_id in sorted(set(session_ids)):
-            with self.db.write_transaction():
+            with self.store.write_transaction():
                 self._catch_up(session_id, report)
         return report
 
     def rebuild(self, session_id: str | None = None) -> ExtractReport:
         """Drop derived state and derive it again from events and recorded actions."""
         report = ExtractReport()
-        with self.db.write_transaction():
+        with self.store.write_transaction():
             if session_id is not None:
                 if session_id not in self.items.derived_sessions():
                     raise NotFound(f"no session {session_id!r} in the database")
@@ -186,7 +185,7 @@ class Extractor:
                 return
             candidates = analyse(self.store.events.full_text(event), role)
             if candidates:
-                with self.db.transaction():
+                with self.store.transaction():
                     self._apply(event, candidates, local)
         except Exception as error:
             message = f"{type(error).__name__}: {error}"
@@ -502,7 +501,7 @@ class Extractor:
         self, memory_id: str, *, actor: str = ACTOR_API, note: str | None = None
     ) -> ItemRow:
         """Retract an item on a person's word; recorded in ``memory_actions``."""
-        with self.db.write_transaction():
+        with self.store.write_transaction():
             item = self._item(memory_id)
             if item.status == "retracted":
                 raise UsageError(f"{memory_id} is already retracted")
@@ -519,7 +518,7 @@ class Extractor:
         note: str | None = None,
     ) -> ItemRow:
         """Make an assistant proposal a ``user_explicit`` item of ``kind``."""
-        with self.db.write_transaction():
+        with self.store.write_transaction():
             item = self._item(memory_id)
             problem = self._promote_problem(item, kind)
             if problem:

@@ -8,14 +8,25 @@ WAL is checkpointed and truncated so no old page image survives beside the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memplug.errors import UsageError
-from memplug.memory import Memory
 from memplug.store.admin import PurgePlan
+
+if TYPE_CHECKING:
+    from memplug.store.ports import Storage
+
+
+class Derivable(Protocol):
+    """An open store and the way to derive memory again for sessions that kept some
+    events (``memplug.memory.Memory`` is one)."""
+
+    @property
+    def store(self) -> Storage: ...
+    def derive(self, session_ids: Iterable[str]) -> None: ...
 
 
 @dataclass
@@ -69,7 +80,7 @@ def parse_cutoff(value: str) -> float:
 
 
 def plan_purge(
-    memory: Memory,
+    memory: Derivable,
     *,
     sessions: Sequence[str] = (),
     before: str | None = None,
@@ -88,7 +99,7 @@ def plan_purge(
 
 
 def purge(
-    memory: Memory,
+    memory: Derivable,
     *,
     sessions: Sequence[str] = (),
     before: str | None = None,
@@ -100,7 +111,7 @@ def purge(
     admin = memory.store.admin
     admin.enable_secure_delete()
     free_before = admin.free_pages()
-    with memory.db.write_transaction():
+    with memory.store.write_transaction():
         if everything:
             counts = admin.delete_all()
         elif before is not None:
@@ -112,7 +123,7 @@ def purge(
     report = PurgeReport(plan=plan, deleted=counts.deleted, rederived=counts.partial)
     if counts.partial:
         memory.derive(counts.partial)
-        with memory.db.write_transaction():
+        with memory.store.write_transaction():
             orphans = admin.drop_orphan_actions()
         if orphans:
             report.deleted["memory_actions"] = report.deleted.get("memory_actions", 0) + orphans

@@ -1,12 +1,16 @@
-"""The storage API: the only package that holds SQL (with ``memplug.db``).
+"""The storage port and its SQLite implementation: the only package that holds SQL
+(with ``memplug.db``).
 
-``Store`` composes one sub-store per concern; services above talk to these and never
-to SQLite directly.
+``memplug.store.ports`` states what the services need, as Protocols; ``Store`` is the
+SQLite implementation of ``ports.Storage`` and composes one sub-store per concern.
+Services above type against the ports and never talk to SQLite directly.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memplug.db import Database
@@ -14,6 +18,7 @@ from memplug.store.events import EventRow, EventStore, InsertResult
 
 if TYPE_CHECKING:
     from memplug.store.admin import AdminStore
+    from memplug.store.hosts import HostStore
     from memplug.store.items import ItemStore
     from memplug.store.logs import LogStore
     from memplug.store.search import SearchStore
@@ -36,10 +41,41 @@ REPORT_TABLES: tuple[str, ...] = (
 
 
 class Store:
+    """The SQLite implementation of :class:`memplug.store.ports.Storage`."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
         self.conn = db.conn
         self.events = EventStore(db)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    # -- transactions ---------------------------------------------------------------
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self.db.transaction()
+
+    def write_transaction(self) -> AbstractContextManager[object]:
+        return self.db.write_transaction()
+
+    def lock_wait(self, ms: int | None) -> AbstractContextManager[None]:
+        return self.db.lock_wait(ms)
+
+    def set_lock_wait(self, ms: int | None = None) -> None:
+        self.db.set_lock_wait(ms)
+
+    def checkpoint(self) -> None:
+        self.db.checkpoint()
+
+    def schema_version(self) -> int:
+        return self.db.schema_version()
+
+    def integrity_check(self) -> list[str]:
+        return self.db.integrity_check()
+
+    # -- sub-stores ----------------------------------------------------------------
 
     @cached_property
     def items(self) -> ItemStore:
@@ -58,6 +94,12 @@ class Store:
         from memplug.store.logs import LogStore
 
         return LogStore(self.db)
+
+    @cached_property
+    def hosts(self) -> HostStore:
+        from memplug.store.hosts import HostStore
+
+        return HostStore(self.db)
 
     @cached_property
     def admin(self) -> AdminStore:
