@@ -6,6 +6,7 @@ the only place that orders them; the services themselves only depend downward.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,17 +14,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-from memplug.capture import Capture, event_to_json
-from memplug.config import LoadedConfig, config_path_beside, load_config
 from memplug.db import Database, utc_now
-from memplug.hosts.jsonl import Rejected, dump_line, read_events
-from memplug.models import HostEvent
 from memplug.paths import default_db_path
 from memplug.store import InsertResult, Store
+from memplug.store.hosts import saved_positions
 
 if TYPE_CHECKING:
+    # Imported where used: a hook that finds no transcript grew goes through
+    # ``Memory.saved_cursors`` and must not pay for pydantic.
     from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
+    from memplug.capture import Capture
+    from memplug.config import Config, LoadedConfig
     from memplug.extract import Extractor
+    from memplug.jsonl import Rejected
+    from memplug.models import HostEvent
     from memplug.retrieve import Retriever
 
 IMPORT_BATCH = 5_000
@@ -76,6 +80,8 @@ class Memory:
         create: bool = True,
     ) -> Memory:
         """Open (and with ``create``, make) the database; config from file, env, ``config``."""
+        from memplug.config import config_path_beside, load_config
+
         db_path = default_db_path(path)
         explicit = config_path or os.environ.get("MEMPLUG_CONFIG")
         loaded = load_config(
@@ -84,6 +90,22 @@ class Memory:
             overrides=config,
         )
         return cls(Database.open(db_path, create=create), loaded)
+
+    def with_config(self, config: Config) -> Memory:
+        """The same open database under another configuration (closing either closes it)."""
+        return Memory(self.db, dataclasses.replace(self.loaded, config=config))
+
+    @staticmethod
+    def saved_cursors(
+        path: str | os.PathLike[str] | None, session_ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """``session_id → host cursor state`` read without opening (or migrating) the
+        database: a hook tells in milliseconds that no transcript grew. A database that
+        is missing, older than the cursors or unreadable answers with nothing."""
+        database = default_db_path(path)
+        if not database.exists():
+            return {}
+        return saved_positions(str(database), session_ids)
 
     def close(self) -> None:
         self.db.close()
@@ -98,6 +120,8 @@ class Memory:
 
     @cached_property
     def capture(self) -> Capture:
+        from memplug.capture import Capture
+
         return Capture(self.store, self.config.capture)
 
     @cached_property
@@ -131,10 +155,17 @@ class Memory:
         self, events: Sequence[HostEvent], *, origin: str = "api", bulk: bool = False
     ) -> InsertResult:
         """Capture ``events`` in one transaction, then derive memory for their sessions."""
-        with self.db.write_transaction():
-            result = self.capture.capture(events, origin=origin, ingested_at=utc_now(), bulk=bulk)
+        with self.store.write_transaction():
+            result = self.store_events(events, origin=origin, bulk=bulk)
         self.derive(result.sessions)
         return result
+
+    def store_events(
+        self, events: Sequence[HostEvent], *, origin: str, bulk: bool = False
+    ) -> InsertResult:
+        """Capture ``events`` inside the caller's write transaction, deriving nothing: a
+        host that keeps its own read cursor commits the events and the cursor at once."""
+        return self.capture.capture(events, origin=origin, ingested_at=utc_now(), bulk=bulk)
 
     def derive(self, session_ids: Iterable[str]) -> str | None:
         """Run incremental extraction for sessions that received events or lag behind.
@@ -161,7 +192,7 @@ class Memory:
     def record_error(
         self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
     ) -> None:
-        with self.db.write_transaction():
+        with self.store.write_transaction():
             self.store.events.record_error(stage, message, session_id, seq)
             self.store.events.prune_errors(self.config.diagnostics.error_log_retention)
 
@@ -176,6 +207,8 @@ class Memory:
         Each batch commits on its own, so an interrupted import keeps every batch
         before it and a rerun completes the rest (duplicates are ignored).
         """
+        from memplug.jsonl import Rejected, read_events
+
         summary = ImportSummary()
         many = len(streams) > 1
         for name, stream in streams:
@@ -193,12 +226,12 @@ class Memory:
             summary.add(self._import_batch(batch))
         summary.extraction_error = self.derive(summary.sessions)
         if summary.new:
-            self.db.checkpoint()
+            self.store.checkpoint()
         return summary
 
     def _import_batch(self, batch: list[HostEvent]) -> InsertResult:
-        with self.db.write_transaction():
-            return self.capture.capture(batch, origin="import", ingested_at=utc_now(), bulk=True)
+        with self.store.write_transaction():
+            return self.store_events(batch, origin="import", bulk=True)
 
     def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
         """Write events as generic JSONL in ``(session_id, seq)`` order; return the count."""
@@ -209,6 +242,9 @@ class Memory:
         return count
 
     def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
+        from memplug.capture import event_to_json
+        from memplug.jsonl import dump_line
+
         events = self.store.events
         for row in events.iter_events(session_ids):
             yield dump_line(event_to_json(row, events.full_text(row)))

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from memplug.cli import main as cli_main
 from memplug.errors import MemplugError, ValidationError
-from memplug.hosts.jsonl import MAX_DEPTH, MAX_LINE_BYTES, parse_line
+from memplug.jsonl import MAX_DEPTH, MAX_LINE_BYTES, parse_line
 from memplug.memory import Memory
 from memplug.models import HostEvent, parse_event
 from memplug.retrieve import Retriever

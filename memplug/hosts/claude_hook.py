@@ -21,7 +21,6 @@ take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -31,12 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
 from memplug.paths import default_db_path
 
 if TYPE_CHECKING:
-    from memplug.assemble import AssemblyResult
     from memplug.memory import Memory
+    from memplug.plugin import AssemblyResult
 
 HOST = "claude-code"
 HOOK_EVENTS: frozenset[str] = frozenset(
@@ -69,7 +69,6 @@ CHARS_PER_TOKEN = 4
 NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
-BUSY_TIMEOUT_MS = 5_000
 
 
 @dataclass
@@ -155,9 +154,9 @@ def handle(
     memory = None
     try:
         if report.event not in HOOK_EVENTS:
-            raise ValueError(f"unknown hook_event_name {report.event!r}")
+            raise ValidationError(f"unknown hook_event_name {report.event!r}")
         if report.session_id is None:
-            raise ValueError("the payload has no session_id")
+            raise ValidationError("the payload has no session_id")
         transcripts = plan(payload, report.event, report.session_id)
         answers = report.event == "UserPromptSubmit" or (
             report.event == "SessionStart" and payload.get("source") in REINJECT_SOURCES
@@ -169,7 +168,7 @@ def handle(
         memory = Memory.open(db_path, config_path=config_path, create=True)
         report.opened = True
         deadline = Deadline(memory.config.hook.deadline_ms)
-        memory.db.conn.set_busy_timeout(LOG_WAIT_MS)
+        memory.store.set_lock_wait(LOG_WAIT_MS)
         _drain_pending(memory)
         capture_all(memory, transcripts, report, deadline)
         if answers:
@@ -208,12 +207,11 @@ def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transc
 
 def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:
     """Whether any transcript grew (or holds a message to flush) since it was read."""
-    database = default_db_path(db_path)
-    if not transcripts or not database.exists():
-        return bool(transcripts)
-    from memplug.store.hosts import saved_positions
+    if not transcripts:
+        return False
+    from memplug.memory import Memory
 
-    saved = saved_positions(str(database), [t.session_id for t in transcripts])
+    saved = Memory.saved_cursors(db_path, [t.session_id for t in transcripts])
     return any(_grew(t, saved.get(t.session_id)) for t in transcripts)
 
 
@@ -259,14 +257,9 @@ def capture_transcript(
     running at once take turns. Reads are bounded, so a long first capture stops at
     the deadline and resumes with the next hook.
     """
-    import apsw
-
-    from memplug.db import utc_now
     from memplug.models import parse_event
-    from memplug.store.hosts import HostStore
 
-    hosts = HostStore(memory.db)
-    conn = memory.db.conn
+    hosts = memory.store.hosts
     session_id, path = transcript.session_id, transcript.path
     new = present = 0
     while True:
@@ -276,9 +269,8 @@ def capture_transcript(
         if wait <= 0:
             report.errors.append(f"capture of {path.name} stopped at the deadline; resumes later")
             return new, present
-        conn.set_busy_timeout(wait)
         try:
-            with memory.db.write_transaction():
+            with memory.store.lock_wait(wait), memory.store.write_transaction():
                 state = cc.CursorState.from_dict(hosts.cursor(session_id))
                 result = cc.read_transcript(
                     path,
@@ -291,21 +283,19 @@ def capture_transcript(
                 for event in result.events:
                     try:
                         events.append(parse_event(event))
-                    except Exception as error:
+                    except ValidationError as error:
                         report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
-                inserted = memory.capture.capture(events, origin=HOST, ingested_at=utc_now())
+                inserted = memory.store_events(events, origin=HOST)
                 hosts.save_links(session_id, result.links)
                 hosts.save_cursor(
                     session_id, HOST, str(path), result.state.offset, result.state.to_dict()
                 )
-        except apsw.BusyError:
+        except DatabaseBusy:
             report.skipped = (
                 "capture skipped: another process held the database's write lock; "
                 "the next hook catches up"
             )
             return new, present
-        finally:
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         new += inserted.new
         present += inserted.present
         if result.errors:
@@ -321,8 +311,8 @@ def inject(
     memory: Memory, report: HookReport, prompt: str | None, deadline: Deadline
 ) -> dict[str, Any] | None:
     """Assemble for this step and wrap it as the hook's documented JSON output."""
-    from memplug.assemble import AssemblyRequest
     from memplug.models import Message, Source
+    from memplug.plugin import AssemblyRequest
 
     session_id, event = str(report.session_id), str(report.event)
     cap = memory.config.hook.max_context_chars
@@ -374,8 +364,6 @@ def capped(memory: Memory, cap: int) -> Memory:
     What does not fit is then an ordinary ``over budget`` omission in the assembly log
     (which is written once, before the hook could cut anything).
     """
-    from memplug.memory import Memory as MemoryClass
-
     limit = max(50, (cap - cap // NEWLINE_SHARE) // CHARS_PER_TOKEN)
     config = memory.config
     if config.assembly.budget_tokens <= limit:
@@ -386,24 +374,17 @@ def capped(memory: Memory, cap: int) -> Memory:
             "soft_budget_tokens": limit,
         }
     )
-    loaded = dataclasses.replace(
-        memory.loaded, config=config.model_copy(update={"assembly": assembly})
-    )
-    return MemoryClass(memory.db, loaded)
+    return memory.with_config(config.model_copy(update={"assembly": assembly}))
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:
     """What the model still sees: the active path since the latest compaction."""
-    from memplug.store.hosts import HostStore
-
-    events = HostStore(memory.db).context_events(session_id, VISIBLE_CHARS)
+    events = memory.store.hosts.context_events(session_id, VISIBLE_CHARS)
     return cc.model_context(events)
 
 
 def _turn(memory: Memory, session_id: str, event: str) -> int | None:
-    from memplug.store.hosts import HostStore
-
-    saved = HostStore(memory.db).cursor(session_id)
+    saved = memory.store.hosts.cursor(session_id)
     if saved is None:
         return None
     turn = int(saved.get("turn") or 0)
@@ -430,7 +411,7 @@ def _record(
         else:
             opened_here = False
         try:
-            memory.db.conn.set_busy_timeout(LOG_WAIT_MS)
+            memory.store.set_lock_wait(LOG_WAIT_MS)
             for line in lines:
                 memory.record_error("hook", line, report.session_id)
             lines = []
@@ -461,7 +442,7 @@ def _pending_file(database: Path) -> Path:
 
 def _drain_pending(memory: Memory) -> None:
     """Move errors kept beside the database into ``error_log``."""
-    path = _pending_file(memory.db.path)
+    path = _pending_file(memory.store.path)
     if not path.exists():
         return
     claimed = path.with_name(f"{path.name}.{os.getpid()}")
@@ -481,7 +462,7 @@ def _drain_pending(memory: Memory) -> None:
             kept.append(str(item.get("message")))
     claimed.unlink()
     for message in kept:
-        _pending_error(str(memory.db.path), message)
+        _pending_error(str(memory.store.path), message)
 
 
 def _str(value: Any) -> str | None:

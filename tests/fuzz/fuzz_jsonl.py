@@ -15,7 +15,7 @@ from memplug.capture import Capture, event_to_json
 from memplug.config import CaptureConfig
 from memplug.db import Database, utc_now
 from memplug.errors import ValidationError
-from memplug.hosts.jsonl import dump_line, parse_line
+from memplug.jsonl import dump_line, parse_line
 from memplug.store import Store
 from memplug.store.events import EVENT_COLUMNS
 
