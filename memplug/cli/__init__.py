@@ -1,8 +1,10 @@
 """The ``memory`` / ``memplug`` command: a thin shell over :class:`memplug.memory.Memory`.
 
 ``main`` is the console script. A hook is a fresh process on the agent's hot path, so
-``memory hook claude-code`` is recognised here, before click or the memory stack is
-imported; every other command goes through the click group in :mod:`memplug.cli.app`.
+``memory hook <host>`` for a host shipped with memplug (the registry in
+:mod:`memplug.hosts`) is recognised here, before click, package metadata or the memory
+stack are imported; every other command goes through the click group in
+:mod:`memplug.cli.app`.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ _GLOBAL_OPTIONS = ("--db", "--config")
 
 
 def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
-    """Global options when ``argv`` is exactly ``[--db X] [--config Y] hook claude-code``."""
-    found: dict[str, str | None] = {"--db": None, "--config": None}
+    """Global options and the host when ``argv`` is exactly
+    ``[--db X] [--config Y] hook HOST``."""
+    found: dict[str, str | None] = {"--db": None, "--config": None, "host": None}
     rest = list(argv)
     while rest and rest[0].split("=", 1)[0] in _GLOBAL_OPTIONS:
         name, _, value = rest.pop(0).partition("=")
@@ -46,26 +49,32 @@ def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
                 return None
             value = rest.pop(0)
         found[name] = value
-    return found if rest == ["hook", "claude-code"] else None
+    if len(rest) != 2 or rest[0] != "hook" or rest[1].startswith("-"):
+        return None
+    found["host"] = rest[1]
+    return found
 
 
 def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     hook_options = _hook_fast_path(args)
     if hook_options is not None:
-        # Third-party pydantic plugins are looked up through package metadata on first
-        # use (~20 ms); a hook process has none to run.
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-        from memplug.hosts.claude_hook import main as hook_main
+        from memplug.hosts import builtin
 
-        out = hook_main(
-            sys.stdin.buffer.read(),
-            db_path=hook_options["--db"] or os.environ.get("MEMPLUG_DB") or None,
-            config_path=hook_options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
-        )
-        if out:
-            sys.stdout.write(out if out.endswith("\n") else out + "\n")
-        return None
+        spec = builtin(str(hook_options["host"]))
+        # Anything else (a plugin host, an unknown name) goes through click below.
+        if spec is not None and spec.hook is not None:
+            # Third-party pydantic plugins are looked up through package metadata on
+            # first use (~20 ms); a hook process has none to run.
+            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+            out = spec.load("hook")(
+                sys.stdin.buffer.read(),
+                db_path=hook_options["--db"] or os.environ.get("MEMPLUG_DB") or None,
+                config_path=hook_options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
+            )
+            if out:
+                sys.stdout.write(out if out.endswith("\n") else out + "\n")
+            return None
     from memplug.cli.app import run
 
     return run(args)

@@ -1,7 +1,9 @@
-"""`memory hook claude-code`: a Claude Code hook (payload on stdin, JSON or nothing out).
+"""`memory hook <host>`: run a harness hook (payload on stdin, the host's answer out).
 
-The work is in :mod:`memplug.hosts.claude_hook`; this is only its place in the CLI.
-Whatever happens it exits 0: Claude Code reads exit code 2 as "block".
+One command per registered host with a hook (:mod:`memplug.hosts`); the work is in the
+host's module. Whatever happens it exits 0: Claude Code, for one, reads exit code 2 as
+"block". A host shipped with memplug is run before click is even imported
+(:func:`memplug.cli.main`); this group serves ``--help`` and plugin hosts.
 """
 
 from __future__ import annotations
@@ -10,21 +12,24 @@ import sys
 
 import click
 
+from memplug.cli.hosts import HostGroup
 from memplug.cli.output import CliContext
+from memplug.hosts import HostSpec
 
 
-@click.group("hook")
+def _hook_command(spec: HostSpec) -> click.Command:
+    hook = spec.load("hook")
+
+    @click.command(spec.name, help=hook.__doc__)
+    @click.pass_obj
+    def run(ctx: CliContext) -> None:
+        out = hook(sys.stdin.buffer.read(), db_path=ctx.db_path, config_path=ctx.config_path)
+        if out:
+            click.echo(out)
+
+    return run
+
+
+@click.group("hook", cls=HostGroup, part="hook", make=_hook_command)
 def hook_group() -> None:
     """Run as a harness hook: read the hook's JSON payload on stdin."""
-
-
-@hook_group.command("claude-code")
-@click.pass_obj
-def claude_code_cmd(ctx: CliContext) -> None:
-    """Capture the session's transcript; on UserPromptSubmit and SessionStart (compact,
-    resume) print the memory as additionalContext. Never fails: errors go to `memory status`."""
-    from memplug.hosts.claude_hook import main
-
-    out = main(sys.stdin.buffer.read(), db_path=ctx.db_path, config_path=ctx.config_path)
-    if out:
-        click.echo(out)

@@ -1,6 +1,7 @@
-"""`memory install claude-code` / `memory uninstall claude-code`: hooks in settings files.
+"""`memory install <host>` / `memory uninstall <host>`: memplug in a harness's settings.
 
-The merging is in :mod:`memplug.hosts.claude_install`; this is its place in the CLI.
+One command per registered host with an installer (:mod:`memplug.hosts`); the merging
+is in the host's module (for Claude Code, :mod:`memplug.hosts.claude_install`).
 """
 
 from __future__ import annotations
@@ -9,20 +10,22 @@ from typing import Any
 
 import click
 
+from memplug.cli.hosts import HostGroup
 from memplug.cli.output import emit, json_option
+from memplug.hosts import HostSpec
 
 _scope = click.option(
     "--user",
     "scope",
     flag_value="user",
     default=True,
-    help="~/.claude/settings.json: every project (the default).",
+    help="The user's settings: every project (the default).",
 )
 _project = click.option(
     "--project",
     "scope",
     flag_value="project",
-    help="./.claude/settings.json: this project only.",
+    help="This project's settings only.",
 )
 _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 
@@ -42,45 +45,49 @@ def _render(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@click.group("install")
+def _install_command(spec: HostSpec) -> click.Command:
+    install = spec.load("install")
+
+    @click.command(spec.name, help=install.__doc__)
+    @_scope
+    @_project
+    @_dry_run
+    @click.option(
+        "--command", "command", default=None, help="Hook command (default: this install)."
+    )
+    @json_option
+    def run(scope: str, dry_run: bool, command: str | None, as_json: bool) -> None:
+        _emit_report(install(scope, command, dry_run=dry_run), dry_run, as_json)
+
+    return run
+
+
+def _uninstall_command(spec: HostSpec) -> click.Command:
+    uninstall = spec.load("uninstall")
+
+    @click.command(spec.name, help=uninstall.__doc__)
+    @_scope
+    @_project
+    @_dry_run
+    @json_option
+    def run(scope: str, dry_run: bool, as_json: bool) -> None:
+        _emit_report(uninstall(scope, dry_run=dry_run), dry_run, as_json)
+
+    return run
+
+
+def _emit_report(report: Any, dry_run: bool, as_json: bool) -> None:
+    data = report.as_dict()
+    if dry_run:
+        data["settings"] = report.settings
+    emit(data, as_json, _render)
+
+
+@click.group("install", cls=HostGroup, part="install", make=_install_command)
 def install_group() -> None:
     """Install memplug into an agent harness."""
 
 
-@install_group.command("claude-code")
-@_scope
-@_project
-@_dry_run
-@click.option("--command", "command", default=None, help="Hook command (default: this install).")
-@json_option
-def install_claude_code(scope: str, dry_run: bool, command: str | None, as_json: bool) -> None:
-    """Merge memplug's hooks into a Claude Code settings file (backup first; idempotent;
-    other hooks untouched)."""
-    from memplug.hosts.claude_install import install, settings_path
-
-    report = install(settings_path(scope), command, dry_run=dry_run)
-    data = report.as_dict()
-    if dry_run:
-        data["settings"] = report.settings
-    emit(data, as_json, _render)
-
-
-@click.group("uninstall")
+@click.group("uninstall", cls=HostGroup, part="uninstall", make=_uninstall_command)
 def uninstall_group() -> None:
     """Remove memplug from an agent harness."""
-
-
-@uninstall_group.command("claude-code")
-@_scope
-@_project
-@_dry_run
-@json_option
-def uninstall_claude_code(scope: str, dry_run: bool, as_json: bool) -> None:
-    """Remove memplug's hooks from a Claude Code settings file; other hooks stay."""
-    from memplug.hosts.claude_install import settings_path, uninstall
-
-    report = uninstall(settings_path(scope), dry_run=dry_run)
-    data = report.as_dict()
-    if dry_run:
-        data["settings"] = report.settings
-    emit(data, as_json, _render)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memplug.memory import Memory
     from memplug.plugin import AssemblyResult
 
-HOST = "claude-code"
+HOST = cc.HOST
 HOOK_EVENTS: frozenset[str] = frozenset(
     {
         "SessionStart",
@@ -108,7 +108,11 @@ class Transcript:
 
 
 def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = None) -> str:
-    """Run one hook; return what to print (possibly nothing). Never raises."""
+    """Capture the session's transcript; on UserPromptSubmit and SessionStart (compact,
+    resume) print the memory as additionalContext. Never fails: errors go to `memory status`.
+
+    Returns what to print (possibly nothing); this is the host's registered hook.
+    """
     try:
         report = handle_bytes(stdin, db_path=db_path, config_path=config_path)
     except BaseException as error:  # the host must go on, whatever happened here

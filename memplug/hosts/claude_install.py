@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memplug.errors import UsageError
+from memplug.hosts.claude_code import HOST
 
 # Every hook memplug handles, with the matcher each needs (tool hooks match all tools).
 HOOKS: tuple[tuple[str, str | None], ...] = (
@@ -32,7 +33,7 @@ HOOKS: tuple[tuple[str, str | None], ...] = (
     ("SubagentStop", None),
     ("SessionEnd", None),
 )
-MARKER = "hook claude-code"
+MARKER = f"hook {HOST}"
 TIMEOUT_SECONDS = 10
 PLUGIN_DIR = Path(__file__).resolve().parent / "claude_plugin"
 
@@ -236,3 +237,17 @@ def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
         report.backup = write_settings(path, result)
         report.written = True
     return report
+
+
+def install_scope(
+    scope: str, command: str | None = None, *, dry_run: bool = False
+) -> InstallReport:
+    """Merge memplug's hooks into a Claude Code settings file (backup first; idempotent;
+    other hooks untouched). --user: ~/.claude/settings.json; --project:
+    ./.claude/settings.json."""
+    return install(settings_path(scope), command, dry_run=dry_run)
+
+
+def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:
+    """Remove memplug's hooks from a Claude Code settings file; other hooks stay."""
+    return uninstall(settings_path(scope), dry_run=dry_run)
