@@ -15,8 +15,7 @@ import pytest
 
 from memplug.errors import DatabaseBusy
 from memplug.memory import Memory
-from memplug.store import Store
-from memplug.store import ports
+from memplug.store import Store, ports
 
 SUB_PORTS: dict[str, type[Any]] = {
     "events": ports.EventPort,
@@ -40,9 +39,7 @@ def _same_signature(port: type[Any], impl: object, name: str) -> None:
     wanted = inspect.signature(getattr(port, name))
     found = inspect.signature(getattr(type(impl), name))
     assert list(wanted.parameters) == list(found.parameters), f"{type(impl).__name__}.{name}"
-    for param, other in zip(
-        wanted.parameters.values(), found.parameters.values(), strict=True
-    ):
+    for param, other in zip(wanted.parameters.values(), found.parameters.values(), strict=True):
         assert param.kind == other.kind, f"{type(impl).__name__}.{name}({param.name})"
         assert param.default == other.default, f"{type(impl).__name__}.{name}({param.name})"
 
@@ -96,9 +93,12 @@ def test_write_transaction_is_a_port_method_and_busy_is_a_memplug_error(
         second_store: ports.Storage = second.store
         with first_store.write_transaction():
             first_store.events.record_error("test", "held", None, None)
-            with second_store.lock_wait(10), pytest.raises(DatabaseBusy, match="locked"):
-                with second_store.write_transaction():
-                    pass
+            with (
+                second_store.lock_wait(10),
+                pytest.raises(DatabaseBusy, match="locked"),
+                second_store.write_transaction(),
+            ):
+                pass
         with second_store.write_transaction():
             second_store.events.record_error("test", "after", None, None)
         assert [e["message"] for e in second_store.events.latest_errors()] == ["after", "held"]
