@@ -1,0 +1,260 @@
+"""The import graph against the layer map of docs/architecture.md.
+
+Every module's imports are read with ``ast`` (module level, inside functions and under
+``TYPE_CHECKING`` alike) and checked: dependencies go downward only, hosts reach the
+services through ``plugin``/``memory``, apsw is imported only in ``db`` and ``store``,
+and no SQL sits in a string outside ``store``, ``db`` and ``migrations``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "memplug"
+DOC = REPO / "docs" / "architecture.md"
+
+# The layer map, top to bottom: a module may import from its own layer's package and
+# from any layer below it, never from one above or beside it. ``x.*`` is a package
+# (``memplug.retrieve`` counts as one layer whether it is a module or a package).
+# docs/architecture.md shows the same table; a test keeps the two equal.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("entry", ("memplug", "memplug.cli.*", "memplug.demo")),
+    ("hosts", ("memplug.hosts.*",)),
+    ("plugin", ("memplug.plugin",)),
+    ("memory", ("memplug.memory",)),
+    ("reports", ("memplug.diagnostics", "memplug.explain", "memplug.purge")),
+    ("assemble", ("memplug.assemble",)),
+    ("services", ("memplug.retrieve.*", "memplug.extract")),
+    ("capture", ("memplug.capture",)),
+    ("store", ("memplug.store.*",)),
+    ("db", ("memplug.db",)),
+    (
+        "base",
+        (
+            "memplug.config",
+            "memplug.cues",
+            "memplug.errors",
+            "memplug.jsonl",
+            "memplug.models",
+            "memplug.numbers",
+            "memplug.paths",
+            "memplug.plugins",
+            "memplug.query",
+            "memplug.secrets",
+            "memplug.text",
+            "memplug.vocab",
+        ),
+    ),
+)
+# Usable by every layer (and by each other): pure helpers, boundary models, errors.
+SHARED = "base"
+# A host goes through plugin/memory like every other host: of the layers below it,
+# only these (and base) may be imported from hosts/.
+HOSTS_MAY_USE = ("plugin", "memory")
+ENGINE_LAYERS = ("store", "db")
+SQL_LAYERS = ("store", "db")
+SQL = re.compile(
+    r"\b(SELECT\s+[\w*(]|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"
+    r"|CREATE\s+(TABLE|INDEX|VIRTUAL|TRIGGER|UNIQUE)|DROP\s+(TABLE|INDEX|TRIGGER)"
+    r"|ALTER\s+TABLE|PRAGMA\s+\w|\w+\s+MATCH\s+\?)"
+)
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+
+
+@cache
+def modules() -> tuple[Module, ...]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found.append(Module(".".join(parts), path, ast.parse(path.read_text(encoding="utf-8"))))
+    return tuple(found)
+
+
+def _match(name: str, pattern: str) -> bool:
+    if pattern.endswith(".*"):
+        base = pattern[:-2]
+        return name == base or name.startswith(base + ".")
+    return name == pattern
+
+
+def layer_of(name: str) -> tuple[int, str, str]:
+    """``(rank, layer, group)``: rank 0 is the top; ``group`` is the pattern matched."""
+    for rank, (layer, patterns) in enumerate(LAYERS):
+        for pattern in patterns:
+            if _match(name, pattern):
+                return rank, layer, pattern
+    raise AssertionError(f"{name} is in no layer of the map: add it to LAYERS and the doc")
+
+
+def imports_of(module: Module, known: set[str]) -> list[tuple[int, str]]:
+    """``(line, module)`` for every import, resolved to a module where one is named."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.name.split(".")
+                if module.path.name != "__init__.py":
+                    package.pop()
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, base] if base else package)
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                found.append((node.lineno, child if child in known else base))
+    return found
+
+
+def violations(mods: tuple[Module, ...]) -> list[str]:
+    known = {m.name for m in mods}
+    found = []
+    for module in mods:
+        rank, layer, group = layer_of(module.name)
+        for line, target in imports_of(module, known):
+            if target != "memplug" and not target.startswith("memplug."):
+                continue
+            other_rank, other_layer, other_group = layer_of(target)
+            where = f"{module.name}:{line} ({layer}) imports {target} ({other_layer})"
+            if other_group == group:
+                continue  # inside one module or package
+            if layer == SHARED:
+                if other_layer != SHARED:
+                    found.append(f"{where}: base uses only base")
+            elif other_layer == SHARED:
+                continue
+            elif other_rank < rank:
+                found.append(f"{where}: upward")
+            elif other_rank == rank:
+                found.append(f"{where}: sideways")
+            elif layer == "hosts" and other_layer not in HOSTS_MAY_USE:
+                found.append(f"{where}: a host goes through plugin/memory")
+    return found
+
+
+def test_every_module_is_on_the_map() -> None:
+    for module in modules():
+        layer_of(module.name)
+
+
+def test_the_doc_shows_the_map_in_code() -> None:
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \|$", DOC.read_text(encoding="utf-8"), re.M)
+    shown = {layer: tuple(re.findall(r"`([\w.*]+)`", cells)) for layer, cells in rows}
+    assert shown == dict(LAYERS)
+    assert [layer for layer, _ in rows] == [layer for layer, _ in LAYERS]
+
+
+def test_dependencies_go_downward_only() -> None:
+    assert violations(modules()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "target", "why"),
+    [
+        ("memplug.store.events", "memplug.memory", "upward"),
+        ("memplug.purge", "memplug.memory", "upward"),
+        ("memplug.retrieve", "memplug.extract", "sideways"),
+        ("memplug.hosts.claude_hook", "memplug.store.hosts", "through plugin/memory"),
+        ("memplug.hosts.claude_hook", "memplug.assemble", "through plugin/memory"),
+        ("memplug.text", "memplug.store", "base uses only base"),
+    ],
+)
+def test_the_check_sees_a_bad_import(module: str, target: str, why: str) -> None:
+    bad = ast.parse(f"from {target} import *\n")
+    mods = tuple(
+        Module(m.name, m.path, ast.Module(body=[*m.tree.body, *bad.body], type_ignores=[]))
+        if m.name == module
+        else m
+        for m in modules()
+    )
+    before = set(violations(modules()))
+    new = [v for v in violations(mods) if v not in before]
+    assert len(new) == 1, new
+    assert new[0].startswith(f"{module}:1 ") and target in new[0] and why in new[0]
+
+
+def _layer_name(module: Module) -> str:
+    return layer_of(module.name)[1]
+
+
+def test_apsw_is_imported_only_in_db_and_store() -> None:
+    offenders = [
+        f"{module.name}:{line}"
+        for module in modules()
+        if _layer_name(module) not in ENGINE_LAYERS
+        for line, target in imports_of(module, set())
+        if target == "apsw" or target.startswith("apsw.")
+    ]
+    assert offenders == []
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+            found.append((node.lineno, text))
+    return found
+
+
+def test_no_sql_outside_store_db_and_migrations() -> None:
+    offenders = [
+        f"{module.name}:{line}: {text[:60]!r}"
+        for module in modules()
+        if _layer_name(module) not in SQL_LAYERS
+        for line, text in _strings(module.tree)
+        if SQL.search(text)
+    ]
+    assert offenders == []
+
+
+def test_no_raw_connection_above_store() -> None:
+    offenders = [
+        f"{module.name}:{node.lineno}"
+        for module in modules()
+        if _layer_name(module) not in ENGINE_LAYERS
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Attribute) and node.attr == "conn"
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT id FROM events WHERE session_id = ?",
+        "INSERT OR IGNORE INTO host_links (a) VALUES (?)",
+        "UPDATE checkpoints SET x = 1",
+        "DELETE FROM events",
+        "CREATE VIRTUAL TABLE t USING fts5(x)",
+        "PRAGMA user_version",
+        "events_fts MATCH ?",
+    ],
+)
+def test_the_sql_pattern_sees_sql(text: str) -> None:
+    assert SQL.search(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Select the newest items first.", "an update to the plan", "delete it from the list"],
+)
+def test_the_sql_pattern_leaves_prose_alone(text: str) -> None:
+    assert not SQL.search(text)
