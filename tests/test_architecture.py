@@ -203,37 +203,84 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
     assert offenders == []
 
 
-def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+# SQL that is on its way into the store: ARCH-RETRIEVE (issue 10, the retrieve package)
+# moves `_scope_has_truncated` behind the search store. Whichever branch lands second
+# deletes this entry; `test_nothing_is_excused_for_nothing` fails until it does.
+MOVING: frozenset[tuple[str, str]] = frozenset({("memplug.retrieve.*", "_scope_has_truncated")})
+
+
+def _nodes(tree: ast.AST, function: str = "") -> list[tuple[str, ast.AST]]:
+    """Every node with the name of the innermost function around it."""
+    found: list[tuple[str, ast.AST]] = []
+    for child in ast.iter_child_nodes(tree):
+        inner = (
+            child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+        )
+        found.append((inner, child))
+        found += _nodes(child, inner)
+    return found
+
+
+def _excused(module: Module, function: str) -> bool:
+    return any(_match(module.name, m) and function == f for m, f in MOVING)
+
+
+def _sql_strings(module: Module) -> list[tuple[str, int, str]]:
     found = []
-    for node in ast.walk(tree):
+    for function, node in _nodes(module.tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.append((node.lineno, node.value))
+            text = node.value
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
-            found.append((node.lineno, text))
+        else:
+            continue
+        if SQL.search(text):
+            found.append((function, node.lineno, text))
     return found
+
+
+def _connections(module: Module) -> list[tuple[str, int]]:
+    return [
+        (function, node.lineno)
+        for function, node in _nodes(module.tree)
+        if isinstance(node, ast.Attribute) and node.attr == "conn"
+    ]
+
+
+def _above_store() -> list[Module]:
+    return [m for m in modules() if _layer_name(m) not in SQL_LAYERS]
 
 
 def test_no_sql_outside_store_db_and_migrations() -> None:
     offenders = [
-        f"{module.name}:{line}: {text[:60]!r}"
-        for module in modules()
-        if _layer_name(module) not in SQL_LAYERS
-        for line, text in _strings(module.tree)
-        if SQL.search(text)
+        f"{module.name}:{line} in {function or 'module'}: {text[:60]!r}"
+        for module in _above_store()
+        for function, line, text in _sql_strings(module)
+        if not _excused(module, function)
     ]
     assert offenders == []
 
 
 def test_no_raw_connection_above_store() -> None:
     offenders = [
-        f"{module.name}:{node.lineno}"
-        for module in modules()
-        if _layer_name(module) not in ENGINE_LAYERS
-        for node in ast.walk(module.tree)
-        if isinstance(node, ast.Attribute) and node.attr == "conn"
+        f"{module.name}:{line} in {function or 'module'}"
+        for module in _above_store()
+        for function, line in _connections(module)
+        if not _excused(module, function)
     ]
     assert offenders == []
+
+
+def test_nothing_is_excused_for_nothing() -> None:
+    used = {
+        (pattern, function)
+        for module in _above_store()
+        for function in {f for f, _, _ in _sql_strings(module)}
+        | {f for f, _ in _connections(module)}
+        for pattern, excused in MOVING
+        if _match(module.name, pattern) and function == excused
+    }
+    assert used == set(MOVING), "SQL moved into the store: delete its entry from MOVING"
 
 
 @pytest.mark.parametrize(
