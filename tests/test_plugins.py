@@ -6,6 +6,8 @@ its ``entry_points.txt`` the way it finds an installed package.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -153,9 +155,21 @@ def test_the_builtin_host_is_found_without_package_metadata() -> None:
         "import sys; from memplug.hosts import builtin; spec = builtin('claude-code'); "
         "print(spec.hook, 'importlib.metadata' in sys.modules, 'click' in sys.modules)"
     )
-    import subprocess
-
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["memplug.hosts.claude_hook:main", "False", "False"]
+
+
+def test_memory_hook_runs_a_plugin_host_through_click(good: Path) -> None:
+    # `memory hook NAME` serves built-in hosts before click is imported; a plugin host
+    # is found through package metadata on the ordinary path instead.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(good), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", "hook", "echo-host"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "echo:{}\n", "")
