@@ -203,12 +203,6 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
     assert offenders == []
 
 
-# SQL that is on its way into the store: ARCH-RETRIEVE (issue 10, the retrieve package)
-# moves `_scope_has_truncated` behind the search store. Whichever branch lands second
-# deletes this entry; `test_nothing_is_excused_for_nothing` fails until it does.
-MOVING: frozenset[tuple[str, str]] = frozenset({("memplug.retrieve.*", "_scope_has_truncated")})
-
-
 def _nodes(tree: ast.AST, function: str = "") -> list[tuple[str, ast.AST]]:
     """Every node with the name of the innermost function around it."""
     found: list[tuple[str, ast.AST]] = []
@@ -219,10 +213,6 @@ def _nodes(tree: ast.AST, function: str = "") -> list[tuple[str, ast.AST]]:
         found.append((inner, child))
         found += _nodes(child, inner)
     return found
-
-
-def _excused(module: Module, function: str) -> bool:
-    return any(_match(module.name, m) and function == f for m, f in MOVING)
 
 
 def _sql_strings(module: Module) -> list[tuple[str, int, str]]:
@@ -256,7 +246,6 @@ def test_no_sql_outside_store_db_and_migrations() -> None:
         f"{module.name}:{line} in {function or 'module'}: {text[:60]!r}"
         for module in _above_store()
         for function, line, text in _sql_strings(module)
-        if not _excused(module, function)
     ]
     assert offenders == []
 
@@ -266,21 +255,8 @@ def test_no_raw_connection_above_store() -> None:
         f"{module.name}:{line} in {function or 'module'}"
         for module in _above_store()
         for function, line in _connections(module)
-        if not _excused(module, function)
     ]
     assert offenders == []
-
-
-def test_nothing_is_excused_for_nothing() -> None:
-    used = {
-        (pattern, function)
-        for module in _above_store()
-        for function in {f for f, _, _ in _sql_strings(module)}
-        | {f for f, _ in _connections(module)}
-        for pattern, excused in MOVING
-        if _match(module.name, pattern) and function == excused
-    }
-    assert used == set(MOVING), "SQL moved into the store: delete its entry from MOVING"
 
 
 @pytest.mark.parametrize(

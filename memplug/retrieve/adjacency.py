@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import AnyEvent
-from memplug.store.search import EventCandidate, EventScope, SearchStore, Snapshot
+from memplug.store.ports import SearchPort
+from memplug.store.search import EventCandidate, EventScope, Snapshot
 
 # Neighbour spread looks at most this many events away for the previous/next one.
 ADJACENT_REACH = 4
@@ -15,7 +16,7 @@ class Adjacency:
 
     def __init__(
         self,
-        store: SearchStore,
+        store: SearchPort,
         paths: ActivePaths,
         scope: EventScope,
         snap: Snapshot,

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from memplug import branches
 from memplug.refs import parse_source_refs
 from memplug.retrieve.coverage import PARENT_CYCLE
-from memplug.store.search import BranchRow, SearchStore, Snapshot
+from memplug.store.ports import SearchPort
+from memplug.store.search import BranchRow, Snapshot
 
 if TYPE_CHECKING:
     from memplug.retrieve.candidates import Pool
@@ -33,7 +34,7 @@ class ActivePaths:
     """Active paths per session as of a snapshot, cached by the session's fingerprint
     (its event count and newest id), so a new event invalidates the entry."""
 
-    def __init__(self, store: SearchStore) -> None:
+    def __init__(self, store: SearchPort) -> None:
         self.store = store
         self._paths: dict[tuple[str, int, int], tuple[list[int], bool]] = {}
         self._path_seqs: dict[tuple[str, int, int], frozenset[int]] = {}

@@ -23,13 +23,13 @@ from memplug.retrieve.coverage import (
 from memplug.retrieve.lexical import has_all
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import Scope, compile_regex
+from memplug.store.ports import SearchPort
 from memplug.store.search import (
     EventCandidate,
     EventScope,
     ItemCandidate,
     ItemScope,
     LightEvent,
-    SearchStore,
     Snapshot,
 )
 
@@ -65,7 +65,7 @@ class Collector:
 
     def __init__(
         self,
-        store: SearchStore,
+        store: SearchPort,
         ranking: Ranking,
         paths: ActivePaths,
         event_scope: EventScope,
@@ -278,7 +278,7 @@ def estimated_df(ids: Sequence[int], limit: int, top: int, pool: Pool) -> float:
 
 
 def fill_text(
-    store: SearchStore, events: dict[int, AnyEvent], ids: Iterable[int] | None = None
+    store: SearchPort, events: dict[int, AnyEvent], ids: Iterable[int] | None = None
 ) -> None:
     """Read the text of light rows (all of them, or only ``ids``) in one query."""
     wanted = [i for i in (events if ids is None else ids) if events[i].text is None]

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from memplug.retrieve.models import Omitted, RankedEvent, RankedItem
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.scoring import Scored, with_text
-from memplug.store.search import EventCandidate, SearchStore
+from memplug.store.ports import SearchPort
+from memplug.store.search import EventCandidate
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 # How many supersession links are followed from one item.
@@ -19,7 +20,7 @@ _SUCCESSOR_HOPS = 8
 class Selection:
     """Cuts one ranking to ``limit`` items and ``limit`` events, recording omissions."""
 
-    def __init__(self, store: SearchStore, ranking: Ranking, limit: int) -> None:
+    def __init__(self, store: SearchPort, ranking: Ranking, limit: int) -> None:
         self.store = store
         self.ranking = ranking
         self.limit = limit
@@ -79,7 +80,7 @@ class Selection:
         return out
 
 
-def successors(store: SearchStore, items: Sequence[RankedItem]) -> dict[str, RankedItem]:
+def successors(store: SearchPort, items: Sequence[RankedItem]) -> dict[str, RankedItem]:
     """What each superseded item was superseded by, following the chain a few hops."""
     out: dict[str, RankedItem] = {}
     for item in items:

@@ -19,7 +19,8 @@ from memplug.retrieve.models import (
     TextRange,
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
-from memplug.store.search import EventCandidate, EventScope, SearchStore, Snapshot
+from memplug.store.ports import SearchPort
+from memplug.store.search import EventCandidate, EventScope, Snapshot
 from memplug.text import clip
 
 EXPAND_MAX_CHARS = 20_000
@@ -44,7 +45,7 @@ class _Call:
 
 
 class Expander:
-    def __init__(self, store: SearchStore, paths: ActivePaths) -> None:
+    def __init__(self, store: SearchPort, paths: ActivePaths) -> None:
         self.store = store
         self.paths = paths
 

@@ -18,7 +18,7 @@ from memplug.vocab import EVENT_TYPES, OUTCOMES, ROLES
 if TYPE_CHECKING:
     import regex
 
-    from memplug.store.search import SearchStore
+    from memplug.store.ports import SearchPort
 
 SEARCH_PAGE_DEFAULT = 20
 
@@ -169,7 +169,7 @@ class Scope:
     anchor: str | None
 
 
-def resolve_scope(store: SearchStore, scope: str | None, session: str | None) -> Scope:
+def resolve_scope(store: SearchPort, scope: str | None, session: str | None) -> Scope:
     if session is not None:
         exists, project = store.session_project(session)
         if not exists:

@@ -20,18 +20,19 @@ from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
 from memplug.retrieve.search import Search
 from memplug.retrieve.tokens import decode_token
-from memplug.store.search import EventScope, ItemScope, SearchStore, Snapshot
+from memplug.store.ports import SearchPort
+from memplug.store.search import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
     from memplug.config import Config
-    from memplug.store import Store
+    from memplug.store.ports import Storage
 
 
 class Retriever:
     """Ranked retrieval over one database; see :mod:`memplug.retrieve` for the API."""
 
-    def __init__(self, store: Store | SearchStore, config: Config | None = None) -> None:
-        self.search_store: SearchStore = store if isinstance(store, SearchStore) else store.search
+    def __init__(self, store: Storage | SearchPort, config: Config | None = None) -> None:
+        self.search_store: SearchPort = store if isinstance(store, SearchPort) else store.search
         if config is None:
             from memplug.config import Config as _Config
 

@@ -26,7 +26,8 @@ from memplug.retrieve.lexical import (
     word_boundaries,
 )
 from memplug.retrieve.ranking import Ranking
-from memplug.store.search import ItemCandidate, LightEvent, SearchStore
+from memplug.store.ports import SearchPort
+from memplug.store.search import ItemCandidate, LightEvent
 
 # (score before spread, matched spellings, pinned symbols, best needle)
 EventBase = tuple[float, list[str], list[str], str | None]
@@ -61,7 +62,7 @@ class ScoringContext:
     signals: QuerySignals
     pool: Pool
     ranking: Ranking
-    store: SearchStore
+    store: SearchPort
     counter: TermCounter
     idf: dict[str, float]
     group_idf: list[float]
@@ -79,7 +80,7 @@ class ScoringContext:
         signals: QuerySignals,
         pool: Pool,
         ranking: Ranking,
-        store: SearchStore,
+        store: SearchPort,
         *,
         items: bool,
         anchor: str | None = None,
@@ -188,7 +189,7 @@ class Scorer:
     only when its side of the pool holds candidates)."""
 
     def __init__(
-        self, signals: QuerySignals, pool: Pool, ranking: Ranking, store: SearchStore
+        self, signals: QuerySignals, pool: Pool, ranking: Ranking, store: SearchPort
     ) -> None:
         self.signals = signals
         self.pool = pool
@@ -481,7 +482,7 @@ class _FullPass:
         return out
 
 
-def with_text(store: SearchStore, scored: list[Scored], first: int | None = None) -> list[Scored]:
+def with_text(store: SearchPort, scored: list[Scored], first: int | None = None) -> list[Scored]:
     """``scored`` with the text of its first ``first`` (default all) events read."""
     head = scored if first is None else scored[:first]
     missing = [s.event.id for s in head if s.event is not None and s.event.text is None]

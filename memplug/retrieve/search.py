@@ -15,7 +15,8 @@ from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token
-from memplug.store.search import EventCandidate, EventScope, ItemScope, SearchStore, Snapshot
+from memplug.store.ports import SearchPort
+from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
@@ -23,7 +24,7 @@ SNIPPET_CHARS = 240
 
 
 class Search:
-    def __init__(self, store: SearchStore, ranking: Ranking, paths: ActivePaths) -> None:
+    def __init__(self, store: SearchPort, ranking: Ranking, paths: ActivePaths) -> None:
         self.store = store
         self.ranking = ranking
         self.paths = paths

@@ -328,4 +328,3 @@ def _session_dict(row: Sequence[Any]) -> dict[str, Any]:
         "pending_extractions",
     )
     return dict(zip(keys, row, strict=True))
-
