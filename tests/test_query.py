@@ -1,4 +1,5 @@
-"""Query signals and FTS5 query building: pure functions, checked against a real index."""
+"""Query signals (memplug.query) and FTS5 query building (memplug.store.fts): pure
+functions, checked against a real index."""
 
 from __future__ import annotations
 
@@ -8,18 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplug.query import (
-    MAX_TERMS,
+from memplug.query import MAX_TERMS, cjk_windows, is_numeric_symbol, parse_query, stem
+from memplug.store.fts import (
     MatchPlan,
     bridge_trigrams,
     build_match,
-    cjk_windows,
     fts_quote,
-    is_numeric_symbol,
     like_pattern,
     needs_verification,
-    parse_query,
-    stem,
     term_expression,
 )
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memplug.query import MatchPlan, QuerySignals, build_match, like_pattern, needs_verification
+from memplug.query import QuerySignals
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.coverage import (
     CANDIDATE_BUDGET,
@@ -35,6 +35,8 @@ from memplug.store.search import (
 
 if TYPE_CHECKING:
     import regex
+
+    from memplug.store.fts import MatchPlan
 
 AnyEvent = EventCandidate | LightEvent
 
@@ -101,7 +103,7 @@ class Collector:
         if regex_pattern is not None:
             self._regex(regex_pattern, pool)
         elif not signals.empty:
-            plan = build_match(signals, match=match)
+            plan = self.store.match_plan(signals, match=match)
             if match == "all":
                 self._all(plan, pool)
             else:
@@ -148,7 +150,7 @@ class Collector:
             if len(found) >= pool_cap:
                 pool.reasons.add(CANDIDATE_BUDGET)
                 break
-            contains = like_pattern(term.text) if needs_verification(term) else None
+            contains = plan.contains(term)
             newest = store.event_match_ids(
                 expr, self.event_scope, snap, limit + 1, contains=contains
             )
@@ -165,7 +167,7 @@ class Collector:
         # Rids per term, then each item's row once (the terms overlap).
         order: dict[int, None] = {}
         for term, expr in plan.fts:
-            contains = like_pattern(term.text) if needs_verification(term) else None
+            contains = plan.contains(term)
             rids = store.item_match_rids(expr, self.item_scope, snap, limit + 1, contains)
             pool.item_df[term.text] = estimated_df(rids, limit, snap.max_item_rid, pool)
             order.update(dict.fromkeys(rids[:limit]))
@@ -178,7 +180,7 @@ class Collector:
     def _like(self, plan: MatchPlan, pool: Pool) -> None:
         """Needles too short for the trigram index: a bounded LIKE scan of the newest rows."""
         store, snap, ranking = self.store, self.snap, self.ranking
-        patterns = [like_pattern(t.text) for t in plan.like]
+        patterns = plan.like_patterns()
         result = store.event_like(
             patterns, self.event_scope, snap, ranking.like_cap + 1, ranking.like_scan_rows
         )

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from memplug.query import QuerySignals
     from memplug.store.admin import PurgeCounts, PurgePlan
     from memplug.store.events import EventRow, InsertResult
+    from memplug.store.fts import MatchPlan
     from memplug.store.items import ActionRow, ItemRow
     from memplug.store.logs import LogRecord
     from memplug.store.search import (
@@ -154,8 +156,10 @@ class ItemPort(Protocol):
 @runtime_checkable
 class SearchPort(Protocol):
     """Search candidates and the reads behind ``expand``: every read bounded and pinned
-    to a :class:`Snapshot`. ``expression`` is a MATCH string from ``memplug.query``."""
+    to a :class:`Snapshot`. ``expression`` is one of the plan's own strings, handed
+    back unread: only the store knows its query language."""
 
+    def match_plan(self, signals: QuerySignals, *, match: str = "any") -> MatchPlan: ...
     def snapshot(self) -> Snapshot: ...
     def session_project(self, session_id: str) -> tuple[bool, str | None]: ...
     def project_sessions(self, project: str) -> list[str]: ...

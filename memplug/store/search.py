@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memplug.db import Database
+from memplug.query import QuerySignals
 from memplug.refs import event_ref
+from memplug.store.fts import MatchPlan, build_match
 
 _EVENT_FIELDS = (
     "id",
@@ -266,6 +268,10 @@ class SearchStore:
         self.db = db
         self.conn = db.conn
 
+    def match_plan(self, signals: QuerySignals, *, match: str = "any") -> MatchPlan:
+        """How this store finds the terms: FTS5 MATCH strings, or a bounded ``LIKE``."""
+        return build_match(signals, match=match)
+
     # -- snapshot and scope ------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
@@ -364,7 +370,7 @@ class SearchStore:
         """The ids of :meth:`event_matches`, newest first: the terms of one query
         overlap, so retrieval reads each row once afterwards with :meth:`light_events`.
         The expression may only narrow the search; ``contains`` is then the exact test
-        (see query.term_expression)."""
+        (see ``fts.term_expression``)."""
         where, params = scope.where()
         return _match_ids(
             self.conn, "events_fts", "events e", "e.id", "e.text", expression,

@@ -1,4 +1,4 @@
-"""Fuzz target: the query builder (``memplug.query``) on arbitrary text.
+"""Fuzz target: the query builder (``memplug.query``, ``memplug.store.fts``) on any text.
 
 Invariants: parsing is deterministic and bounded (terms, needle length, time); every
 MATCH string the plan holds is valid FTS5 against a real trigram index, in both
@@ -11,13 +11,8 @@ import time
 
 import apsw
 
-from memplug.query import (
-    MAX_NEEDLE_CHARS,
-    MAX_TERMS,
-    build_match,
-    like_pattern,
-    parse_query,
-)
+from memplug.query import MAX_NEEDLE_CHARS, MAX_TERMS, parse_query
+from memplug.store.fts import build_match, like_pattern
 
 SEEDS: tuple[bytes, ...] = (
     b"which port did we pick for the API?",
