@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "base",
         (
+            "memplug.branches",
             "memplug.config",
             "memplug.cues",
             "memplug.errors",
@@ -47,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.paths",
             "memplug.plugins",
             "memplug.query",
+            "memplug.refs",
             "memplug.secrets",
             "memplug.text",
             "memplug.vocab",

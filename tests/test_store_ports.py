@@ -73,7 +73,6 @@ def test_a_port_method_missing_from_a_store_is_seen(memory: Memory) -> None:
 def test_the_ports_name_every_public_method_of_the_stores(memory: Memory) -> None:
     # A public method the port does not name is one a service can only reach by
     # typing against SQLite: it belongs in the port, or it is dead.
-    dead = {"search": {"session_window"}}
     for attribute, port in SUB_PORTS.items():
         impl = type(getattr(memory.store, attribute))
         public = {
@@ -81,7 +80,7 @@ def test_the_ports_name_every_public_method_of_the_stores(memory: Memory) -> Non
             for name, value in vars(impl).items()
             if not name.startswith("_") and inspect.isfunction(value)
         }
-        assert public - set(_members(port)) - dead.get(attribute, set()) == set(), attribute
+        assert public - set(_members(port)) == set(), attribute
 
 
 def test_write_transaction_is_a_port_method_and_busy_is_a_memplug_error(
