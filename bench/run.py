@@ -12,7 +12,7 @@ import sys
 import time
 
 # In report order. A module that does not exist yet is reported, not silently skipped.
-BENCHMARKS = ("capture", "retrieval", "prestep", "hook_latency")
+BENCHMARKS = ("capture", "retrieval", "prestep", "hook_latency", "extraction")
 
 
 def main() -> None:

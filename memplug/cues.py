@@ -27,6 +27,10 @@ MODIFIERS: tuple[str, ...] = ("correction", "retraction", "restatement")
 # One sentence is analysed at most this far: cues sit where people start to speak, and
 # a bound keeps every pattern linear on pasted walls of text.
 MAX_SENTENCE_CHARS = 2_000
+# Inline cues ("must", "never", "note that") count in a user message's first this many
+# characters; further in, a long message is pasted material (a document, a form, an
+# article) whose rules are someone else's. Labels ("Decision:") count anywhere.
+INLINE_REACH = 2_000
 
 _I = re.IGNORECASE
 
@@ -134,13 +138,66 @@ def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[E
 _LEAD = r"^(?:(?:please|and|but|so|also|oh|ok(?:ay)?|well|hmm|wait)[,\s]+)*"
 # A word after never/always that shows a description, not an instruction:
 # determiners, "mind", forms of be/have, and third-person verbs ("always fails").
-_NOT_IMPERATIVE = _rx(
-    r"\s+(?:mind|the|a|an|this|that|these|those|my|your|our|his|her|their|its|so|such|"
+_DESCRIPTIVE = (
+    r"mind|the|a|an|this|that|these|those|my|your|our|his|her|their|its|so|such|"
     r"same|was|were|is|are|been|be|has|had|ever|again|there|here|enough|really|"
-    r"[a-z]+(?<!s)s)\b"
+    r"[a-z]+(?<!s)s"
 )
 # Words after "not" that make "not … but" / ", not …" something other than a correction.
 _NOT_CONTRAST = r"(?!(?:only|just|sure|yet|really|always|that|bad|quite|exactly)\b)"
+# What a correction's replaced value must hold to name something (a digit, a symbol
+# joining two characters, a capitalised name): "4 GB, not 3 GB", "not Friday but
+# Monday"; not "progress, not perfection".
+_NAMED = r"(?=[^,.;!?]*?(?:\d|\w[_/.:@\-]\w|`|(?-i:[A-Z])))"
+# Past forms: "never tried it", "always wanted to" tell a story, they instruct nothing.
+# (-eed verbs such as "exceed" are present tense.)
+_PAST = (
+    r"[a-z]*[^\We]ed|saw|seen|went|gone|had|did|done|got|gotten|knew|known|thought|found|"
+    r"made|took|taken|came|said|told|heard|felt|met|left|won|lost|ate|ran|wrote|written|"
+    r"forgot|forgotten|bought|brought|caught|taught|meant|sent|spent|understood"
+)
+# Verbs of feeling and knowing: "you must love it", "we always look forward to it".
+_STATIVE = (
+    r"feel|felt|love|like|enjoy|know|think|mean|miss|hate|look|seem|sound|remind|wonder|"
+    r"wish|hope|imagine|believe|reali[sz]e|appreciate|adore|admire|want"
+)
+# Life advice, not work: "don't give up", "never lose hope", "don't let it stop you".
+_ENCOURAGE = (
+    r"give\s+(?:up|in)|quit|let|lose|stop|limit|doubt|settle|underestimate|compare|beat|"
+    r"overthink|hesitate|worry|panic|sweat|fear|regret|take\s+(?:it|things)\s+personally"
+)
+# What the work is made of: an obligation whose subject is none of these (and not "we",
+# "you", the agent) is about someone else's world ("the owner must pay", "all pets must
+# be on a leash", "the player must avoid them").
+_WORK_NOUNS = (
+    r"code|files?|tests?|functions?|methods?|class(?:es)?|modules?|packages?|commits?|"
+    r"branch(?:es)?|prs?|merges?|deploys?|deployments?|releases?|builds?|ci|pipelines?|"
+    r"migrations?|schemas?|tables?|columns?|index(?:es)?|quer(?:y|ies)|databases?|dbs?|apis?|"
+    r"endpoints?|services?|servers?|requests?|responses?|logs?|config(?:uration)?s?|settings?|"
+    r"secrets?|keys?|tokens?|passwords?|credentials?|dependenc(?:y|ies)|versions?|scripts?|"
+    r"commands?|librar(?:y|ies)|cach(?:e|es)|queues?|jobs?|workers?|containers?|images?|"
+    r"clusters?|directory|directories|folders?|paths?|output|answers?|repl(?:y|ies)|text|"
+    r"articles?|essays?|stor(?:y|ies)|summar(?:y|ies)|emails?|posts?|titles?|headings?|"
+    r"sections?|paragraphs?|sentences?|words?|lists?|bullets?|formats?|tone|style|json|"
+    r"yaml|values?|fields?|variables?|names?|ids?|strings?|lines?|pages?|turns?|messages?|"
+    r"prompts?|chapters?|translations?|documents?|docs?|readme|comments?|changes?|features?|"
+    r"bugs?|errors?|exceptions?|data|inputs?|ui|components?|screens?|latency|timeouts?|"
+    r"limits?|budgets?|repo(?:sitor(?:y|ies))?|projects?|app(?:lication)?s?|site|website|"
+    r"table|report|slides?|diagrams?|charts?"
+)
+# After "must be": something a reviewer could check (a bound, a number, a state an
+# artefact is put in) rather than how something feels ("must be so rewarding").
+_CHECKABLE = (
+    r"(?!(?:thrilled|excited|stoked|pleased|relieved|exhausted|tired|amazed|surprised|"
+    r"impressed|interested|bored|scared|worried|disappointed|satisfied|delighted|"
+    r"overwhelmed|devastated|frustrated|motivated|inspired|blessed|loved|missed)\b)"
+    r"(?:(?:always|strictly|fully|at\s+(?:least|most)|no\s+(?:more|longer|less|larger)|less|"
+    r"more|fewer|under|below|above|over|within|between|exactly|in|on|inside|outside|"
+    r"one\s+of|equal|identical|consistent|compatible|backwards?|idempotent|deterministic|"
+    r"unique|immutable|private|public|non-\w+|lower-?case|upper-?case|empty|valid|present|"
+    r"absolute|relative|[a-z]+ed|set|run|done|kept|made|put|sent|held|read|shown|built|"
+    r"written|given|bound)\b|[\d<>≤≥=`\"'])"
+)
 
 # fmt: off
 RULES: tuple[Rule, ...] = (
@@ -212,11 +269,16 @@ RULES: tuple[Rule, ...] = (
              ("Objective: cut the CI time in half.", "goal"),
              ("He scored a goal.", None)),
          strip=True, priority=10),
-    Rule("en.task.goal_is", 1, "goal", "en",
-         "`Our goal is …` / `The goal is …` at the start of a sentence.",
-         _rx(_LEAD + r"(?:our|the|my)\s+(?:main\s+)?goal\s+(?:here\s+)?is\s+(?:to\s+)?"),
+    Rule("en.task.goal_is", 2, "goal", "en",
+         "`Our goal is …` / `The goal is …` at the start of a sentence (`my goal is …` is"
+         " a person's own aim, not the session's task).",
+         _rx(_LEAD + r"(?:our|the)\s+(?:main\s+)?goal\s+(?:here\s+)?is\s+(?:to\s+)?"),
          _ex(("Our goal is to cut p95 latency below 200 ms.", "goal"),
-             ("Was the goal reached?", None)),
+             ("Was the goal reached?", None),
+             ("My goal is to give kids a loving home.", None),
+             ("My goal is to do a sprint triathlon, and I think I have around 12 weeks to"
+              " prepare.", None),
+             ("Reaching that goal is what keeps me going.", None)),
          strip=True, priority=10),
     Rule("zh.task.goal", 1, "goal", "zh",
          "以 `目标：` 或 `目标是` 开头（`目标文件` 之类不算）。",
@@ -277,83 +339,170 @@ RULES: tuple[Rule, ...] = (
              ("接下来，我们看看日志。", None)),
          strip=True, priority=10),
     # -- inline cues -----------------------------------------------------------------------
-    Rule("en.decision.we_decided", 1, "decision", "en",
-         "`we decided` / `we've decided` / `I decided` (not after `if`, `whether`, …).",
-         _rx(r"\b(?:we|i)(?:'ve|\s+have)?\s+(?:(?:just|finally|now|already)\s+)?decided\b"),
+    Rule("en.decision.we_decided", 2, "decision", "en",
+         "`we decided` / `we've decided` opening a statement (not after `if`, `whether`,"
+         " `and`, `so`, and not in a story told with `last week`, `yesterday`, `ago`)."
+         " `I decided` is a personal event, never a decision of the work.",
+         _rx(r"\bwe(?:'ve|\s+have)?\s+(?:(?:just|finally|now|already)\s+)?decided\b"),
          _ex(("We decided to use Redis for the session cache.", "decision"),
              ("We've decided on Postgres 16.", "decision"),
              ("We haven't decided yet.", None),
              ("Have we decided on the cache?", None),
-             ("If we decided to drop v1, mobile would break.", None)),
-         priority=20, not_before=_rx(r"\b(?:if|whether|once|when|until|unless)\s+$")),
-    Rule("zh.decision.inline", 1, "decision", "zh",
-         "`我们决定` / `我决定` / `已经决定` / `最终决定`（`还没决定`、`由你决定` 不算）。",
-         _rx(r"(?:我们|我|已经|最终|最后|大家|团队)决定(?!权|不了|吗)"),
+             ("If we decided to drop v1, mobile would break.", None),
+             ("Last week, I decided to run for office again - even though I haven't been"
+              " successful before.", None),
+             ("We still had some money left after helping the shelter, and we decided to use"
+              " this money to buy groceries.", None),
+             ("Samantha and I have decided to move in together!", None),
+             ("We went back and forth for a bit, but eventually, I decided to just agree to"
+              " disagree and move on.", None)),
+         priority=20,
+         not_before=_rx(r"\b(?:if|whether|once|when|until|unless|and|so|but|then|which|that|"
+                        r"after|because|since)\s+$|\b(?:last\s+(?:week|month|year|night|time)|"
+                        r"yesterday|ago)\b"),
+         not_after=_rx(r".*\b(?:last\s+(?:week|month|year|night)|yesterday|ago)\b")),
+    Rule("zh.decision.inline", 2, "decision", "zh",
+         "`我们决定` / `已经决定` / `最终决定` / `团队决定`（`还没决定`、`由你决定` 不算；"
+         "`我决定…` 是个人的事，不是工作上的决定）。",
+         _rx(r"(?:我们|已经|最终|最后|大家|团队)决定(?!权|不了|吗)"),
          _ex(("我们决定用Postgres存订单。", "decision"),
              ("我们还没决定用哪个数据库。", None),
-             ("这个由你决定。", None)),
+             ("这个由你决定。", None),
+             ("我决定从下周开始跑步。", None),
+             ("上周我决定再去竞选一次。", None)),
          priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
          not_after=_rx(r"了?\s*[。！!.]?$")),
-    Rule("en.constraint.must", 1, "constraint", "en",
-         "`must` / `must not` / `mustn't` (not `I must say`, not `it must be the …`).",
+    Rule("en.constraint.must", 2, "constraint", "en",
+         "`must` / `must not` / `mustn't` with an action or a checkable requirement"
+         " (`must keep p95 < 200 ms`, `must be reviewed`, `must be under 2 MB`). Not"
+         " epistemic (`it must be scary`, `you must love it`, `must have been`, `must be"
+         " so rewarding`), not a gerund's (`seeing them grow must be …`), not `a must`,"
+         " not `I must say`.",
          _rx(r"(?<![-\w])must(?:n't|\s+not)?(?![-\w])"),
          _ex(("The checkout endpoint must keep p95 < 200 ms at 1k rps.", "constraint"),
              ("We must never log card numbers.", "constraint"),
              ("You mustn't log tokens.", "constraint"),
+             ("The essay must be no longer than 2000 words.", "constraint"),
+             ("Every migration must be reviewed by a second person.", "constraint"),
              ("I must say this looks good.", None),
              ("It must be the cache.", None),
-             ("There must have been a timeout.", None)),
+             ("There must have been a timeout.", None),
+             ("Gina: It must be scary stepping into the unknown but I know you can do it, Jon.",
+              None),
+             ("It must be scary stepping into the unknown but I know you can do it, Jon.", None),
+             ("Wow, Jon, you must be so excited!", None),
+             ("Seeing your students grow and succeed must be really fulfilling.", None),
+             ("You must love seeing how you've grown as an artist.", None),
+             ("Your four pups must have a lot of fun.", None),
+             ("Dairy-free is a must for me, especially for desserts.", None),
+             ("I can only imagine how tough it must be.", None),
+             ("Must feel great to turn your passion into a career.", None),
+             ("All pets must be on a leash and accompanied by a registered guest at all times"
+              " when outside the guest room.", None),
+             ("This would be the first monster that the player must hunt.", None),
+             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None)),
          priority=30,
-         not_after=_rx(r"\s+(?:say|admit|confess|agree|apologi[sz]e|thank|ask)\b"
-                       r"|\s+(?:not\s+)?be\s+(?:the|a|an|some|something|why|because|wrong|"
-                       r"broken|it|that|this|nice|great|joking|kidding|missing|somewhere|"
-                       r"down|related)\b"
-                       r"|\s+have\s+(?:been|[a-z]+ed)\b|'ve\b")),
-    Rule("en.constraint.never", 1, "constraint", "en",
-         "`never` as an instruction: at the start, or after `we`/`you` (`never mind` and"
-         " descriptions such as `the tests never pass` are not cues).",
+         not_before=_rx(r"(?:^|[,;:(])(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
+                        r"everyone|everybody|nobody|claude|agent|assistant|model|"
+                        + _WORK_NOUNS + r")\b|\w[_./]\w|`))[^,;:(]*$"
+                        r"|\b(?:it|that|this|there|they|he|she|which|who|what|something|"
+                        r"someone|everything|a|the)\s+$"
+                        r"|^\s*(?!(?:during|nothing|something|everything|anything|string|"
+                        r"thing|king|spring|morning|evening|bring)\b)[a-z]+ing\b[^,;:]*$"
+                        r"|\b(?:imagine|guess|bet|sure|surely|probably|suppose|wonder|seems?|"
+                        r"how)\b"),
+         not_after=_rx(r"\s+(?:really|surely|certainly|definitely|truly|so|such|totally|"
+                       r"absolutely|indeed|just)\b"
+                       r"|\s+(?:say|admit|confess|agree|apologi[sz]e|thank|ask|remember)\b"
+                       r"|\s+(?:" + _STATIVE + r")\b"
+                       r"|\s+(?:not\s+)?be\s+(?!" + _CHECKABLE + r")"
+                       r"|\s+have\s+(?!(?:an?|at\s+least|no|one|two|three|exactly|its|their|"
+                       r"\d)\b)|\s+have\s+an?\s+(?:lot|great|good|blast|ton|ball|hard)\b"
+                       r"|'ve\b")),
+    Rule("en.constraint.never", 2, "constraint", "en",
+         "`never` as an instruction: at the start, after `we`, or after `you should`/"
+         "`you must` (`never mind`, `you never know`, descriptions such as `the tests never"
+         " pass`, stories such as `never tried it` and advice such as `never give up` are"
+         " not cues).",
          _rx(_LEAD + r"never(?![-\w])"
-             r"|\b(?:we|you|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"),
+             r"|\b(?:we|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"
+             r"|\byou\s+(?:should|must|will|shall|can)\s+never(?![-\w])"),
          _ex(("Never commit secrets to the repo.", "constraint"),
              ("We never deploy on Fridays.", "constraint"),
+             ("You should never exceed 100 connections per worker.", "constraint"),
              ("never mind, that was the wrong file", None),
              ("The tests never pass on CI.", None),
-             ("Never the same error twice.", None)),
-         priority=30, not_after=_NOT_IMPERATIVE),
-    Rule("en.constraint.always", 1, "constraint", "en",
-         "`always` as an instruction: at the start, or after `we`/`you`"
-         " (`always the same flaky test` is not a cue).",
+             ("Never the same error twice.", None),
+             ("Never give up!", None),
+             ("Never say never!", None),
+             ("Never tried it, but it's supposed to be awesome.", None),
+             ("You never shy away from a challenge and always try something new.", None),
+             ("You never know the difference a kind gesture can make.", None),
+             ("Never found on antimagic weapons.", None)),
+         priority=30,
+         not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
+                       + _ENCOURAGE + r"|say\s+never|too|late|easy)\b")),
+    Rule("en.constraint.always", 2, "constraint", "en",
+         "`always` as an instruction: at the start, after `we`, or after `you should`/"
+         "`you must` (`always the same flaky test`, `always happy to help`, `always"
+         " running around`, `we always have a great time` are not cues).",
          _rx(_LEAD + r"always(?![-\w])"
-             r"|\b(?:we|you|one)\s+(?:(?:should|must|will|shall)\s+)?always(?![-\w])"),
+             r"|\b(?:we|one)\s+(?:(?:should|must|will|shall)\s+)?always(?![-\w])"
+             r"|\byou\s+(?:should|must|will|shall)\s+always(?![-\w])"),
          _ex(("Always run the migrations in a transaction.", "constraint"),
              ("We always pin dependency versions.", "constraint"),
              ("it's always the same flaky test", None),
              ("Always the same flaky test.", None),
              ("The build always fails on Mondays.", None),
-             ("Always fails on the first run.", None)),
-         priority=30, not_after=_NOT_IMPERATIVE,
+             ("Always fails on the first run.", None),
+             ("Melanie: We always look forward to our family camping trip.", None),
+             ("We always look forward to our family camping trip.", None),
+             ("Always happy to share them with you.", None),
+             ("Always running around, exploring and having a great time.", None),
+             ("You always mentioned your love for gaming.", None),
+             ("We always have a great time together, especially on Wednesdays.", None)),
+         priority=30,
+         not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + r"|[a-z]+ing|"
+                       r"happy|glad|up|great|good|fun|nice|ready|welcome|on|down|open|around|"
+                       r"busy|excited|hungry|by|with|for|at|there|have|try|go|end\s+up|hang|"
+                       r"spend|get|make\s+time|"
+                       r"talk|chat|laugh|celebrate|manage|struggle)\b"),
          not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$")),
-    Rule("en.constraint.do_not", 1, "constraint", "en",
-         "`Do not …` / `Don't …` as an instruction at the start of a sentence"
-         " (`don't worry`, `don't forget` and the like are not cues).",
+    Rule("en.constraint.do_not", 2, "constraint", "en",
+         "`Do not …` / `Don't …` as an instruction at the start of a sentence (`don't"
+         " worry`, `don't forget`, and advice to a person such as `don't give up`,"
+         " `don't be afraid to …` or anything about `yourself` are not cues).",
          _rx(_LEAD + r"(?:do\s+not|don'?t)\b"),
          _ex(("Do not touch the legacy billing module.", "constraint"),
              ("Please don't use ORMs in this service.", "constraint"),
+             ("Don't ask me for clarifications.", "constraint"),
              ("Don't worry about the tests.", None),
              ("I don't know why it fails.", None),
-             ("Don't forget that the demo is at 3 pm.", None)),
+             ("Don't forget that the demo is at 3 pm.", None),
+             ("Don't miss a beat!", None),
+             ("Don't quit, remember, failures lead you closer to success.", None),
+             ("Don't let the bumps in the road bring you down.", None),
+             ("Don't be afraid to reach out to people in your field for help and contacts.",
+              None),
+             ("Don't limit yourself in your comofort zone!", None),
+             ("But don't get discouraged, just keep going.", None)),
          priority=30,
          not_after=_rx(r"\s+(?:worry|bother|panic|know|think|mind|care|forget|get\s+me|sweat|"
-                       r"hesitate|understand|remember|see|have|be\s+sorry)\b")),
-    Rule("zh.constraint.must", 1, "constraint", "zh",
+                       r"hesitate|understand|remember|see|have|feel|miss|ever|"
+                       r"be\s+(?:sorry|afraid|scared|shy|discouraged|too|so|a\s+stranger|"
+                       r"nervous|hard|down|sad|ashamed|embarrassed|silly|surprised)|"
+                       r"get\s+(?:discouraged|down|too|so|caught|stuck|hung)|" + _ENCOURAGE
+                       + r")\b|.*\byoursel(?:f|ves)\b")),
+    Rule("zh.constraint.must", 2, "constraint", "zh",
          "`必须`、`务必`、`一定要`、`禁止`、`严禁`、`不得`、`不许`、`不准`"
-         "（`必须说`、`必须的` 不算）。",
+         "（`必须说`、`必须的` 不算；以 `啊`、`呀`、`哦`、`吧` 收尾的寒暄也不算）。",
          _rx(r"必须|务必|一定要|禁止|严禁|不得|不许|不准"),
          _ex(("结账接口必须保持p95小于200毫秒。", "constraint"),
              ("禁止在周五部署。", "constraint"),
              ("我必须说，这个设计很好。", None),
-             ("这是必须的！", None)),
-         priority=30, not_after=_rx(r"说|的\s*[。！!]?$")),
+             ("这是必须的！", None),
+             ("今晚的聚会你一定要来玩啊！", None)),
+         priority=30, not_after=_rx(r"说|的\s*[。！!]?$|.*[啊呀哦吧哈]\s*[。！!~～]*$")),
     Rule("zh.constraint.dont", 1, "constraint", "zh",
          "`不要` / `别` 作为指令：句首、逗号后或 `请`、`千万`、`一定`、`我们` 之后"
          "（`不要紧`、`别担心`、`要不要` 不算）。",
@@ -364,15 +513,20 @@ RULES: tuple[Rule, ...] = (
              ("要不要加缓存？", None),
              ("别担心，测试会过的。", None)),
          priority=30, not_after=_rx(r"紧|了|担心|着急|客气|管|忘")),
-    Rule("en.preference.prefer", 1, "preference", "en",
-         "`I prefer` / `I'd prefer` / `I would prefer` / `my preference is`.",
+    Rule("en.preference.prefer", 2, "preference", "en",
+         "`I prefer` / `I'd prefer` / `I would prefer` / `my preference is` (not `see which"
+         " one I prefer`).",
          _rx(r"\bi(?:'d|\s+would)?\s+(?:(?:really|strongly|generally|usually|much)\s+)?prefer\b"
              r"|\bmy\s+preference\s+is\b"),
          _ex(("I prefer small commits with one change each.", "preference"),
              ("I'd prefer short commit messages.", "preference"),
              ("Do you prefer tabs?", None),
-             ("Use whatever you prefer.", None)),
-         priority=40, not_after=_rx(r"\s+not\s+to\s+say\b")),
+             ("Use whatever you prefer.", None),
+             ("I think I'll try out italki and Conversation Exchange first, and see which one I"
+              " prefer.", None),
+             ("Let me know if you prefer a different format.", None)),
+         priority=40, not_after=_rx(r"\s+not\s+to\s+say\b"),
+         not_before=_rx(r"\b(?:which(?:\s+one)?|what|whichever|whatever|if|whether)\s+$")),
     Rule("zh.preference", 1, "preference", "zh",
          "`我偏好` / `我更喜欢` / `我更倾向` / `我的偏好` / 句首 `偏好：`（`偏好设置` 不算）。",
          _rx(r"我(?:更|比较|个人)?(?:偏好|更喜欢|更倾向)|我的偏好|^偏好\s*[：:]"),
@@ -398,16 +552,23 @@ RULES: tuple[Rule, ...] = (
              ("I remember the old API.", None),
              ("Footnote: see the appendix.", None)),
          strip=True, priority=60),
-    Rule("en.fact.remember_that", 1, "fact", "en",
-         "`Remember that …` / `Remember, …` / `Keep in mind that …` / `Note that …` at the"
-         " start of a sentence (`remember to …` is not a cue).",
-         _rx(_LEAD + r"(?:remember|keep\s+in\s+mind|bear\s+in\s+mind|note)(?:\s+that\b|\s*,)\s*"),
+    Rule("en.fact.remember_that", 2, "fact", "en",
+         "`Remember that …` / `Keep in mind that …` / `Note that …` at the start of a"
+         " sentence (`remember to …`, `remember that day …` and the encouragement"
+         " `Remember, …` are not cues).",
+         _rx(_LEAD + r"(?:remember|keep\s+in\s+mind|bear\s+in\s+mind|note)\s+that\b\s*"),
          _ex(("Remember that the staging DB is read-only.", "fact"),
              ("Keep in mind that prices are in EUR.", "fact"),
+             ("Remember that the target persona is a Developer.", "fact"),
              ("Do you remember the port?", None),
              ("I can't remember the port.", None),
-             ("Remember to run the migrations.", None)),
-         strip=True, priority=60),
+             ("Remember to run the migrations.", None),
+             ("Remember, just do it!", None),
+             ("And remember, I'm always here for you.", None),
+             ("But remember, even small things can make a difference.", None),
+             ("Remember that time we went camping at the lake.", None)),
+         strip=True, priority=60,
+         not_after=_rx(r"(?:time|day|night|week|trip|place|song|movie|one|guy|girl)\b")),
     Rule("zh.fact.remember", 1, "fact", "zh",
          "句首 `记住`、`请记住`、`记一下`（`记住了`、`记不住` 不算）或 `备注：`、`注意：`。",
          _rx(r"^(?:请|要|你要)?(?:记住|记下|记一下)\s*[：:，,]?\s*|^(?:备注|注意|笔记)\s*[：:]\s*"),
@@ -428,16 +589,28 @@ RULES: tuple[Rule, ...] = (
              ("As you suggested, I added retries.", None, "assistant"),
              ("I suggest we use Postgres.", None, "user")),
          priority=20, roles=("assistant",)),
-    Rule("en.proposal.could", 1, "proposal", "en",
-         "An assistant's `we could …` / `you could …` (not `could not`, `could have`,"
-         " `could be`).",
+    Rule("en.proposal.could", 2, "proposal", "en",
+         "An assistant's `we could …` / `you could …` opening a clause (not `could not`,"
+         " `could have`, `could be`, not inside `how you could …`, `ideas you could try`,"
+         " `glad we could …`).",
          _rx(r"\b(?:we|you)\s+could\b"),
          _ex(("We could shard the orders table by region.", "proposal", "assistant"),
+             ("If it still fails, you could pin the driver to 2.1.", "proposal", "assistant"),
              ("We could not reproduce the failure.", None, "assistant"),
              ("We could have caught this earlier.", None, "assistant"),
-             ("Could we use Redis here?", None, "assistant")),
+             ("Could we use Redis here?", None, "assistant"),
+             ("I'm so glad we could discuss the e-bike rental and charging options.", None,
+              "assistant"),
+             ("Here's an example of how you could incorporate these complex carbohydrates into"
+              " your meals:", None, "assistant"),
+             ("Here are some ideas for promotions you could consider:", None, "assistant"),
+             ("Additionally, by buying secondhand, you could help reduce the demand for new"
+              " products.", None, "assistant")),
          priority=30, roles=("assistant",),
-         not_after=_rx(r"(?:n't|\s+not|\s+have|\s+never|\s+be|\s+see|\s+tell)\b")),
+         not_after=_rx(r"(?:n't|\s+not|\s+have|\s+never|\s+be|\s+see|\s+tell|\s+help)\b"),
+         not_before=_rx(r"\b(?!(?:and|but|or|so|then|also|alternatively|maybe|perhaps|"
+                        r"otherwise|instead|additionally|next|first|finally|now|here)\s+$)"
+                        r"[a-z']+\s+$")),
     Rule("zh.proposal", 1, "proposal", "zh",
          "助手的 `我建议`、`建议…`、`我推荐`、`我提议`（`你的建议` 不算）。",
          _rx(r"(?:^|[，,]\s*|我们?)(?:建议|推荐|提议)"),
@@ -459,19 +632,32 @@ RULES: tuple[Rule, ...] = (
     Rule("en.correction.instead_of", 1, "correction", "en",
          "`instead of X use Y` / `use Y instead of X`: X names what is replaced.",
          _rx(r"\binstead\s+of\s+(?P<old>[^,.;]{1,60}?)\s*,?\s+(?:use|go\s+with|pick|choose|"
-             r"try|we(?:'ll|\s+will)?\s+use)\b|\binstead\s+of\s+(?P<old2>[^,.;]{1,60})"),
+             r"try|we(?:'ll|\s+will)?\s+use)\b"
+             r"|^(?:(?:please|so|and|ok(?:ay)?)[,\s]+)*(?:use|go\s+with|pick|choose|switch\s+to|"
+             r"prefer|call\s+it|name\s+it|put\s+it\s+in|store\s+it\s+in|write|return|run)\b"
+             r"[^.;]*?\binstead\s+of\s+(?P<old2>[^,.;]{1,60})"),
          _ex(("Instead of pip-tools use uv for locking.", "correction"),
              ("Use uv instead of pip-tools.", "correction"),
-             ("We went to the park instead.", None)),
+             ("We went to the park instead.", None),
+             ("I've been taking the bus to work instead of driving, so I've got more time to"
+              " listen to podcasts now.", None),
+             ("I'm thinking of grilling the short ribs instead of braising them.", None),
+             ("But instead of giving up, I turned it into a learning experience.", None)),
          priority=5),
     Rule("en.correction.not_but", 1, "correction", "en",
          "`not X but Y` and `Y, not X`: X names what is replaced.",
-         _rx(r"\bnot\s+" + _NOT_CONTRAST + r"(?P<old>[^,.;]{1,40}?)\s*,?\s+but\s+(?!also\b)"
-             r"|,\s*not\s+" + _NOT_CONTRAST + r"(?P<old2>[^,.;!?]{1,40}?)\s*[.!]?$"),
+         _rx(r"\bnot\s+" + _NOT_CONTRAST + _NAMED + r"(?P<old>[^,.;]{1,40}?)\s*,?\s+but\s+"
+             r"(?!(?:also|not|still|i|i'm|i've|i'd|we|we're|we've|you|he|she|they|it|it's|"
+             r"there|that|this)\b)"
+             r"|,\s*not\s+" + _NOT_CONTRAST + _NAMED + r"(?P<old2>[^,.;!?]{1,40}?)\s*[.!]?$"),
          _ex(("The deadline is not Friday but Monday.", "correction"),
              ("The cache limit is 4 GB, not 3 GB.", "correction"),
+             ("It's get_data_loaders, not get_loader!", "correction"),
              ("Not only fast but also cheap.", None),
-             ("It works, not sure why.", None)),
+             ("It works, not sure why.", None),
+             ("Not easy facing setbacks but I believe in you.", None),
+             ("Thanks for reminding me to focus on progress, not perfection.", None),
+             ("This ring on his hand is just a decoration, not a wedding ring.", None)),
          priority=5, not_before=_rx(r"\b(?:if|whether)\b[^,]*$")),
     Rule("zh.correction", 1, "correction", "zh",
          "`更正：` / `纠正：`、`改为` / `改成` / `改用`、`不是X而是Y`。",
@@ -541,6 +727,33 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 _BOLD_LABEL = re.compile(r"^[*_]{1,3}([^*_\n]{1,40}?[:：])[*_]{1,3}\s*")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
+# Pasted output is evidence, never a statement: log and stack-trace lines (matched
+# case-sensitively: `ERROR`, `TypeError:`, `fatal:` are what tools print).
+_LOG_LINE = re.compile(
+    r"^(?:\w*(?:Error|Exception)\b[^:]{0,80}:|(?:error|fatal|warning)(?:\[\w+\])?:"
+    r"|Traceback \(most recent call last\)|File \"|at \S+ \(|\^+$|npm (?:ERR|WARN)!"
+    r"|\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}"
+    r"|\[?(?:DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|TRACE|CRITICAL)\]?[\s:])"
+)
+# Where a pasted mail or its quoted history starts: the rest of the message is someone
+# else's words.
+_MAIL_START = re.compile(
+    r"^(?:On .{4,200} wrote:|-{2,}\s*(?:Original|Forwarded) [Mm]essage\s*-{2,}|From: \S.*)$"
+)
+_MAIL_HEADER = re.compile(r"^(?:Sent|To|Cc|Bcc|Subject|Date|Reply-To):\s")
+# "Name: text" at the start of a line is reported speech (a chat log, a transcript): a
+# capitalised word or two before a colon that is no label, heading or key.
+_SPEAKER = re.compile(r"^(?P<name>[A-Z][a-z'’]+(?:[ .-][A-Z][a-z'’]+)?)\s*:\s+\S")
+_HEADINGS = frozenset(
+    """update summary context background reminder warning caution edit ps status result
+    answer example examples task issue problem bug fix plan idea tip hint info request
+    feedback review comment comments change changes steps step option options pros cons
+    output input expected actual query prompt instructions instruction format tone style
+    audience topic title role also btw ok okay yes no here now why how what because reason
+    source sources link links name description details notes warning update edit
+    alternatively meanwhile finally first second third then again objective constraints
+    requirements assumptions scope context motivation""".split()
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
 
 
@@ -549,6 +762,8 @@ class Sentence:
     text: str
     # A label that stood alone on the line above a bullet list ("Decisions:").
     header: Rule | None = None
+    # Past the first INLINE_REACH characters of its message: only labels count there.
+    deep: bool = False
 
 
 def _header_rule(line: str) -> Rule | None:
@@ -568,15 +783,20 @@ def split_sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     in_fence = False
     header: Rule | None = None
+    offset = 0
     for line in normalize_text(text).split("\n"):
+        deep = offset >= INLINE_REACH
+        offset += len(line) + 1
         if _FENCE.match(line):
             in_fence = not in_fence
             continue
         stripped = line.strip()
-        if in_fence or not stripped or stripped.startswith(">"):
+        if not in_fence and _MAIL_START.match(stripped):
+            break
+        bullet = _BULLET.match(stripped)
+        if in_fence or not stripped or stripped.startswith(">") or _not_said(line, bullet):
             header = None
             continue
-        bullet = _BULLET.match(stripped)
         body = stripped[bullet.end() :] if bullet else stripped
         body = _BOLD_LABEL.sub(r"\1 ", body)
         alone = _header_rule(body)
@@ -588,8 +808,24 @@ def split_sentences(text: str) -> list[Sentence]:
         for piece in _SENTENCE_END.split(body):
             piece = piece.strip()
             if piece:
-                out.append(Sentence(piece[:MAX_SENTENCE_CHARS], header if bullet else None))
+                sentence = piece[:MAX_SENTENCE_CHARS]
+                out.append(Sentence(sentence, header if bullet else None, deep))
     return out
+
+
+def _not_said(line: str, bullet: re.Match[str] | None) -> bool:
+    """A line that is pasted or reported rather than said: indented code, a log or
+    stack-trace line, a mail header, or a speaker's line in a chat log."""
+    stripped = line.strip()
+    # Prose starts at the margin; an indented line that is no bullet is code or output.
+    if not bullet and line.startswith(("  ", "\t")):
+        return True
+    if _LOG_LINE.match(stripped) or _MAIL_HEADER.match(stripped):
+        return True
+    speaker = _SPEAKER.match(stripped)
+    if speaker is None or speaker.group("name").lower() in _HEADINGS or _is_label(stripped):
+        return False
+    return _kv_colon(stripped) is None
 
 
 def _mask_code(text: str) -> str:
@@ -624,7 +860,23 @@ _KV_EN: tuple[re.Pattern[str], ...] = (
         _FILLER + r"(?:set|change|switch|move|update|bump|raise|lower|increase|decrease|reduce)"
         r"\s+" + _KEY_WORDS + r"\s+(?:from\s+\S+\s+)?to\s+(?P<value>\S.{0,160})$"
     ),
-    _rx(r"^(?P<key>[a-z][\w\-. ]{0,30}?)\s*[:=]\s*(?P<value>\S.{0,160})$"),
+)
+_KV_COLON = _rx(r"^(?P<key>[a-z][\w\-. ]{0,30}?)\s*[:=]\s*(?P<value>\S.{0,160})$")
+# Keys a `key: value` line may have whatever its value ("Deadline: Friday").
+_KEY_VOCAB = frozenset(
+    """port host hostname url uri endpoint api version branch tag commit env environment
+    region zone database db schema table user username owner deadline due timeout limit
+    budget path dir directory folder file model language locale timezone tz email status
+    priority stack framework runtime python node os platform cluster namespace bucket
+    queue topic channel repo repository package library license editor shell ci registry
+    image container memory cpu ram disk size target release milestone sprint ticket
+    project team reviewer assignee date time cost price currency account server service
+    proxy password token key secret""".split()
+)
+# A value that is a fact by its shape: a number, a version, a path, a host:port, a URL,
+# an identifier ("8080", "v2.3", "src/app.py", "db:5432", "api_key").
+_FACT_VALUE = re.compile(
+    r"^(?:[~./\\]|\d|v\d|`|https?://|\S*\w[/\\:]\w|\S*\w[._]\w)\S*(?:\s+\S+){0,3}$"
 )
 _KV_ZH = re.compile(
     r"^(?:我们的|我的|这个|那个|把|将)?(?P<key>[^\s，,。；;：:！？!?]{1,16}?)"
@@ -657,17 +909,34 @@ def _is_label(text: str) -> bool:
     return any(rule.strip and rule.pattern.match(text) for rule in RULES)
 
 
+def _kv_colon(text: str) -> tuple[str, str] | None:
+    """``key: value`` when it is one: a known key, or a fact-shaped value after a key
+    that is not a capitalised name. "Melanie: Thanks!" is a speaker, not a subject."""
+    match = _KV_COLON.match(text)
+    # "Suggestion: …" said by a user is no cue, and no subject either.
+    if match is None or _is_label(text):
+        return None
+    raw, value = match.group("key").strip(), match.group("value")
+    words = raw.lower().split()
+    known = bool(words) and words[-1] in _KEY_VOCAB
+    name_like = re.fullmatch(r"[A-Z][a-z'’]+(?:\s+[A-Z][a-z'’]+)?", raw) is not None
+    if not known and (name_like or not _FACT_VALUE.match(value.strip())):
+        return None
+    key = _clean_key(words)
+    return (key, value) if key else None
+
+
 def _key_value(text: str) -> tuple[str, str] | None:
     body = text.strip()
     for pattern in _KV_EN:
         match = pattern.match(body)
-        # "Suggestion: …" said by a user is no cue, and no subject either.
-        if match and pattern is _KV_EN[-1] and _is_label(body):
-            continue
         if match:
             key = _clean_key(match.group("key").lower().split())
             if key:
                 return key, match.group("value")
+    colon = _kv_colon(body)
+    if colon is not None:
+        return colon
     match = _KV_ZH.match(body)
     if match:
         key = re.sub(r"^(?:我们的|我的)", "", match.group("key"))
@@ -694,7 +963,10 @@ def subject_key(text: str, *, need_value: bool = False) -> str | None:
     if found is None:
         return None
     key, value = found
-    if need_value and not (_VALUE_SHAPE.search(value) or CJK_RUN.search(value)):
+    # A value is short: "9090", "Friday", "db-staging-2 on port 5433"; a clause such as
+    # "to do a triathlon in 12 weeks" is a story about the subject, not its value.
+    short = len(value.split()) <= 6
+    if need_value and not (short and (_VALUE_SHAPE.search(value) or CJK_RUN.search(value))):
         return None
     return key
 
@@ -862,7 +1134,13 @@ def _analyse_sentence(
                 body = original[hit[1].end() :].strip()
                 body_masked = masked[hit[1].end() :].strip()
 
-    allowed = tuple(r for r in _KIND_RULES if not question or r.kind == "open_question")
+    allowed = tuple(
+        r
+        for r in _KIND_RULES
+        # Only a user pastes: an assistant's long answer is its own words throughout.
+        if (not question or r.kind == "open_question")
+        and (r.strip or not sentence.deep or not user)
+    )
     hit = _first_hit(allowed, body_masked, role)
     header = sentence.header
     if hit is None and header is not None and role in header.roles and _meaningful(body):
@@ -881,7 +1159,9 @@ def _analyse_sentence(
         content = body[match.end() :].strip() if rule.strip else body
         # A sentence-initial cue ("I suggest we set …") is not part of the subject.
         key_text = body[match.end() :] if rule.strip or match.start() == 0 else body
-        if not _meaningful(content):
+        # "I'd suggest:" or "Note that X differs in that:" introduces what follows; on
+        # its own it states nothing.
+        if not _meaningful(content) or content.endswith((":", "：")):
             return None
         return _candidate(
             rule.kind,

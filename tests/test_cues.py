@@ -92,7 +92,7 @@ def test_a_label_is_cut_from_the_content_and_recorded_as_the_extractor() -> None
 def test_a_meaningful_cue_stays_in_the_content() -> None:
     c = one("We must never log card numbers.")
     assert c.content == "We must never log card numbers."
-    assert c.rule == "en.constraint.must@1"
+    assert c.rule == "en.constraint.must@2"
 
 
 def test_numbers_and_conditions_ride_along() -> None:

@@ -322,3 +322,56 @@ def test_extraction_errors_never_reach_the_host(
     result = memory.ingest([ev("s", 1, "Decision: still captured.")])
     assert result.new == 1
     assert memory.store.events.latest_errors()[0]["stage"] == "extract"
+
+
+# -- chat, pasted text and subject keys (issue 12) ------------------------------------------
+
+
+def test_a_speaker_label_is_never_a_subject_and_chat_lines_supersede_nothing(
+    memory: Memory,
+) -> None:
+    memory.ingest(
+        conversation(
+            "s",
+            "Note: the API port is 8080.",
+            "We must never log card numbers.",
+            "Melanie: Thanks, Caroline!",
+            "Melanie: I'll never forget the day my youngest took her first steps.",
+            "Gina: It must be scary stepping into the unknown but I know you can do it, Jon.",
+            "Gina: 2 kids",
+        )
+    )
+    assert statuses(memory, "s") == {
+        "the API port is 8080.": "active",
+        "We must never log card numbers.": "active",
+    }
+
+
+def test_a_known_key_restates_and_supersedes_its_own_subject_only(memory: Memory) -> None:
+    memory.ingest(
+        conversation(
+            "s",
+            "Note: the deadline is Thursday.",
+            "Note: the API port is 8080.",
+            "Deadline: Friday",
+        )
+    )
+    assert statuses(memory, "s") == {
+        "the deadline is Thursday.": "superseded",
+        "the API port is 8080.": "active",
+        "Deadline: Friday": "active",
+    }
+
+
+def test_pasted_logs_mail_and_deep_paste_are_evidence_not_rules(memory: Memory) -> None:
+    paste = "\n".join(["Here is the form I filled in:", *(["x " * 60] * 40)])
+    memory.ingest(
+        conversation(
+            "s",
+            "TypeError: must be str, not int\nError: you must never call this twice",
+            "Please look at this mail.\nOn Mon, 5 Jan 2026, Bob wrote:\nWe must ship on Friday.",
+            paste + "\nYou must list your spouse even if you live apart.",
+            paste + "\nDecision: we file the form on Monday.",
+        )
+    )
+    assert statuses(memory, "s") == {"we file the form on Monday.": "active"}
