@@ -75,11 +75,23 @@ def load_sample(path: Path = SAMPLE) -> list[dict[str, Any]]:
 
 
 def sample_text(row: dict[str, Any]) -> str:
-    """The labelled sentence where it stood: ``position`` characters into its message
-    (kept for sentences far enough in for that to matter, see ``cues.INLINE_REACH``),
-    the text before it replaced by a line of filler that carries no cue."""
-    position = int(row.get("position", 0))
-    return ("-" * (position - 1) + "\n" if position else "") + str(row["text"])
+    """The labelled sentence as the extractor met it in its message.
+
+    ``position`` (kept when it is 1,000 or more, see ``cues.INLINE_REACH``) is where the
+    sentence's line started; ``context_before`` / ``context_after`` are lines of the
+    message that decide the outcome (a line introducing pasted material, a letter's
+    greeting and sign-off). Any other text before the sentence is replaced by one line
+    of filler that carries no cue.
+    """
+    head = str(row.get("context_before", ""))
+    gap = int(row.get("position", 0)) - (len(head) + 1 if head else 0)
+    parts = [head] if head else []
+    if gap > 0:
+        parts.append("-" * (gap - 1))
+    parts.append(str(row["text"]))
+    if row.get("context_after"):
+        parts.append(str(row["context_after"]))
+    return "\n".join(parts)
 
 
 def score_sample(rows: Iterable[dict[str, Any]]) -> SampleScore:
@@ -299,7 +311,10 @@ def render(results: list[dict[str, Any]], sample: SampleScore, command: str) -> 
         if not claude["listed"]:
             lines.append("None.")
         else:
-            lines += ["| kind | status | rule | content | source |", "| --- | --- | --- | --- | --- |"]
+            lines += [
+                "| kind | status | rule | content | source |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for i in claude["listed"]:
                 content = i["content"].replace("|", "\\|").replace("\n", " ")
                 lines.append(

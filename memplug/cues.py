@@ -60,6 +60,9 @@ class Rule:
     strip: bool = False
     # Lower wins when several rules match one sentence (labels before inline words).
     priority: int = 50
+    # A `Word:` label a person types ("Decision:", "TODO:"): it counts anywhere in a
+    # message, also past INLINE_REACH and after a line that introduces pasted material.
+    label: bool = False
     roles: tuple[str, ...] = ("user",)
     # A match is void when the text right after it matches ``not_after`` or the text
     # right before it matches ``not_before`` (searched at its end).
@@ -164,7 +167,8 @@ _STATIVE = (
 # Life advice, not work: "don't give up", "never lose hope", "don't let it stop you".
 _ENCOURAGE = (
     r"give\s+(?:up|in)|quit|let|lose|stop|limit|doubt|settle|underestimate|compare|beat|"
-    r"overthink|hesitate|worry|panic|sweat|fear|regret|take\s+(?:it|things)\s+personally"
+    r"overthink|hesitate|worry|panic|sweat|fear|regret|rush|"
+    r"take\s+(?:it|things)\s+personally"
 )
 # What the work is made of: an obligation whose subject is none of these (and not "we",
 # "you", the agent) is about someone else's world ("the owner must pay", "all pets must
@@ -183,8 +187,18 @@ _WORK_NOUNS = (
     r"prompts?|chapters?|translations?|documents?|docs?|readme|comments?|changes?|features?|"
     r"bugs?|errors?|exceptions?|data|inputs?|ui|components?|screens?|latency|timeouts?|"
     r"limits?|budgets?|repo(?:sitor(?:y|ies))?|projects?|app(?:lication)?s?|site|website|"
-    r"table|report|slides?|diagrams?|charts?"
+    r"table|report|slides?|diagrams?|charts?|options?|approach(?:es)?|plans?|designs?|"
+    r"architecture|stack|frameworks?|providers?|vendors?|solutions?|implementations?|"
+    r"interfaces?|models?|algorithms?|parameters?|tickets?|issues?|questions?|deadlines?|"
+    r"ship(?:ping)?|launch(?:es)?"
 )
+# The rest of the sentence names the work: one of those nouns, "this", a number or a
+# code-shaped token. Weak cues (an imperative "always", "we decided", "the goal is")
+# need it: "we decided to do doggy playdates" is about a life, not a project.
+_NOT_ABOUT_WORK = r"(?![^.!?]*(?:\b(?:this|these|" + _WORK_NOUNS + r")\b|\d|\w[_./]\w|`))"
+# "…, and we always make a big deal of it": a habit told inside a longer sentence. A
+# team's rule opens its sentence ("We never deploy on Fridays").
+_STORY_JOIN = r"\b(?:and|but|so|which|that|where|when|because|since|as)\s+$"
 # After "must be": something a reviewer could check (a bound, a number, a state an
 # artefact is put in) rather than how something feels ("must be so rewarding").
 _CHECKABLE = (
@@ -208,34 +222,44 @@ RULES: tuple[Rule, ...] = (
          _ex(("Decision: we ship the checkout rewrite on Friday.", "decision"),
              ("Decisions: Postgres for orders.", "decision"),
              ("That was a tough decision: we argued for hours.", None),
-             ("Decision pending until the review.", None)),
-         strip=True, priority=10),
+             ("Decision pending until the review.", None),
+             ("And now with this new job, I am happy about my decision.", None),
+             ("It's a big decision, but I'm excited for what the future holds.", None)),
+         strip=True, label=True, priority=10),
     Rule("zh.decision.label", 1, "decision", "zh",
          "以 `决定：` 或 `决策：` 开头的句子。",
          _rx(r"^(?:决定|决策)\s*[：:]\s*"),
          _ex(("决定：周五发布新版结账流程。", "decision"),
              ("决策：订单表继续用Postgres。", "decision"),
-             ("这个决定很难做。", None)),
-         strip=True, priority=10),
+             ("这个决定很难做。", None),
+             ("这是我论文的第二部分：", None),
+             ("有了这份新工作，我对自己的决定很满意。", None)),
+         strip=True, label=True, priority=10),
     Rule("en.constraint.label", 1, "constraint", "en",
          "A sentence that starts with `Constraint:`, `Rule:` or `Requirement:`.",
          _rx(_LEAD + r"(?:constraints?|rules?|requirements?)\s*[:：]\s*"),
          _ex(("Constraint: card numbers are never written to logs.", "constraint"),
              ("Rule: one change per commit.", "constraint"),
-             ("The rule engine is slow.", None)),
-         strip=True, priority=10),
+             ("The rule engine is slow.", None),
+             ("I like the 30-day rule idea.", None),
+             ("I'm still a bit unclear about the proof of continuous presence requirement.", None)),
+         strip=True, label=True, priority=10),
     Rule("zh.constraint.label", 1, "constraint", "zh",
          "以 `约束：`、`规则：` 或 `要求：` 开头的句子。",
          _rx(r"^(?:约束|规则|要求)\s*[：:]\s*"),
          _ex(("约束：日志里不能出现卡号。", "constraint"),
-             ("这条规则太严格了。", None)),
-         strip=True, priority=10),
+             ("这条规则太严格了。", None),
+             ("这是我论文的第二部分：", None),
+             ("我还不太清楚连续居住证明的要求。", None)),
+         strip=True, label=True, priority=10),
     Rule("en.preference.label", 1, "preference", "en",
          "A sentence that starts with `Preference:`.",
          _rx(_LEAD + r"(?:my\s+)?preferences?\s*[:：]\s*"),
          _ex(("Preference: short commit messages in the imperative.", "preference"),
-             ("Open the preferences pane.", None)),
-         strip=True, priority=10),
+             ("Open the preferences pane.", None),
+             ("They seem to fit my budget and preferences perfectly.", None),
+             ("No specific preferences yet, I'm still open to exploring different options.", None)),
+         strip=True, label=True, priority=10),
     Rule("en.open_question.label", 1, "open_question", "en",
          "A sentence that starts with `Question:`, `Open question:` or `TBD:`.",
          _rx(_LEAD + r"(?:open\s+questions?|questions?|tbd)\s*[:：]\s*"),
@@ -244,22 +268,27 @@ RULES: tuple[Rule, ...] = (
              ("Question: do we need IPv6?", "open_question"),
              ("TBD: who owns the billing migration.", "open_question"),
              ("That's a good question.", None),
-             ("Any questions?", None)),
-         strip=True, priority=10),
+             ("Any questions?", None),
+             ("Let me know if you have any other questions or need further assistance.", None)),
+         strip=True, label=True, priority=10),
     Rule("zh.open_question.label", 1, "open_question", "zh",
          "以 `疑问：`、`待定：`、`未决问题：`、`开放问题：` 或 `待确认：` 开头的句子"
          "（`问题：` 也指故障，所以不算）。",
          _rx(r"^(?:疑问|待定|未决问题|开放问题|待确认)\s*[：:]\s*"),
          _ex(("待定：移动端是否继续用v1接口？", "open_question"),
-             ("问题：测试在CI上失败了。", None)),
-         strip=True, priority=10),
+             ("问题：测试在CI上失败了。", None),
+             ("英文文法的問題", None),
+             ("應該填那些字比較正確", None)),
+         strip=True, label=True, priority=10),
     Rule("en.proposal.label", 1, "proposal", "en",
          "An assistant sentence that starts with `Proposal:`, `Suggestion:` or"
          " `Recommendation:`.",
          _rx(_LEAD + r"(?:proposals?|suggestions?|recommendations?)\s*[:：]\s*"),
          _ex(("Suggestion: cache the product list for 60 s.", "proposal", "assistant"),
-             ("Suggestion: cache the product list for 60 s.", None, "user")),
-         strip=True, priority=10, roles=("assistant",)),
+             ("Suggestion: cache the product list for 60 s.", None, "user"),
+             ("Here are some recommendations:", None, "assistant"),
+             ("**Other Recommendations**", None, "assistant")),
+         strip=True, label=True, priority=10, roles=("assistant",)),
     # -- task state ----------------------------------------------------------------------
     Rule("en.task.goal", 1, "goal", "en",
          "`Goal:` / `Objective:` sets the session's goal (the previous goal is kept as"
@@ -267,8 +296,10 @@ RULES: tuple[Rule, ...] = (
          _rx(_LEAD + r"(?:goals?|objectives?)\s*[:：]\s*"),
          _ex(("Goal: make checkout p95 under 200 ms.", "goal"),
              ("Objective: cut the CI time in half.", "goal"),
-             ("He scored a goal.", None)),
-         strip=True, priority=10),
+             ("He scored a goal.", None),
+             ("I'm still a bit unclear about how to set up goals and conversions in Google Analytics.", None),
+             ("When setbacks come my way, I remind myself why I'm passionate about my goals.", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.goal_is", 2, "goal", "en",
          "`Our goal is …` / `The goal is …` at the start of a sentence (`my goal is …` is"
          " a person's own aim, not the session's task).",
@@ -279,65 +310,81 @@ RULES: tuple[Rule, ...] = (
              ("My goal is to do a sprint triathlon, and I think I have around 12 weeks to"
               " prepare.", None),
              ("Reaching that goal is what keeps me going.", None)),
-         strip=True, priority=10),
+         strip=True, priority=10, not_after=_rx(_NOT_ABOUT_WORK)),
     Rule("zh.task.goal", 1, "goal", "zh",
          "以 `目标：` 或 `目标是` 开头（`目标文件` 之类不算）。",
          _rx(r"^(?:我们的|这次的?|本次的?)?目标\s*(?:[：:]|是)\s*"),
          _ex(("目标：把结账接口的p95降到200毫秒以下。", "goal"),
-             ("目标文件不存在。", None)),
-         strip=True, priority=10),
+             ("目标文件不存在。", None),
+             ("遇到挫折时，我会提醒自己为什么热爱我的目标。", None),
+             ("我还不太清楚怎么在Google Analytics里设置目标和转化。", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.done", 1, "progress", "en",
          "`Done:` / `Finished:` / `Completed:` / `Progress:` records progress and closes"
          " the open item with the same text.",
          _rx(_LEAD + r"(?:done|finished|completed|progress)\s*[:：]\s*"),
          _ex(("Done: added the index on orders.created_at", "progress"),
              ("I'm done for today.", None),
-             ("Done.", None)),
-         strip=True, priority=10),
+             ("Done.", None),
+             ("I'll definitely keep you posted on my progress.", None)),
+         strip=True, label=True, priority=10),
     Rule("zh.task.done", 1, "progress", "zh",
          "以 `已完成：`、`完成：` 或 `进展：` 开头。",
          _rx(r"^(?:已完成|完成|进展)\s*[：:]\s*"),
          _ex(("已完成：订单表加了索引。", "progress"),
-             ("完成这个任务需要两天。", None)),
-         strip=True, priority=10),
+             ("完成这个任务需要两天。", None),
+             ("我会随时告诉你我的进展。", None),
+             ("我已经看完了前四季，真的很喜欢。", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.blocked", 1, "blocker", "en",
          "`Blocked:` / `Blocker:` at the start of a sentence adds a blocker.",
          _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"),
          _ex(("Blocked: waiting for the Stripe sandbox key.", "blocker"),
-             ("Blocked requests are logged.", None)),
-         strip=True, priority=10),
+             ("Blocked requests are logged.", None),
+             ("I have a shipping block.", None),
+             ("I've tried website blockers before and found them helpful.", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.blocked_on", 1, "blocker", "en",
          "`I'm blocked on …` / `we're blocked by …` at the start of a sentence.",
          _rx(_LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
          _ex(("We're blocked on the payments API keys.", "blocker"),
-             ("The port is blocked by the firewall.", None)),
+             ("The port is blocked by the firewall.", None),
+             ("I've never blocked a lace project before, and I want to make sure I do it right.", None),
+             ("I have a shipping block.", None)),
          priority=10),
     Rule("zh.task.blocked", 1, "blocker", "zh",
          "以 `阻塞：`、`受阻：` 或 `卡住：` 开头。",
          _rx(r"^(?:阻塞|受阻|卡住|阻碍)\s*[：:]\s*"),
          _ex(("阻塞：还在等Stripe的沙箱密钥。", "blocker"),
-             ("网络阻塞了一会儿。", None)),
-         strip=True, priority=10),
+             ("网络阻塞了一会儿。", None),
+             ("我的快递被卡在海关了。", None),
+             ("交通阻塞让我迟到了半小时。", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.unblocked", 1, "unblocked", "en",
          "`Unblocked:` removes the blocker with the same text.",
          _rx(_LEAD + r"unblocked\s*[:：]\s*"),
          _ex(("Unblocked: waiting for the Stripe sandbox key.", "unblocked"),
-             ("The queue is unblocked now.", None)),
-         strip=True, priority=10),
+             ("The queue is unblocked now.", None),
+             ("Task `spotter-dov.1` is done and unblocked `spotter-dov.2`.", None),
+             ("I've tried website blockers before and found them helpful.", None)),
+         strip=True, label=True, priority=10),
     Rule("en.task.next", 1, "open_item", "en",
          "`Next:` / `Next steps:` / `TODO:` adds an open item.",
          _rx(_LEAD + r"(?:next(?:\s+steps?)?|to-?\s?dos?)\s*[:：]\s*"),
          _ex(("Next: load test the checkout endpoint.", "open_item"),
              ("TODO: rotate the API keys.", "open_item"),
              ("Next, we looked at the logs.", None),
-             ("Next time, ask first.", None)),
-         strip=True, priority=10),
+             ("Next time, ask first.", None),
+             ("Let's get planning for next month!", None)),
+         strip=True, label=True, priority=10),
     Rule("zh.task.next", 1, "open_item", "zh",
          "以 `下一步：`、`待办：` 或 `接下来：` 开头。",
          _rx(r"^(?:下一步|待办|接下来)\s*[：:]\s*"),
          _ex(("下一步：对结账接口做压测。", "open_item"),
-             ("接下来，我们看看日志。", None)),
-         strip=True, priority=10),
+             ("接下来，我们看看日志。", None),
+             ("下一步怎么走，我还在想。", None),
+             ("我每天都会列一个待办清单。", None)),
+         strip=True, label=True, priority=10),
     # -- inline cues -----------------------------------------------------------------------
     Rule("en.decision.we_decided", 2, "decision", "en",
          "`we decided` / `we've decided` opening a statement (not after `if`, `whether`,"
@@ -360,7 +407,8 @@ RULES: tuple[Rule, ...] = (
          not_before=_rx(r"\b(?:if|whether|once|when|until|unless|and|so|but|then|which|that|"
                         r"after|because|since)\s+$|\b(?:last\s+(?:week|month|year|night|time)|"
                         r"yesterday|ago)\b"),
-         not_after=_rx(r".*\b(?:last\s+(?:week|month|year|night)|yesterday|ago)\b")),
+         not_after=_rx(r".*\b(?:last\s+(?:week|month|year|night)|yesterday|ago)\b|"
+                       + _NOT_ABOUT_WORK)),
     Rule("zh.decision.inline", 2, "decision", "zh",
          "`我们决定` / `已经决定` / `最终决定` / `团队决定`（`还没决定`、`由你决定` 不算；"
          "`我决定…` 是个人的事，不是工作上的决定）。",
@@ -441,7 +489,8 @@ RULES: tuple[Rule, ...] = (
              ("Never found on antimagic weapons.", None)),
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
-                       + _ENCOURAGE + r"|say\s+never|too|late|easy)\b")),
+                       + _ENCOURAGE + r"|say\s+never|too|late|easy)\b|" + _NOT_ABOUT_WORK),
+         not_before=_rx(_STORY_JOIN)),
     Rule("en.constraint.always", 2, "constraint", "en",
          "`always` as an instruction: at the start, after `we`, or after `you should`/"
          "`you must` (`always the same flaky test`, `always happy to help`, `always"
@@ -460,14 +509,16 @@ RULES: tuple[Rule, ...] = (
              ("Always happy to share them with you.", None),
              ("Always running around, exploring and having a great time.", None),
              ("You always mentioned your love for gaming.", None),
-             ("We always have a great time together, especially on Wednesdays.", None)),
+             ("We always have a great time together, especially on Wednesdays.", None),
+             ("I remember watching the Masters with my family - it was such a fun experience,"
+              " and we always make a big deal of it.", None)),
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + r"|[a-z]+ing|"
                        r"happy|glad|up|great|good|fun|nice|ready|welcome|on|down|open|around|"
                        r"busy|excited|hungry|by|with|for|at|there|have|try|go|end\s+up|hang|"
                        r"spend|get|make\s+time|"
-                       r"talk|chat|laugh|celebrate|manage|struggle)\b"),
-         not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$")),
+                       r"talk|chat|laugh|celebrate|manage|struggle)\b|" + _NOT_ABOUT_WORK),
+         not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$|" + _STORY_JOIN)),
     Rule("en.constraint.do_not", 2, "constraint", "en",
          "`Do not …` / `Don't …` as an instruction at the start of a sentence (`don't"
          " worry`, `don't forget`, and advice to a person such as `don't give up`,"
@@ -533,14 +584,17 @@ RULES: tuple[Rule, ...] = (
          _ex(("我偏好用tab缩进。", "preference"),
              ("我更喜欢简短的提交信息。", "preference"),
              ("打开偏好设置。", None),
-             ("你偏好哪种风格？", None)),
+             ("你偏好哪种风格？", None),
+             ("这些刚好符合我的预算和喜好。", None)),
          priority=40),
     Rule("en.open_question.inline", 1, "open_question", "en",
          "`an open question is …` / `one open question …` inside a sentence.",
          _rx(r"\b(?:an?|one|the|another)\s+open\s+question\b"),
          _ex(("An open question is whether we need SSO.", "open_question"),
              ("The open question remains who owns billing.", "open_question"),
-             ("That question is open to debate.", None)),
+             ("That question is open to debate.", None),
+             ("That's a great question.", None),
+             ("Now, I have another question.", None)),
          priority=50),
     Rule("en.fact.label", 1, "fact", "en",
          "A sentence that starts with `Remember:`, `Note:`, `Fact:`, `FYI:` or `NB:`.",
@@ -575,7 +629,8 @@ RULES: tuple[Rule, ...] = (
          _ex(("记住：值班室分机号 4324。", "fact"),
              ("请记住API端口是8080。", "fact"),
              ("好的，我记住了。", None),
-             ("我记不住这么多端口。", None)),
+             ("我记不住这么多端口。", None),
+             ("我还记得那场比赛，他进了两个球。", None)),
          strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$")),
     # -- assistant proposals -----------------------------------------------------------------
     Rule("en.proposal.suggest", 1, "proposal", "en",
@@ -587,7 +642,9 @@ RULES: tuple[Rule, ...] = (
              ("I recommend a read-through wrapper around the product lookup.", "proposal",
               "assistant"),
              ("As you suggested, I added retries.", None, "assistant"),
-             ("I suggest we use Postgres.", None, "user")),
+             ("I suggest we use Postgres.", None, "user"),
+             ("Always follow the product instructions and dosage recommendations.", None, "assistant"),
+             ("If you're in the market for a new keyboard or headset, I can offer some general suggestions as well.", None, "assistant")),
          priority=20, roles=("assistant",)),
     Rule("en.proposal.could", 2, "proposal", "en",
          "An assistant's `we could …` / `you could …` opening a clause (not `could not`,"
@@ -617,7 +674,8 @@ RULES: tuple[Rule, ...] = (
          _ex(("我建议把商品列表缓存60秒。", "proposal", "assistant"),
              ("建议先加索引再上线。", "proposal", "assistant"),
              ("谢谢你的建议。", None, "assistant"),
-             ("我建议用Postgres。", None, "user")),
+             ("我建议用Postgres。", None, "user"),
+             ("好的，我会继续等待您的明确指令。", None, "assistant")),
          priority=20, roles=("assistant",)),
     # -- corrections and retractions -------------------------------------------------------------
     Rule("en.correction.label", 1, "correction", "en",
@@ -627,7 +685,9 @@ RULES: tuple[Rule, ...] = (
          _ex(("Actually, the API port is 9090 now.", "correction"),
              ("Correction: the cache limit is 4 GB, not 3 GB.", "correction"),
              ("Actually, we decided to ship on Monday.", "decision"),
-             ("It actually works now.", None)),
+             ("It actually works now.", None),
+             ("I'm actually planning to visit the same mountain range where I went skiing with friends earlier this year.", None),
+             ("I've been learning a lot about data science recently, actually.", None)),
          strip=True, priority=5),
     Rule("en.correction.instead_of", 1, "correction", "en",
          "`instead of X use Y` / `use Y instead of X`: X names what is replaced.",
@@ -667,7 +727,8 @@ RULES: tuple[Rule, ...] = (
              ("把测试环境的端口改为5433。", "correction"),
              ("数据库不是MySQL，而是Postgres。", "correction"),
              ("决定：测试环境的端口改为 5433。", "decision"),
-             ("这个改动很大。", None)),
+             ("这个改动很大。", None),
+             ("我最近其实一直在学数据科学。", None)),
          strip=True, priority=5),
     Rule("en.retraction", 1, "retraction", "en",
          "`Forget that …` / `Forget about …` / `Disregard what I said about …`: retract the"
@@ -686,7 +747,9 @@ RULES: tuple[Rule, ...] = (
              r"|^(?:请忘记|忘记(?:之前|刚才|我)说的)(?:那条|关于)?(?P<target2>.+)$"),
          _ex(("忘掉之前说的端口8080。", "retraction"),
              ("请忘记周五部署那条。", "retraction"),
-             ("忘记密码了。", None)),
+             ("忘记密码了。", None),
+             ("我总是忘记带钥匙。", None),
+             ("别忘了明天的会议。", None)),
          priority=1),
 )
 
@@ -703,13 +766,17 @@ RESTATEMENT_RULES: tuple[Rule, ...] = (
              ("Set the API port to 9090.", "restatement"),
              ("The deadline is Friday.", "restatement"),
              ("The build is broken.", None),
-             ("It is 9090.", None)),
+             ("It is 9090.", None),
+             ("They are so sweet and playful - they really liven up the house!", None),
+             ("This is an information about repudiating a building contract.", None)),
          priority=90),
     Rule("zh.kv", 1, "restatement", "zh",
          "`X是Y`、`X为Y`、`把X设为Y`：没有自己的类型，只在会话中已有同一主题键的条目时起作用。",
          _rx(r"是|为"),
          _ex(("API端口是9090。", "restatement"),
-             ("这是一个bug。", None)),
+             ("这是一个bug。", None),
+             ("在但丁的《神曲》中，《地狱》是第一部分，这首诗描述了但丁的想象之旅。", None),
+             ("他们又可爱又爱玩，家里热闹多了！", None)),
          priority=90),
 )
 # fmt: on
@@ -754,7 +821,7 @@ _HEADINGS = frozenset(
     alternatively meanwhile finally first second third then again objective constraints
     requirements assumptions scope context motivation""".split()
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
 
 
 @dataclass(frozen=True)
@@ -784,8 +851,11 @@ def split_sentences(text: str) -> list[Sentence]:
     in_fence = False
     header: Rule | None = None
     offset = 0
-    for line in normalize_text(text).split("\n"):
-        deep = offset >= INLINE_REACH
+    lines = normalize_text(text).split("\n")
+    skipped = _hard_wrapped(lines) | _letter(lines)
+    pasted = False
+    for number, line in enumerate(lines):
+        deep = pasted or offset >= INLINE_REACH
         offset += len(line) + 1
         if _FENCE.match(line):
             in_fence = not in_fence
@@ -794,9 +864,16 @@ def split_sentences(text: str) -> list[Sentence]:
         if not in_fence and _MAIL_START.match(stripped):
             break
         bullet = _BULLET.match(stripped)
-        if in_fence or not stripped or stripped.startswith(">") or _not_said(line, bullet):
+        if (
+            in_fence
+            or not stripped
+            or stripped.startswith(">")
+            or number in skipped
+            or _not_said(line, bullet)
+        ):
             header = None
             continue
+        pasted = pasted or bool(_INTRODUCES.search(stripped) and not _RULES_AHEAD.search(stripped))
         body = stripped[bullet.end() :] if bullet else stripped
         body = _BOLD_LABEL.sub(r"\1 ", body)
         alone = _header_rule(body)
@@ -805,12 +882,60 @@ def split_sentences(text: str) -> list[Sentence]:
             continue
         if not bullet:
             header = None
+        quoted = False
         for piece in _SENTENCE_END.split(body):
+            # A sentence that starts inside a quotation is someone else's words.
+            inside, quoted = quoted, quoted ^ (len(_QUOTE_MARK.findall(piece)) % 2 == 1)
             piece = piece.strip()
-            if piece:
+            if piece and not inside:
                 sentence = piece[:MAX_SENTENCE_CHARS]
                 out.append(Sentence(sentence, header if bullet else None, deep))
     return out
+
+
+# A line that hands over material ("This is an information about X. Reply
+# "acknowledged" if you understand:", "Does this doc page help?"): what follows is
+# pasted, and only labels count in it. Rules announced this way ("the following
+# rules:") are the person's own.
+_INTRODUCES = re.compile(
+    r"\b(?:doc|docs|documentation|page|article|information|info|text|content|document|"
+    r"e-?mail|transcript|essay|post|paper|abstract|excerpt|passage|snippet|output|log|"
+    r"report|contract|clause|policy|manual|readme|the\s+following|below)\b[^:?]*[:?]$",
+    re.IGNORECASE,
+)
+_RULES_AHEAD = re.compile(
+    r"\b(?:rules?|requirements?|constraints?|instructions?|guidelines?)\b", re.IGNORECASE
+)
+# A letter: from a greeting line ("Dear Anna,") to a formal sign-off ("Best regards,").
+_GREETING = re.compile(r"^(?:Dear|Hi|Hello)\b[^,:\n]{0,40},$")
+_SIGN_OFF = re.compile(
+    r"^(?:(?:best|kind|warm|warmest)\s+regards|regards|sincerely|yours\s+(?:truly|sincerely)|"
+    r"best\s+wishes)\b[,.!]?$",
+    re.IGNORECASE,
+)
+_QUOTE_MARK = re.compile(r"[\"“”]")
+_WRAP_END = re.compile(r"[\w,\-–—]$")
+
+
+def _hard_wrapped(lines: list[str]) -> set[int]:
+    """Lines of hard-wrapped prose: a long line that stops mid-sentence and the line
+    that carries on in lower case. People typing to an agent do not wrap their lines;
+    text copied from a form, a PDF, a contract or a paper does."""
+    out: set[int] = set()
+    for number, (line, after) in enumerate(zip(lines, lines[1:], strict=False)):
+        if len(line.strip()) >= 40 and _WRAP_END.search(line.rstrip()) and after[:1].islower():
+            out.update((number, number + 1))
+    return out
+
+
+def _letter(lines: list[str]) -> set[int]:
+    """Lines of a letter the person pasted or drafted: the body above a formal sign-off,
+    from its greeting, or from the top of the message when it has none."""
+    ends = [n for n, line in enumerate(lines) if _SIGN_OFF.match(line.strip())]
+    if not ends:
+        return set()
+    greetings = [n for n, line in enumerate(lines[: ends[0]]) if _GREETING.match(line.strip())]
+    return set(range(greetings[0] if greetings else 0, ends[-1] + 1))
 
 
 def _not_said(line: str, bullet: re.Match[str] | None) -> bool:
@@ -1139,7 +1264,7 @@ def _analyse_sentence(
         for r in _KIND_RULES
         # Only a user pastes: an assistant's long answer is its own words throughout.
         if (not question or r.kind == "open_question")
-        and (r.strip or not sentence.deep or not user)
+        and (r.label or not sentence.deep or not user)
     )
     hit = _first_hit(allowed, body_masked, role)
     header = sentence.header
@@ -1242,6 +1367,8 @@ def render_rules_markdown() -> str:
         ]
         if rule.strip:
             notes.append("the cue is cut from the content")
+        if rule.label:
+            notes.append("a label: counts anywhere in a message")
         lines += [
             f"#### `{rule.ref}` → {rule.kind}",
             "",

@@ -54,7 +54,9 @@ def test_the_table_is_large_and_bilingual() -> None:
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[r.id for r in ALL_RULES])
 def test_every_rule_has_its_own_positive_and_negative_examples(rule) -> None:
     assert any(e.expect == rule.kind for e in rule.examples), rule.id
-    assert any(e.expect != rule.kind for e in rule.examples), rule.id
+    # At least three negatives, most drawn from real text (issue 12): what a rule must
+    # not fire on is where extraction went wrong.
+    assert sum(e.expect != rule.kind for e in rule.examples) >= 3, rule.id
     assert rule.version >= 1
     assert rule.kind in LABELS
 

@@ -14,9 +14,9 @@ from memplug.cues import TASK_FIELDS
 from memplug.vocab import MEMORY_KINDS
 
 ROWS = load_sample(SAMPLE)
-# Measured 2026-11-30: precision 0.819, recall 0.897 (127 produced, 104 right). The
-# issue's target is 0.95; these floors keep what was reached from sliding back.
-PRECISION_FLOOR = 0.81
+# The target for precision; recall is held where it was measured (0.897, on
+# 2026-11-30) so that precision cannot be bought by dropping instructions people gave.
+PRECISION_TARGET = 0.95
 RECALL_FLOOR = 0.88
 
 
@@ -35,7 +35,7 @@ def test_the_sample_is_large_labelled_and_from_every_source() -> None:
 def test_precision_and_recall_on_the_labelled_sample() -> None:
     score = score_sample(ROWS)
     wrong = [(w["got"], w["text"][:80]) for w in score.wrong]
-    assert score.precision >= PRECISION_FLOOR, wrong
+    assert score.precision >= PRECISION_TARGET, wrong
     assert score.recall >= RECALL_FLOOR, [(m["expect"], m["text"][:80]) for m in score.missed]
 
 
