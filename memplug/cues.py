@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from memplug.numbers import Number, conditions_of, extract_numbers
 from memplug.text import CJK_RUN, normalize_text
@@ -297,8 +298,10 @@ RULES: tuple[Rule, ...] = (
          _ex(("Goal: make checkout p95 under 200 ms.", "goal"),
              ("Objective: cut the CI time in half.", "goal"),
              ("He scored a goal.", None),
-             ("I'm still a bit unclear about how to set up goals and conversions in Google Analytics.", None),
-             ("When setbacks come my way, I remind myself why I'm passionate about my goals.", None)),
+             ("I'm still a bit unclear about how to set up goals and conversions in Google"
+              " Analytics.", None),
+             ("When setbacks come my way, I remind myself why I'm passionate about my"
+              " goals.", None)),
          strip=True, label=True, priority=10),
     Rule("en.task.goal_is", 2, "goal", "en",
          "`Our goal is …` / `The goal is …` at the start of a sentence (`my goal is …` is"
@@ -349,7 +352,8 @@ RULES: tuple[Rule, ...] = (
          _rx(_LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
          _ex(("We're blocked on the payments API keys.", "blocker"),
              ("The port is blocked by the firewall.", None),
-             ("I've never blocked a lace project before, and I want to make sure I do it right.", None),
+             ("I've never blocked a lace project before, and I want to make sure I do it"
+              " right.", None),
              ("I have a shipping block.", None)),
          priority=10),
     Rule("zh.task.blocked", 1, "blocker", "zh",
@@ -643,8 +647,10 @@ RULES: tuple[Rule, ...] = (
               "assistant"),
              ("As you suggested, I added retries.", None, "assistant"),
              ("I suggest we use Postgres.", None, "user"),
-             ("Always follow the product instructions and dosage recommendations.", None, "assistant"),
-             ("If you're in the market for a new keyboard or headset, I can offer some general suggestions as well.", None, "assistant")),
+             ("Always follow the product instructions and dosage"
+              " recommendations.", None, "assistant"),
+             ("If you're in the market for a new keyboard or headset, I can offer some general"
+              " suggestions as well.", None, "assistant")),
          priority=20, roles=("assistant",)),
     Rule("en.proposal.could", 2, "proposal", "en",
          "An assistant's `we could …` / `you could …` opening a clause (not `could not`,"
@@ -686,7 +692,8 @@ RULES: tuple[Rule, ...] = (
              ("Correction: the cache limit is 4 GB, not 3 GB.", "correction"),
              ("Actually, we decided to ship on Monday.", "decision"),
              ("It actually works now.", None),
-             ("I'm actually planning to visit the same mountain range where I went skiing with friends earlier this year.", None),
+             ("I'm actually planning to visit the same mountain range where I went skiing with"
+              " friends earlier this year.", None),
              ("I've been learning a lot about data science recently, actually.", None)),
          strip=True, priority=5),
     Rule("en.correction.instead_of", 1, "correction", "en",
@@ -922,7 +929,7 @@ def _hard_wrapped(lines: list[str]) -> set[int]:
     that carries on in lower case. People typing to an agent do not wrap their lines;
     text copied from a form, a PDF, a contract or a paper does."""
     out: set[int] = set()
-    for number, (line, after) in enumerate(zip(lines, lines[1:], strict=False)):
+    for number, (line, after) in enumerate(pairwise(lines)):
         if len(line.strip()) >= 40 and _WRAP_END.search(line.rstrip()) and after[:1].islower():
             out.update((number, number + 1))
     return out
