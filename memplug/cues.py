@@ -836,7 +836,8 @@ class Sentence:
     text: str
     # A label that stood alone on the line above a bullet list ("Decisions:").
     header: Rule | None = None
-    # Past the first INLINE_REACH characters of its message: only labels count there.
+    # Pasted material: past the first INLINE_REACH characters of a message, or after a
+    # line that hands material over. Only labels count there.
     deep: bool = False
 
 
@@ -880,7 +881,7 @@ def split_sentences(text: str) -> list[Sentence]:
         ):
             header = None
             continue
-        pasted = pasted or bool(_INTRODUCES.search(stripped) and not _RULES_AHEAD.search(stripped))
+        pasted = pasted or _introduces(stripped)
         body = stripped[bullet.end() :] if bullet else stripped
         body = _BOLD_LABEL.sub(r"\1 ", body)
         alone = _header_rule(body)
@@ -907,7 +908,7 @@ def split_sentences(text: str) -> list[Sentence]:
 _INTRODUCES = re.compile(
     r"\b(?:doc|docs|documentation|page|article|information|info|text|content|document|"
     r"e-?mail|transcript|essay|post|paper|abstract|excerpt|passage|snippet|output|log|"
-    r"report|contract|clause|policy|manual|readme|the\s+following|below)\b[^:?]*[:?]$",
+    r"report|contract|clause|policy|manual|readme|the\s+following|below)\b[^:?：？]*[:?：？]$",
     re.IGNORECASE,
 )
 _RULES_AHEAD = re.compile(
@@ -921,7 +922,7 @@ _SIGN_OFF = re.compile(
     re.IGNORECASE,
 )
 _QUOTE_MARK = re.compile(r"[\"“”]")
-_WRAP_END = re.compile(r"[\w,\-–—]$")
+_WRAP_END = re.compile(r"[\w,\-–—]")
 
 
 def _hard_wrapped(lines: list[str]) -> set[int]:
@@ -930,9 +931,19 @@ def _hard_wrapped(lines: list[str]) -> set[int]:
     text copied from a form, a PDF, a contract or a paper does."""
     out: set[int] = set()
     for number, (line, after) in enumerate(pairwise(lines)):
-        if len(line.strip()) >= 40 and _WRAP_END.search(line.rstrip()) and after[:1].islower():
+        last = line.rstrip()[-1:]
+        if len(line.strip()) >= 40 and last and _WRAP_END.match(last) and after[:1].islower():
             out.update((number, number + 1))
     return out
+
+
+def _introduces(line: str) -> bool:
+    """Whether ``line`` hands over material (checked on the few lines ending in : or ?)."""
+    return (
+        line.endswith((":", "?", "：", "？"))
+        and _INTRODUCES.search(line) is not None
+        and _RULES_AHEAD.search(line) is None
+    )
 
 
 def _letter(lines: list[str]) -> set[int]:
@@ -1227,37 +1238,22 @@ def _analyse_sentence(
     masked = _mask_code(original)
     question = original.rstrip().endswith(("?", "？"))
     user = role == "user"
+    # Only a person's own statement retracts, corrects or restates; pasted material
+    # (see ``Sentence.deep``) can carry a label and nothing else.
+    speaking = user and not question and not sentence.deep
     if prefilter and sentence.header is None and not _maybe_cue(masked):
-        if not user or question:
-            return None
-        key = subject_key(original, need_value=True)
-        if key is None:
-            return None
-        return _restatement(original, sentence, index, key)
+        key = subject_key(original, need_value=True) if speaking else None
+        return None if key is None else _restatement(original, sentence, index, key)
 
-    if user and not question:
-        retraction = _first_hit(_RETRACTION_RULES, masked, role)
-        if retraction is not None:
-            target = _old_text(retraction[1])
-            # "Forget about it" names nothing that could be found again.
-            if not target or not content_words(target):
-                return None
-            return _candidate(
-                None,
-                original,
-                retraction[0],
-                role,
-                sentence,
-                index,
-                key=subject_key(target),
-                retraction_target=target,
-            )
+    retraction = _first_hit(_RETRACTION_RULES, masked, role) if speaking else None
+    if retraction is not None:
+        return _retraction(retraction, sentence, index)
 
     # A correction cue marks the sentence; a framing one ("Actually,") is cut off and
     # what follows is read like any other sentence.
     correction: tuple[Rule, str | None] | None = None
     body, body_masked = original, masked
-    if user and not question:
+    if speaking:
         hit = _first_hit(_CORRECTION_RULES, masked, role)
         if hit is not None:
             targets = (_old_text(m) for r in _CORRECTION_RULES for m in r.matches(masked))
@@ -1306,7 +1302,7 @@ def _analyse_sentence(
             correction=correction,
         )
 
-    if not user or question or not _meaningful(body):
+    if not speaking or not _meaningful(body):
         return None
     if correction is not None:
         return _candidate(
@@ -1323,6 +1319,25 @@ def _analyse_sentence(
     if key is None:
         return None
     return _restatement(body, sentence, index, key)
+
+
+def _retraction(
+    hit: tuple[Rule, re.Match[str]], sentence: Sentence, index: int
+) -> Candidate | None:
+    target = _old_text(hit[1])
+    # "Forget about it" names nothing that could be found again.
+    if not target or not content_words(target):
+        return None
+    return _candidate(
+        None,
+        sentence.text,
+        hit[0],
+        "user",
+        sentence,
+        index,
+        key=subject_key(target),
+        retraction_target=target,
+    )
 
 
 def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candidate:

@@ -317,3 +317,47 @@ def test_every_rule_is_documented_with_every_example() -> None:
     for rule, example in EXAMPLES:
         assert f"`{rule.ref}`" in doc
         assert example.text.replace("|", "\\|") in doc
+
+
+# -- pasted and reported text (issue 12) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Melanie: We must never log card numbers.",
+        "TypeError: you must pass a str\nError: never call this twice",
+        "Checking out the ref\n  Note: switching to 'refs/remotes/pull/15/merge'.",
+        "Dear Anna,\nWe must never deploy on Fridays.\n\nBest regards,\nBob",
+        'He said: "Please. Don\'t touch the legacy billing module."',
+        "The owner must pay the contract price and other money that becomes\n"
+        "payable under this contract in the manner stated.",
+        "This is an information about the API. Reply acknowledged if you understand:\n"
+        "Always run the migrations in a transaction.",
+        "x" * 2_100 + "\nWe must never log card numbers.",
+    ],
+)
+def test_pasted_and_reported_text_gives_nothing(text: str) -> None:
+    assert analyse(text, "user") == []
+
+
+def test_labels_still_count_in_pasted_material_and_rules_can_be_announced() -> None:
+    pasted = "Does this doc page help?\nTools must be in the PATH.\nDecision: we use uv."
+    assert [c.label for c in analyse(pasted, "user")] == ["decision"]
+    announced = "Here are the rules for this task:\nAlways answer in English."
+    assert [c.label for c in analyse(announced, "user")] == ["constraint"]
+    # A long answer is the assistant's own words to its end.
+    answer = "x" * 2_100 + "\nI suggest we add a partial index on orders(status)."
+    assert [c.label for c in analyse(answer, "assistant")] == ["proposal"]
+
+
+def test_a_quotation_ends_and_the_person_speaks_again() -> None:
+    text = 'He said: "Don\'t tear your clothes so savagely." We must never log card numbers.'
+    assert [c.content for c in analyse(text, "user")] == ["We must never log card numbers."]
+
+
+def test_a_speaker_label_is_no_key_but_a_known_key_is() -> None:
+    assert subject_key("Melanie: Thanks, Caroline!") is None
+    assert subject_key("Gina: 2 kids") is None
+    assert subject_key("Deadline: Friday") == "deadline"
+    assert subject_key("api_port: 9090") == "api_port"
