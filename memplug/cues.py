@@ -696,8 +696,9 @@ RULES: tuple[Rule, ...] = (
               " friends earlier this year.", None),
              ("I've been learning a lot about data science recently, actually.", None)),
          strip=True, priority=5),
-    Rule("en.correction.instead_of", 1, "correction", "en",
-         "`instead of X use Y` / `use Y instead of X`: X names what is replaced.",
+    Rule("en.correction.instead_of", 2, "correction", "en",
+         "`instead of X use Y` / `use Y instead of X` (an instruction; `I took the bus"
+         " instead of driving` is a story): X names what is replaced.",
          _rx(r"\binstead\s+of\s+(?P<old>[^,.;]{1,60}?)\s*,?\s+(?:use|go\s+with|pick|choose|"
              r"try|we(?:'ll|\s+will)?\s+use)\b"
              r"|^(?:(?:please|so|and|ok(?:ay)?)[,\s]+)*(?:use|go\s+with|pick|choose|switch\s+to|"
@@ -711,8 +712,9 @@ RULES: tuple[Rule, ...] = (
              ("I'm thinking of grilling the short ribs instead of braising them.", None),
              ("But instead of giving up, I turned it into a learning experience.", None)),
          priority=5),
-    Rule("en.correction.not_but", 1, "correction", "en",
-         "`not X but Y` and `Y, not X`: X names what is replaced.",
+    Rule("en.correction.not_but", 2, "correction", "en",
+         "`not X but Y` and `Y, not X` where X names something (a number, a symbol, a"
+         " capitalised name; `progress, not perfection` does not): X names what is replaced.",
          _rx(r"\bnot\s+" + _NOT_CONTRAST + _NAMED + r"(?P<old>[^,.;]{1,40}?)\s*,?\s+but\s+"
              r"(?!(?:also|not|still|i|i'm|i've|i'd|we|we're|we've|you|he|she|they|it|it's|"
              r"there|that|this)\b)"
@@ -764,10 +766,11 @@ RULES: tuple[Rule, ...] = (
 # earlier item in the session has that key (then they restate or correct it). Their
 # pattern is the key grammar in ``subject_key``; the regex here only documents it.
 RESTATEMENT_RULES: tuple[Rule, ...] = (
-    Rule("en.kv", 1, "restatement", "en",
-         "`the X is Y`, `set X to Y`, `X: Y` with a value that looks like one (a number,"
-         " a name, a symbol): no kind of its own; it restates the earlier item with the"
-         " same subject key `X`, which a new value supersedes.",
+    Rule("en.kv", 2, "restatement", "en",
+         "`the X is Y`, `set X to Y`, `X: Y` with a short value that looks like one (a"
+         " number, a name, a symbol): no kind of its own; it restates the earlier item with"
+         " the same subject key `X`, which a new value supersedes. `X: Y` needs a known key"
+         " or a fact-shaped value, and a speaker's name is never a key.",
          _rx(r"\b(?:is|are|to|:)\b"),
          _ex(("The API port is 9090.", "restatement"),
              ("Set the API port to 9090.", "restatement"),
