@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memplug.store.items import ItemStore
     from memplug.store.logs import LogStore
     from memplug.store.search import SearchStore
+    from memplug.store.skills import SkillStore
 
 __all__ = ["EventRow", "InsertResult", "Store"]
 
@@ -37,6 +38,9 @@ REPORT_TABLES: tuple[str, ...] = (
     "pending_extraction",
     "assembly_logs",
     "error_log",
+    "skill_files",
+    "rules",
+    "validation_logs",
 )
 
 
@@ -106,6 +110,12 @@ class Store:
         from memplug.store.admin import AdminStore
 
         return AdminStore(self.db)
+
+    @cached_property
+    def skills(self) -> SkillStore:
+        from memplug.store.skills import SkillStore
+
+        return SkillStore(self.db)
 
     def counts(self) -> dict[str, int]:
         counts = {}
