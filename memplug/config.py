@@ -154,6 +154,56 @@ class HookConfig(_Section):
     _clamp_chars = field_validator("max_context_chars")(_clamp(500, 100_000))
 
 
+# Rule categories, in the order the docs list them (docs/skills.md maps headings to them).
+RULE_CATEGORIES: tuple[str, ...] = ("workflow", "constraint", "style", "current_state", "reference")
+
+
+class SkillsConfig(_Section):
+    include: tuple[str, ...] = ("**/SKILL.md",)
+    exclude: tuple[str, ...] = ("**/.git/**", "**/node_modules/**")
+    # Workflow lines per skill in the resident core; the rest are omitted "over limit".
+    core_max_lines: int = 6
+    rules_limit: int = 12
+    min_rule_score: float = 0.1
+    category_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "constraint": 1.0,
+            "current_state": 0.9,
+            "workflow": 0.8,
+            "style": 0.8,
+            "reference": 0.6,
+        }
+    )
+
+    _clamp_core = field_validator("core_max_lines")(_clamp(0, 100))
+    _clamp_rules = field_validator("rules_limit")(_clamp(0, 100))
+
+
+class PreconditionConfig(_Section):
+    """Before a tool touches a path matching a pattern, that path must (not) exist."""
+
+    name: str = ""
+    tools: tuple[str, ...] = ()
+    must_exist: tuple[str, ...] = ()
+    must_not_exist: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+class ValidationConfig(_Section):
+    # Run the checks on each committed assistant message (hosts and hooks).
+    enabled: bool = True
+    # Each check is a table with a `type`; unknown types are reported and skipped when
+    # they run, not refused here (see docs/validation.md for the types and their keys).
+    checks: tuple[dict[str, Any], ...] = ()
+    preconditions: tuple[PreconditionConfig, ...] = ()
+    block_on_violation: bool = False
+    max_repair_attempts: int = 2
+    reminder_max_chars: int = 600
+
+    _clamp_attempts = field_validator("max_repair_attempts")(_clamp(0, 20))
+    _clamp_reminder = field_validator("reminder_max_chars")(_clamp(80, 4_000))
+
+
 class Config(_Section):
     # Defaults are built without validation: they are valid by construction, and a
     # hook process that changes nothing should not pay for building validators.
@@ -163,6 +213,8 @@ class Config(_Section):
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig.model_construct)
     diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig.model_construct)
     hook: HookConfig = Field(default_factory=HookConfig.model_construct)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig.model_construct)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig.model_construct)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")
@@ -288,6 +340,21 @@ def _all_keys(config: Config) -> list[str]:
 
 def config_path_beside(db_path: Path) -> Path:
     return db_path.parent / CONFIG_FILENAME
+
+
+def load_for_database(
+    db_path: Path,
+    config_path: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> LoadedConfig:
+    """The config of a database: ``config_path`` (else ``MEMPLUG_CONFIG``), which must
+    exist, else ``memory.toml`` beside the database when there is one."""
+    explicit = config_path or os.environ.get("MEMPLUG_CONFIG")
+    return load_config(
+        Path(explicit) if explicit else config_path_beside(db_path),
+        required=bool(explicit),
+        overrides=overrides,
+    )
 
 
 _CAMEL_WORD = re.compile(r"(?<!^)(?=[A-Z])")

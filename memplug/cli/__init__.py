@@ -32,6 +32,9 @@ COMMANDS: dict[str, str] = {
     "hook": "memplug.cli.hook:hook_group",
     "install": "memplug.cli.install:install_group",
     "uninstall": "memplug.cli.install:uninstall_group",
+    "skills": "memplug.cli.skills:skills_group",
+    "rules": "memplug.cli.skills:rules_group",
+    "validate": "memplug.cli.skills:validate_cmd",
 }
 
 _GLOBAL_OPTIONS = ("--db", "--config")

@@ -1,0 +1,544 @@
+"""Skills: ``SKILL.md`` files ingested as versioned rules, and the rules a step needs.
+
+A skill file is YAML frontmatter (``name``, ``description``, ``when_to_use``,
+``invocation``, ``enabled``) and a Markdown body. Every list item of the body outside
+code fences is one rule. Its category comes from explicit structure only — the
+nearest heading that names a category keyword, else the list marker (numbered: a
+workflow step; bulleted: reference) — never from what the sentence seems to say
+(docs/skills.md has the table). Its key is the ``[key]`` written at its start, else
+the slug of its heading and its ordinal under it.
+
+Ingestion is idempotent: a file whose content hash is the skill's current one changes
+nothing. The resident core (a line per enabled skill plus its workflow steps) and the
+task-relevant rules (ranked by the same query signals retrieval uses) are handed to
+assembly as a :class:`SkillContext`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memplug.config import RULE_CATEGORIES, Config, SkillsConfig
+from memplug.db import utc_now
+from memplug.errors import UsageError, ValidationError
+from memplug.query import QuerySignals, Term, parse_query
+from memplug.store import Store
+from memplug.store.skills import ParsedRule, RuleRow, SkillRow, SkillWrite
+from memplug.text import normalize_text, sha256_hex, short_hash
+
+# Heading keywords per category, checked in this order (the first category with a
+# keyword in the heading wins); matched as whole words, case-insensitively.
+HEADING_KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("current_state", ("current state", "state", "status", "environment", "当前状态", "现状")),
+    ("workflow", ("workflow", "steps", "procedure", "process", "checklist", "流程", "步骤")),
+    (
+        "constraint",
+        ("constraints", "rules", "must", "never", "requirements", "guardrails", "约束", "禁止"),
+    ),
+    ("style", ("style", "conventions", "formatting", "tone", "naming", "风格", "规范")),
+    ("reference", ("reference", "references", "notes", "see also", "resources", "参考", "备注")),
+)
+_HEADING_RX: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (category, re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)", re.I))
+    for category, words in HEADING_KEYWORDS
+)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,3}[.)])\s+(.*)$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
+_KEY = re.compile(r"^\[([A-Za-z0-9][A-Za-z0-9_.-]{0,63})\]\s+")
+_SLUG = re.compile(r"[^\w]+")
+FRONTMATTER_KEYS: tuple[str, ...] = (
+    "name",
+    "description",
+    "when_to_use",
+    "invocation",
+    "enabled",
+)
+
+
+# -- parsing --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedSkill:
+    name: str
+    enabled: bool
+    description: str | None
+    when_to_use: str | None
+    invocation: str | None
+    rules: tuple[ParsedRule, ...]
+
+
+def parse_skill(text: str, default_name: str) -> ParsedSkill:
+    """Frontmatter and rules of one skill file; a malformed frontmatter is an error."""
+    meta, body, first_line = split_frontmatter(text)
+    name = _meta_text(meta, "name") or default_name
+    enabled = meta.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ValidationError(f"frontmatter 'enabled' must be true or false, not {enabled!r}")
+    return ParsedSkill(
+        name=name,
+        enabled=enabled,
+        description=_meta_text(meta, "description"),
+        when_to_use=_meta_text(meta, "when_to_use") or _meta_text(meta, "when-to-use"),
+        invocation=_meta_text(meta, "invocation"),
+        rules=tuple(parse_rules(body, first_line)),
+    )
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], list[str], int]:
+    """``(frontmatter, body lines, file line number of the first body line)``."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, lines, 1
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        raise ValidationError("the frontmatter opened by '---' is never closed")
+    import yaml  # only ingestion needs it
+
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        raise ValidationError(f"the frontmatter is not valid YAML{line}") from None
+    if not isinstance(meta, dict):
+        raise ValidationError("the frontmatter must be a mapping of keys to values")
+    return meta, lines[end + 1 :], end + 2
+
+
+def _meta_text(meta: Mapping[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    flat = " ".join(str(value).split())
+    return flat or None
+
+
+@dataclass
+class _Rule:
+    key: str | None
+    text: str
+    category: str
+    section: str
+    slug: str
+    line: int
+    indent: int
+
+
+def parse_rules(lines: Sequence[str], first_line: int = 1) -> list[ParsedRule]:
+    """One rule per list item (continuation lines joined), code fences skipped."""
+    found: list[_Rule] = []
+    headings: list[tuple[int, str]] = []
+    fenced = False
+    current: _Rule | None = None
+    for offset, raw in enumerate(lines):
+        if _FENCE.match(raw):
+            fenced, current = not fenced, None
+            continue
+        if fenced:
+            continue
+        heading = _HEADING.match(raw)
+        if heading:
+            level = len(heading.group(1))
+            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2))]
+            current = None
+            continue
+        item = _ITEM.match(raw)
+        if item:
+            current = _new_rule(item, headings, first_line + offset)
+            if current is not None:
+                found.append(current)
+            continue
+        if current is not None and raw.strip() and raw[:1].isspace():
+            current.text += " " + raw.strip()
+        else:
+            current = None
+    return _keyed(found)
+
+
+def _new_rule(item: re.Match[str], headings: list[tuple[int, str]], line: int) -> _Rule | None:
+    marker, text = item.group(2), item.group(3).strip()
+    text = _CHECKBOX.sub("", text)
+    key_match = _KEY.match(text)
+    key = key_match.group(1) if key_match else None
+    if key_match:
+        text = text[key_match.end() :]
+    if not text.strip():
+        return None
+    category = heading_category([h for _, h in headings])
+    if category is None:
+        category = "workflow" if marker[0].isdigit() else "reference"
+    section = " > ".join(h for _, h in headings)
+    slug = _SLUG.sub("-", (headings[-1][1] if headings else "rule").lower()).strip("-")[:40]
+    return _Rule(key, text, category, section, slug or "rule", line, len(item.group(1)))
+
+
+def heading_category(headings: Sequence[str]) -> str | None:
+    """The category named by the nearest heading that names one (deepest first)."""
+    for heading in reversed(headings):
+        for category, rx in _HEADING_RX:
+            if rx.search(heading):
+                return category
+    return None
+
+
+def _keyed(rules: list[_Rule]) -> list[ParsedRule]:
+    """Explicit keys as written (a repeat gets a suffix); the rest ``<heading>-<n>``."""
+    used: set[str] = set()
+    ordinals: dict[str, int] = {}
+    out: list[ParsedRule] = []
+    for rule in rules:
+        if rule.key is not None:
+            key = rule.key
+        else:
+            ordinals[rule.slug] = ordinals.get(rule.slug, 0) + 1
+            key = f"{rule.slug}-{ordinals[rule.slug]}"
+        base, n = key, 1
+        while key in used:
+            n += 1
+            key = f"{base}-{n}"
+        used.add(key)
+        text = " ".join(rule.text.split())
+        scope = {"section": rule.section} if rule.section else {}
+        out.append(
+            ParsedRule(
+                key=key,
+                text=text,
+                category=rule.category,
+                scope=scope,
+                line=rule.line,
+                content_hash=sha256_hex(f"{rule.category}\x1f{text}"),
+            )
+        )
+    return out
+
+
+def rule_id(skill: str, key: str) -> str:
+    return f"rule_{short_hash(skill, key)}"
+
+
+def rule_ref(rule: RuleRow) -> str:
+    """How assembly logs name a rule: ``rule:SKILL:KEY`` (its label is ``[rule SKILL:KEY]``)."""
+    return f"rule:{rule.skill}:{rule.key}"
+
+
+# -- finding files ----------------------------------------------------------------------
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex over ``/``-separated paths: ``**`` crosses directories,
+    ``*`` and ``?`` do not. The one glob rule for skills and tool preconditions."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def find_skill_files(root: Path, config: SkillsConfig) -> list[Path]:
+    """Files under ``root`` (or ``root`` itself) that an include glob names and no
+    exclude glob does, in path order."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise UsageError(f"{root} is neither a directory nor a file")
+    include = [glob_regex(p) for p in config.include]
+    exclude = [glob_regex(p) for p in config.exclude]
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if any(rx.match(rel) for rx in include) and not any(rx.match(rel) for rx in exclude):
+                found.append(path)
+    return sorted(found)
+
+
+# -- ingestion --------------------------------------------------------------------------
+
+
+@dataclass
+class IngestSummary:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "new": self.new,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
+            "skills": self.skills,
+            "errors": self.errors,
+        }
+
+
+def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> IngestSummary:
+    """Ingest every skill file under ``root``; unchanged files change nothing.
+
+    ``new`` counts versions written (a first version or a changed file; ``changed`` is
+    the share of them that superseded an older one). A file that cannot be read or
+    parsed, or names a skill another file of this run already named, is reported in
+    ``errors`` and skipped; the others are still ingested.
+    """
+    base = Path(root)
+    summary = IngestSummary()
+    seen: dict[str, str] = {}
+    for path in find_skill_files(base, config):
+        shown = path.as_posix()
+        try:
+            content = normalize_text(path.read_text(encoding="utf-8"))
+            parsed = parse_skill(content, default_name=path.parent.name or path.stem)
+        except (OSError, UnicodeDecodeError, ValidationError) as error:
+            summary.errors.append({"path": shown, "error": _one_line(error)})
+            continue
+        if parsed.name in seen:
+            error_text = f"skill {parsed.name!r} is also defined by {seen[parsed.name]}"
+            summary.errors.append({"path": shown, "error": error_text})
+            continue
+        seen[parsed.name] = shown
+        summary.skills.append(_ingest_one(store, parsed, shown, str(base), content, summary))
+    return summary
+
+
+def _ingest_one(
+    store: Store, parsed: ParsedSkill, path: str, source: str, content: str, summary: IngestSummary
+) -> dict[str, Any]:
+    content_hash = sha256_hex(content)
+    current = store.skills.skill(parsed.name)
+    out = {"name": parsed.name, "path": path, "rules": len(parsed.rules)}
+    if current is not None and current.content_hash == content_hash and current.path == path:
+        summary.unchanged += 1
+        return {**out, "version": current.version, "status": "unchanged"}
+    write = SkillWrite(
+        name=parsed.name,
+        source=source,
+        path=path,
+        content=content,
+        content_hash=content_hash,
+        enabled=parsed.enabled,
+        description=parsed.description,
+        when_to_use=parsed.when_to_use,
+        invocation=parsed.invocation,
+        rules=list(parsed.rules),
+    )
+    ids = {r.key: rule_id(parsed.name, r.key) for r in parsed.rules}
+    with store.db.write_transaction():
+        version = store.skills.write_skill(write, ids, utc_now())
+    summary.new += 1
+    summary.changed += current is not None
+    return {**out, "version": version, "status": "changed" if current else "new"}
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def override_rule(
+    store: Store,
+    ref: str,
+    *,
+    category: str | None = None,
+    active: bool | None = None,
+    scope: Mapping[str, Any] | None = None,
+    clear: bool = False,
+) -> RuleRow:
+    """Change a rule's category, active flag or scope without editing its file."""
+    rule = find_rule(store, ref)
+    if category is not None and category not in RULE_CATEGORIES:
+        raise UsageError(
+            f"unknown category {category!r} (expected one of: {', '.join(RULE_CATEGORIES)})"
+        )
+    if not clear and category is None and active is None and scope is None:
+        raise UsageError("nothing to override: give --category, --active/--inactive or --scope")
+    with store.db.write_transaction():
+        if clear:
+            store.skills.clear_override(rule.id)
+        else:
+            store.skills.set_override(
+                rule.id, category=category, active=active, scope=scope, now=utc_now()
+            )
+    found = store.skills.rule(rule.id)
+    assert found is not None
+    return found
+
+
+def find_rule(store: Store, ref: str) -> RuleRow:
+    """A rule by id (``rule_…``) or by ``SKILL:KEY``."""
+    from memplug.errors import NotFound
+
+    if ref.startswith("rule_"):
+        rule = store.skills.rule(ref)
+    elif ":" in ref:
+        skill, _, key = ref.rpartition(":")
+        rule = store.skills.rule_by_key(skill, key)
+    else:
+        raise UsageError(f"{ref!r} is not a rule id (rule_…) or SKILL:KEY")
+    if rule is None:
+        raise NotFound(f"no rule {ref!r}")
+    return rule
+
+
+# -- what a step gets ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CoreLine:
+    """A line of the resident skill core: a skill's description or a workflow step."""
+
+    ref: str
+    skill: str
+    text: str
+    kind: str  # "skill" or "workflow"
+    when_to_use: str | None = None
+
+
+@dataclass(frozen=True)
+class RuleHit:
+    """A task-relevant rule, ranked."""
+
+    rule: RuleRow
+    score: float
+    why: str
+    pinned: bool = False
+
+    @property
+    def ref(self) -> str:
+        return rule_ref(self.rule)
+
+
+@dataclass(frozen=True)
+class SkillOmission:
+    ref: str
+    section: str
+    reason: str
+    score: float | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class SkillContext:
+    core: tuple[CoreLine, ...] = ()
+    rules: tuple[RuleHit, ...] = ()
+    omitted: tuple[SkillOmission, ...] = ()
+
+
+def skill_context(store: Store, config: Config, task_text: str) -> SkillContext:
+    """The resident core of the enabled skills and the rules relevant to ``task_text``."""
+    skills = [s for s in store.skills.skills() if s.enabled]
+    if not skills:
+        return SkillContext()
+    rules = store.skills.rules(active=True, enabled_only=True)
+    cfg = config.skills
+    core, omitted = resident_core(skills, rules, cfg.core_max_lines)
+    in_core = {line.ref for line in core}
+    others = [r for r in rules if rule_ref(r) not in in_core]
+    hits, more = rank_rules(others, parse_query(task_text), cfg)
+    return SkillContext(core=tuple(core), rules=tuple(hits), omitted=tuple(omitted + more))
+
+
+def resident_core(
+    skills: Sequence[SkillRow], rules: Sequence[RuleRow], max_lines: int
+) -> tuple[list[CoreLine], list[SkillOmission]]:
+    """Per enabled skill, in name order: its description, then its first workflow steps."""
+    lines: list[CoreLine] = []
+    omitted: list[SkillOmission] = []
+    for skill in skills:
+        lines.append(
+            CoreLine(
+                f"skill:{skill.name}",
+                skill.name,
+                skill.description or "",
+                "skill",
+                skill.when_to_use,
+            )
+        )
+        steps = [r for r in rules if r.skill == skill.name and r.category == "workflow"]
+        for index, rule in enumerate(steps):
+            ref = rule_ref(rule)
+            if index >= max_lines:
+                omitted.append(
+                    SkillOmission(ref, "rules-core", "over limit", None, "skills.coreMaxLines")
+                )
+                continue
+            lines.append(CoreLine(ref, skill.name, rule.text, "workflow"))
+    return lines, omitted
+
+
+def rank_rules(
+    rules: Sequence[RuleRow], signals: QuerySignals, config: SkillsConfig
+) -> tuple[list[RuleHit], list[SkillOmission]]:
+    """Rules scored by the query's signals: the idf-weighted share of the query's term
+    groups a rule holds, times its category weight; a rule holding a numeric symbol of
+    the query verbatim ranks above every rule that does not. Ties break by reference."""
+    groups = signals.groups
+    if not rules or not groups:
+        return [], []
+    texts = [normalize_text(r.text).lower() for r in rules]
+    matched = [[_group_hit(group, text) for group in groups] for text in texts]
+    n = len(rules)
+    idf = [
+        math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for df in (sum(1 for m in matched if m[g] is not None) for g in range(len(groups)))
+    ]
+    total = sum(idf) or 1.0
+    pins = [t.text for t in signals.pins]
+    scored = []
+    for rule, text, found in zip(rules, texts, matched, strict=True):
+        share = sum(idf[g] for g, hit in enumerate(found) if hit is not None) / total
+        weight = config.category_weights.get(rule.category, 1.0)
+        pinned = any(p in text for p in pins)
+        why = ", ".join(hit for hit in found if hit is not None)
+        scored.append(RuleHit(rule, round(share * weight, 6), why, pinned))
+    scored.sort(key=lambda h: (not h.pinned, -h.score, h.ref))
+    hits: list[RuleHit] = []
+    omitted: list[SkillOmission] = []
+    for hit in scored:
+        if not hit.why:
+            continue  # shares nothing with the task: not a candidate at all
+        if hit.score < config.min_rule_score and not hit.pinned:
+            omitted.append(SkillOmission(hit.ref, "rules", "below min score", hit.score))
+        elif len(hits) >= config.rules_limit:
+            omitted.append(
+                SkillOmission(hit.ref, "rules", "over limit", hit.score, "skills.rulesLimit")
+            )
+        else:
+            hits.append(hit)
+    return hits, omitted
+
+
+def _group_hit(group: Iterable[Term], text: str) -> str | None:
+    """The first term of a group found in ``text`` (a word as a word start), or None."""
+    for term in group:
+        if term.kind == "word" and term.text.isascii():
+            if re.search(r"(?<![a-z0-9])" + re.escape(term.text), text):
+                return term.text
+        elif term.text in text:
+            return term.text
+    return None
