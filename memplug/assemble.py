@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memplug.config import Config
@@ -26,6 +26,7 @@ from memplug.errors import AssemblyFailed
 from memplug.models import Message, TokenMeter
 from memplug.refs import EventRef, event_ref
 from memplug.secrets import find_secrets
+from memplug.skills import CoreLine, RuleHit, SkillContext, skill_context
 from memplug.store.logs import LogRecord
 from memplug.text import estimate_tokens, normalize_text, sha256_hex
 from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
@@ -33,6 +34,7 @@ from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
     from memplug.store.ports import Storage
+    from memplug.store.skills import ValidationRecord
 
 # How long an attempt waits for the write lock to log itself before giving up on the row.
 LOG_WAIT_MS = 1000
@@ -168,6 +170,10 @@ class Candidates:
     signals: Mapping[str, Any] = field(default_factory=dict)
     # Items a superseded candidate points at, for the notice ("now: …").
     successors: Mapping[str, ItemCandidate] = field(default_factory=dict)
+    # Sections 2-3: the resident skill core and task-relevant rules; and the session's
+    # blocked validation run, whose repair reminder leads the rules section.
+    skills: SkillContext = field(default_factory=SkillContext)
+    repair: ValidationRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +211,21 @@ class MemorySource:
             scope=self.config.assembly.scope,
             limit=self.config.assembly.candidate_limit,
         )
-        return from_retrieval(result)
+        return replace(
+            from_retrieval(result),
+            skills=skill_context(self.store, self.config, task_text),
+            repair=self._pending_repair(session_id),
+        )
+
+    def _pending_repair(self, session_id: str) -> ValidationRecord | None:
+        """The session's latest run, while it blocks and no later reply answered it."""
+        if not self.config.validation.checks:
+            return None
+        run = self.store.skills.latest_validation(session_id)
+        if run is None or not run.blocked:
+            return None
+        latest = self.store.skills.latest_event_seq(session_id, run.target)
+        return run if latest == run.event_seq else None
 
     def task_state(self, session_id: str) -> TaskState:
         return task_state_from(self.store.items.task_state(session_id))
@@ -471,6 +491,15 @@ LABELS: dict[str, dict[str, str]] = {
         "warn.number": "⚠ number without unit or condition: {numbers}",
         "warn.proposal": "⚠ a proposal the user has not confirmed",
         "warn.disputed": "⚠ disputed: another item says otherwise",
+        "core.when": "when: {when}",
+        "cat.workflow": "workflow",
+        "cat.constraint": "constraint",
+        "cat.style": "style",
+        "cat.current_state": "current state",
+        "cat.reference": "reference",
+        "warn.current_state": "⚠ dynamic state: verify against current data; not a fixed check",
+        "repair": "[repair {attempt}/{max}] memplug's checks failed on the last assistant "
+        "message [ev {ref}]: {findings}. Correct this in the next reply.",
         "notice.superseded": "Superseded: {old} {old_content} → now {new}",
         "notice.superseded_nonew": "Superseded: {old} {old_content} (a later statement "
         "replaced it)",
@@ -522,6 +551,15 @@ LABELS: dict[str, dict[str, str]] = {
         "warn.number": "⚠ 数字缺少单位或条件：{numbers}",
         "warn.proposal": "⚠ 提议：用户尚未确认",
         "warn.disputed": "⚠ 有争议：另有条目与此不符",
+        "core.when": "适用：{when}",
+        "cat.workflow": "流程",
+        "cat.constraint": "约束",
+        "cat.style": "风格",
+        "cat.current_state": "当前状态",
+        "cat.reference": "参考",
+        "warn.current_state": "⚠ 动态状态：请对照当前数据核实，不是固定检查",
+        "repair": "[修复 {attempt}/{max}] 上一条助手消息 [ev {ref}] 未通过 memplug 检查："
+        "{findings}。请在下一次回复中纠正。",
         "notice.superseded": "已被取代：{old} {old_content} → 现为 {new}",
         "notice.superseded_nonew": "已被取代：{old} {old_content}（后来的陈述取代了它）",
         "notice.disputed": "{count} 个有争议的条目（{refs}）：在用户决定之前双方都保留。",
@@ -956,7 +994,8 @@ class Assembler:
         # Retrieval's own omissions (below min score, …) are part of the account.
         draft.omitted.extend(candidates.omitted)
         self._task_section(draft, task_state, visible)
-        # Skills and rules land in a later milestone: their sections exist, empty.
+        self._core_section(draft, candidates.skills)
+        self._rules_section(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}
         superseded = self._memory_section(draft, candidates, visible, texts)
         self._evidence_section(draft, candidates, visible)
@@ -998,6 +1037,89 @@ class Assembler:
                 draft.omit(ref, "task", VISIBLE, detail=line.ref or "")
                 continue
             draft.offer("task", title, ref, text, kind=line.field, why="task state")
+
+    def _core_section(self, draft: _Draft, context: SkillContext) -> None:
+        """Section 2: a line per enabled skill and its first workflow steps."""
+        title = self.labels["section.rules-core"]
+        for line in context.core:
+            draft.offer(
+                "rules-core",
+                title,
+                line.ref,
+                self.core_line(line),
+                kind=line.kind,
+                why="resident skill core",
+            )
+        draft.omitted.extend(
+            Omission(o.ref, o.section, o.reason, o.score, o.detail)
+            for o in context.omitted
+            if o.section == "rules-core"
+        )
+
+    def core_line(self, line: CoreLine) -> str:
+        if line.kind != "skill":
+            return f"- [rule {line.ref.removeprefix('rule:')}] {one_line(line.text)}"
+        text = f"- [skill {line.skill}]" + (f" {one_line(line.text)}" if line.text else "")
+        if line.when_to_use:
+            text += " · " + self.labels["core.when"].format(when=one_line(line.when_to_use))
+        return text
+
+    def _rules_section(self, draft: _Draft, candidates: Candidates) -> None:
+        """Section 3: a pending repair reminder first, then the task-relevant rules."""
+        title = self.labels["section.rules"]
+        run = candidates.repair
+        if run is not None:
+            draft.offer(
+                "rules",
+                title,
+                f"repair:{run.id}",
+                self.repair_line(run),
+                kind="repair",
+                why="blocked validation run",
+            )
+        for hit in candidates.skills.rules:
+            draft.offer(
+                "rules",
+                title,
+                hit.ref,
+                self.rule_line(hit),
+                kind=hit.rule.category,
+                score=hit.score,
+                why=hit.why,
+            )
+        draft.omitted.extend(
+            Omission(o.ref, o.section, o.reason, o.score, o.detail)
+            for o in candidates.skills.omitted
+            if o.section == "rules"
+        )
+
+    def rule_line(self, hit: RuleHit) -> str:
+        labels, rule = self.labels, hit.rule
+        category = labels.get(f"cat.{rule.category}", rule.category)
+        line = (
+            f"- [rule {rule.skill}:{rule.key}] {category}{labels['colon']}{one_line(rule.text)}"
+            f" ({rule.source_path}:{rule.line})"
+        )
+        notes = {k: v for k, v in sorted(rule.scope.items()) if k != "section"}
+        if notes:
+            scope = labels["sep"].join(f"{k} {v}" for k, v in notes.items())
+            line += " · " + labels["scope"].format(scope=scope)
+        if rule.category == "current_state":
+            line += " " + labels["warn.current_state"]
+        return line
+
+    def repair_line(self, run: ValidationRecord) -> str:
+        """Bounded by ``validation.reminderMaxChars``: the findings are clipped, not the frame."""
+        cfg = self.config.validation
+        found = "; ".join(
+            one_line(str(v.get("message", ""))) for v in run.violations if v.get("block")
+        )
+        return "- " + self.labels["repair"].format(
+            attempt=run.repair_attempt,
+            max=cfg.max_repair_attempts,
+            ref=f"{run.session_id}:{run.event_seq}",
+            findings=snippet(found, cfg.reminder_max_chars),
+        )
 
     def _memory_section(
         self,

@@ -50,6 +50,16 @@ def missing_status(path: Path) -> dict[str, Any]:
     return {"exists": False, "path": str(path)}
 
 
+def latest_validation(memory: Opened, session_id: str | None = None) -> dict[str, Any] | None:
+    """The newest validation run (of a session), as ``memory validate --json`` prints it."""
+    record = memory.store.skills.latest_validation(session_id)
+    if record is None:
+        return None
+    from memplug.validate import ValidationRun
+
+    return ValidationRun(record, memory.config.validation.max_repair_attempts).as_dict()
+
+
 def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
     store = memory.store
     path = store.path
@@ -77,6 +87,7 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
             "detected": bool(compactions),
         },
         "latest_assembly": latest_assembly,
+        "latest_validation": latest_validation(memory) if counts["validation_logs"] else None,
         # Where each host transcript was last read (Claude Code hooks).
         "host_cursors": store.hosts.cursors(),
         "latest_errors": store.events.latest_errors(),

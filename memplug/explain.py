@@ -39,8 +39,9 @@ def find_assembly(
     return record
 
 
-def explain(record: LogRecord) -> dict[str, Any]:
-    """The documented JSON shape of ``memory explain --json``."""
+def explain(record: LogRecord, validation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The documented JSON shape of ``memory explain --json``; ``validation`` is the
+    session's latest validation run, read as it is now."""
     sections = []
     for number, meta in enumerate(_section_meta(record), start=1):
         name = meta["name"]
@@ -73,6 +74,7 @@ def explain(record: LogRecord) -> dict[str, Any]:
         "errors": list(record.errors),
         "sections": sections,
         "omitted_by_reason": count_reasons(record.omitted),
+        "validation": validation,
         "text": record.text,
     }
 
@@ -135,6 +137,15 @@ def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> s
                 f"   … {len(out) - len(shown)} more: "
                 + ", ".join(f"{n} {reason}" for reason, n in rest.items())
             )
+    run = data.get("validation")
+    if run:
+        state = "ok" if run["ok"] else f"{len(run['violations'])} violation(s)"
+        if run["blocking"]:
+            state += f", blocking (repair {run['repair_attempt']}/{run['max_repair_attempts']})"
+        lines += [
+            "",
+            f"validation run {run['id']} of {run['session_id']}:{run['event_seq']}: {state}",
+        ]
     if data["omitted_by_reason"]:
         counts = ", ".join(f"{n} {reason}" for reason, n in data["omitted_by_reason"].items())
         lines += ["", f"omitted    {counts}"]

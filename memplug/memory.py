@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from memplug.jsonl import Rejected
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
+    from memplug.validate import Validator
 
 IMPORT_BATCH = 5_000
 
@@ -80,15 +81,10 @@ class Memory:
         create: bool = True,
     ) -> Memory:
         """Open (and with ``create``, make) the database; config from file, env, ``config``."""
-        from memplug.config import config_path_beside, load_config
+        from memplug.config import load_for_database
 
         db_path = default_db_path(path)
-        explicit = config_path or os.environ.get("MEMPLUG_CONFIG")
-        loaded = load_config(
-            Path(explicit) if explicit else config_path_beside(db_path),
-            required=bool(explicit),
-            overrides=config,
-        )
+        loaded = load_for_database(db_path, config_path, config)
         return cls(Database.open(db_path, create=create), loaded)
 
     def with_config(self, config: Config) -> Memory:
@@ -143,6 +139,23 @@ class Memory:
         return Assembler(
             self.config, MemorySource(self.retriever, self.store, self.config), self.store
         )
+
+    @cached_property
+    def validator(self) -> Validator:
+        from memplug.validate import Validator
+
+        # A check script's relative path is read from beside the config file.
+        base = str(Path(self.loaded.file).parent) if self.loaded.file else None
+        return Validator(self.store, self.config, base)
+
+    def validate_new(self, session_ids: Iterable[str], *, trigger: str) -> None:
+        """Check each session's latest assistant message once, when checks are configured
+        (the validation module is not even imported otherwise: hooks pay for imports)."""
+        cfg = self.config.validation
+        if not cfg.enabled or not cfg.checks:
+            return
+        for session_id in sorted(set(session_ids)):
+            self.validator.run_latest_once(session_id, trigger=trigger)
 
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
         """What a pre-step would inject now, logged in ``assembly_logs``; a failed

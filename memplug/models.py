@@ -149,6 +149,8 @@ class ToolCall(BaseModel):
     tool_name: str
     call_id: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # Where relative paths in ``arguments`` are resolved (preconditions).
+    cwd: str | None = None
 
 
 class Decision(BaseModel):

@@ -83,6 +83,11 @@ class Plugin:
         except Exception as error:
             self._record("capture", error, session_id, seq)
             return False
+        if result.new and parsed.type == "assistant/message":
+            try:
+                self.memory.validate_new([parsed.session_id], trigger="on_event")
+            except Exception as error:
+                self._record("validate", error, session_id, seq)
         self._flush()
         return bool(result.new)
 
@@ -117,13 +122,22 @@ class Plugin:
         return Injection(text=result.text, assembly_id=result.assembly_id)
 
     def pre_tool(self, call: ToolCall | Mapping[str, Any]) -> Decision:
-        """Preconditions before a tool runs; none are configured yet, so always allow."""
+        """Preconditions before a tool runs (``validation.preconditions``): deny with a
+        reason when one is broken, else allow. A failure here allows and is recorded."""
+        from memplug.validate import check_preconditions
+
         try:
-            if not isinstance(call, ToolCall):
-                ToolCall.model_validate(dict(call))
+            parsed = call if isinstance(call, ToolCall) else ToolCall.model_validate(dict(call))
+            found = check_preconditions(
+                self.config.validation.preconditions,
+                parsed.tool_name,
+                parsed.arguments,
+                parsed.cwd,
+            )
         except Exception as error:
             self._record("pre_tool", error, _get(call, "session_id"))
-        return Decision(allow=True)
+            return Decision(allow=True)
+        return Decision(allow=found.allow, reason=found.reason)
 
     # -- helpers ---------------------------------------------------------------------
 

@@ -70,6 +70,7 @@ def explain_cmd(
     as_json: bool,
 ) -> None:
     """Show a logged assembly (the newest by default): budget, sections, every omission."""
+    from memplug.diagnostics import latest_validation
     from memplug.errors import UsageError
     from memplug.explain import explain, find_assembly, render_explain
 
@@ -81,4 +82,5 @@ def explain_cmd(
         record = find_assembly(
             memory.store, assembly_id=assembly_id, session_id=session_id, turn=turn
         )
-        emit(explain(record), as_json, render_explain)
+        validation = latest_validation(memory, record.session_id)
+        emit(explain(record, validation), as_json, render_explain)

@@ -52,6 +52,10 @@ def _render_status(data: dict[str, Any]) -> str:
             f"{'injected' if a['injected'] else 'not injected'}, "
             f"{a['used_tokens']}/{a['budget']} tokens",
         ]
+    if data.get("latest_validation"):
+        from memplug.cli.skills import render_validation
+
+        lines += ["", "latest " + render_validation(data["latest_validation"])]
     if data.get("host_cursors"):
         lines += ["", "host transcripts:"]
         lines += [

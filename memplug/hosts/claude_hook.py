@@ -156,12 +156,15 @@ def handle(
         event=_str(payload.get("hook_event_name")), session_id=_str(payload.get("session_id"))
     )
     memory = None
+    decision = None
     try:
         if report.event not in HOOK_EVENTS:
             raise ValidationError(f"unknown hook_event_name {report.event!r}")
         if report.session_id is None:
             raise ValidationError("the payload has no session_id")
         transcripts = plan(payload, report.event, report.session_id)
+        if report.event == "PreToolUse":
+            decision = precondition_output(payload, db_path, config_path)
         answers = report.event == "UserPromptSubmit" or (
             report.event == "SessionStart" and payload.get("source") in REINJECT_SOURCES
         )
@@ -186,6 +189,8 @@ def handle(
             _record(memory, db_path, config_path, report)
         if memory is not None:
             memory.close()
+    if decision is not None:
+        report.output = decision  # a broken precondition denies even if capture failed
     return report
 
 
@@ -249,6 +254,10 @@ def capture_all(
             sessions.add(transcript.session_id)
     if sessions:
         memory.derive(sessions)
+        try:
+            memory.validate_new(sessions, trigger=HOST)
+        except Exception as error:
+            report.errors.append(f"validation: {type(error).__name__}: {error}")
 
 
 def capture_transcript(
@@ -306,6 +315,39 @@ def capture_transcript(
             report.errors.append(f"{path.name}: {len(result.errors)} malformed line(s) skipped")
         if not result.more:
             return new, present
+
+
+# -- preconditions ----------------------------------------------------------------------
+
+
+def precondition_output(
+    payload: Mapping[str, Any], db_path: str | None, config_path: str | None
+) -> dict[str, Any] | None:
+    """A ``deny`` for a tool call that breaks a ``validation.preconditions`` entry; None
+    lets Claude Code's own permission flow decide. Needs the config only, no database."""
+    from memplug.config import load_for_database
+
+    config = load_for_database(default_db_path(db_path), config_path).config
+    if not config.validation.preconditions:
+        return None
+    from memplug.validate import check_preconditions
+
+    tool_input = payload.get("tool_input")
+    found = check_preconditions(
+        config.validation.preconditions,
+        _str(payload.get("tool_name")) or "",
+        tool_input if isinstance(tool_input, Mapping) else {},
+        _str(payload.get("cwd")),
+    )
+    if found.allow:
+        return None
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": found.reason,
+        }
+    }
 
 
 # -- injection ------------------------------------------------------------------------
