@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from memplug.errors import ValidationError
+from memplug.paths import CONFIG_FILENAME, config_file
 
-CONFIG_FILENAME = "memory.toml"
 ENV_PREFIX = "MEMPLUG_"
 # Environment variables that are not configuration keys.
 _ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
@@ -349,12 +349,8 @@ def load_for_database(
 ) -> LoadedConfig:
     """The config of a database: ``config_path`` (else ``MEMPLUG_CONFIG``), which must
     exist, else ``memory.toml`` beside the database when there is one."""
-    explicit = config_path or os.environ.get("MEMPLUG_CONFIG")
-    return load_config(
-        Path(explicit) if explicit else config_path_beside(db_path),
-        required=bool(explicit),
-        overrides=overrides,
-    )
+    path, named = config_file(db_path, config_path)
+    return load_config(path, required=named, overrides=overrides)
 
 
 _CAMEL_WORD = re.compile(r"(?<!^)(?=[A-Z])")

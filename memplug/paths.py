@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+CONFIG_FILENAME = "memory.toml"
+
 
 def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     """``--db`` / ``MEMPLUG_DB``, else ``$MEMPLUG_HOME/memory.sqlite`` (platform data dir)."""
@@ -18,3 +20,14 @@ def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
         home = platformdirs.user_data_dir("memplug")
     return Path(home).expanduser() / "memory.sqlite"
+
+
+def config_file(
+    db_path: Path, explicit: str | os.PathLike[str] | None = None
+) -> tuple[Path, bool]:
+    """A database's config file and whether it was named (``--config``/``MEMPLUG_CONFIG``,
+    which must exist) rather than found (``memory.toml`` beside the database, optional)."""
+    named = explicit or os.environ.get("MEMPLUG_CONFIG")
+    if named:
+        return Path(named), True
+    return db_path.parent / CONFIG_FILENAME, False

@@ -480,7 +480,7 @@ def check_preconditions(
     for index, pre in enumerate(preconditions):
         if pre.tools and not any(glob_regex(t).match(tool_name) for t in pre.tools):
             continue
-        name = pre.name or f"precondition #{index + 1}"
+        name = pre.name or f"#{index + 1}"
         for path in paths:
             full, forms = _path_forms(path, cwd)
             for patterns, wanted in ((pre.must_not_exist, False), (pre.must_exist, True)):

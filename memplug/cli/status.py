@@ -93,15 +93,9 @@ def config_group() -> None:
 @click.pass_obj
 def config_show(ctx: CliContext, as_json: bool) -> None:
     """Print every effective value and where it came from (default, file, env)."""
-    from memplug.config import config_path_beside, load_config
+    from memplug.config import load_for_database
 
-    explicit = ctx.config_path
-    path = ctx.resolved_path()
-    from pathlib import Path
-
-    loaded = load_config(
-        Path(explicit) if explicit else config_path_beside(path), required=bool(explicit)
-    )
+    loaded = load_for_database(ctx.resolved_path(), ctx.config_path)
     values = loaded.config.to_dict()
     flat = {
         f"{section}.{key}": value

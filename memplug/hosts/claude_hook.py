@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
-from memplug.paths import default_db_path
+from memplug.paths import config_file, default_db_path
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
@@ -164,7 +164,7 @@ def handle(
             raise ValidationError("the payload has no session_id")
         transcripts = plan(payload, report.event, report.session_id)
         if report.event == "PreToolUse":
-            decision = precondition_output(payload, db_path, config_path)
+            report.output = decision = precondition_output(payload, db_path, config_path)
         answers = report.event == "UserPromptSubmit" or (
             report.event == "SessionStart" and payload.get("source") in REINJECT_SOURCES
         )
@@ -182,15 +182,13 @@ def handle(
             prompt = _str(payload.get("prompt"))
             report.output = inject(memory, report, prompt, deadline)
     except Exception as error:
-        report.output = None
+        report.output = decision  # a broken precondition denies even if capture failed
         report.errors.append(f"{type(error).__name__}: {error}")
     finally:
         if report.errors or report.skipped:
             _record(memory, db_path, config_path, report)
         if memory is not None:
             memory.close()
-    if decision is not None:
-        report.output = decision  # a broken precondition denies even if capture failed
     return report
 
 
@@ -325,9 +323,12 @@ def precondition_output(
 ) -> dict[str, Any] | None:
     """A ``deny`` for a tool call that breaks a ``validation.preconditions`` entry; None
     lets Claude Code's own permission flow decide. Needs the config only, no database."""
+    database = default_db_path(db_path)
+    if not _may_name_preconditions(database, config_path):
+        return None
     from memplug.config import load_for_database
 
-    config = load_for_database(default_db_path(db_path), config_path).config
+    config = load_for_database(database, config_path).config
     if not config.validation.preconditions:
         return None
     from memplug.validate import check_preconditions
@@ -348,6 +349,18 @@ def precondition_output(
             "permissionDecisionReason": found.reason,
         }
     }
+
+
+def _may_name_preconditions(database: Path, config_path: str | None) -> bool:
+    """A cheap look before the config is validated (which builds its models, a cost
+    every tool call would pay): no file or variable mentions preconditions."""
+    if any(name.startswith("MEMPLUG_VALIDATION__") for name in os.environ):
+        return True
+    path, named = config_file(database, config_path)
+    try:
+        return "preconditions" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return named  # a missing --config file is an error the loader reports
 
 
 # -- injection ------------------------------------------------------------------------
