@@ -324,3 +324,12 @@ def test_the_claude_code_hook_validates_what_it_captured(
     run = status["latest_validation"]
     assert (run["session_id"], run["trigger"], run["blocking"]) == ("cc1", "claude-code", True)
     assert status["counts"]["validation_logs"] == 1
+
+
+def test_purging_a_session_purges_its_validation_runs(checked: Memory, db_path: Path) -> None:
+    say(checked, 2, "probably")
+    checked.validate_new(["s1"], trigger="api")
+    checked.close()
+    main(["--db", str(db_path), "purge", "--session", "s1", "--yes", "--json"])
+    with Memory.open(db_path) as memory:
+        assert memory.store.counts()["validation_logs"] == 0
