@@ -994,8 +994,7 @@ class Assembler:
         # Retrieval's own omissions (below min score, …) are part of the account.
         draft.omitted.extend(candidates.omitted)
         self._task_section(draft, task_state, visible)
-        self._core_section(draft, candidates.skills)
-        self._rules_section(draft, candidates)
+        self._skill_sections(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}
         superseded = self._memory_section(draft, candidates, visible, texts)
         self._evidence_section(draft, candidates, visible)
@@ -1038,22 +1037,25 @@ class Assembler:
                 continue
             draft.offer("task", title, ref, text, kind=line.field, why="task state")
 
-    def _core_section(self, draft: _Draft, context: SkillContext) -> None:
-        """Section 2: a line per enabled skill and its first workflow steps."""
-        title = self.labels["section.rules-core"]
+    def _skill_sections(self, draft: _Draft, candidates: Candidates) -> None:
+        """Sections 2-3: the resident skill core; then a pending repair reminder and the
+        task-relevant rules. Skills' own omissions (limits, min score) are logged too."""
+        core, rules = self.labels["section.rules-core"], self.labels["section.rules"]
+        context = candidates.skills
         for line in context.core:
+            why = "resident skill core"
+            draft.offer("rules-core", core, line.ref, self.core_line(line), kind=line.kind, why=why)
+        run = candidates.repair
+        if run is not None:
+            text, why = self.repair_line(run), "blocked validation run"
+            draft.offer("rules", rules, f"repair:{run.id}", text, kind="repair", why=why)
+        for hit in context.rules:
             draft.offer(
-                "rules-core",
-                title,
-                line.ref,
-                self.core_line(line),
-                kind=line.kind,
-                why="resident skill core",
-            )
+                "rules", rules, hit.ref, self.rule_line(hit), kind=hit.rule.category,
+                score=hit.score, why=hit.why,
+            )  # fmt: skip
         draft.omitted.extend(
-            Omission(o.ref, o.section, o.reason, o.score, o.detail)
-            for o in context.omitted
-            if o.section == "rules-core"
+            Omission(o.ref, o.section, o.reason, o.score, o.detail) for o in context.omitted
         )
 
     def core_line(self, line: CoreLine) -> str:
@@ -1063,35 +1065,6 @@ class Assembler:
         if line.when_to_use:
             text += " · " + self.labels["core.when"].format(when=one_line(line.when_to_use))
         return text
-
-    def _rules_section(self, draft: _Draft, candidates: Candidates) -> None:
-        """Section 3: a pending repair reminder first, then the task-relevant rules."""
-        title = self.labels["section.rules"]
-        run = candidates.repair
-        if run is not None:
-            draft.offer(
-                "rules",
-                title,
-                f"repair:{run.id}",
-                self.repair_line(run),
-                kind="repair",
-                why="blocked validation run",
-            )
-        for hit in candidates.skills.rules:
-            draft.offer(
-                "rules",
-                title,
-                hit.ref,
-                self.rule_line(hit),
-                kind=hit.rule.category,
-                score=hit.score,
-                why=hit.why,
-            )
-        draft.omitted.extend(
-            Omission(o.ref, o.section, o.reason, o.score, o.detail)
-            for o in candidates.skills.omitted
-            if o.section == "rules"
-        )
 
     def rule_line(self, hit: RuleHit) -> str:
         labels, rule = self.labels, hit.rule

@@ -55,9 +55,7 @@ def latest_validation(memory: Opened, session_id: str | None = None) -> dict[str
     record = memory.store.skills.latest_validation(session_id)
     if record is None:
         return None
-    from memplug.validate import ValidationRun
-
-    return ValidationRun(record, memory.config.validation.max_repair_attempts).as_dict()
+    return record.as_dict(memory.config.validation.max_repair_attempts)
 
 
 def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import importlib.util
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -362,26 +362,6 @@ def _run_one(
     raise TypeError(f"no runner for {type(check).__name__}")  # CHECK_TYPES and this agree
 
 
-@dataclass(frozen=True)
-class ValidationRun:
-    """A persisted run and what the blocking rule made of it."""
-
-    record: ValidationRecord
-    max_repair_attempts: int
-
-    @property
-    def exhausted(self) -> bool:
-        """Violations that would block, but the repair attempts are spent."""
-        return not self.record.blocked and any(v.get("block") for v in self.record.violations)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            **self.record.as_dict(),
-            "max_repair_attempts": self.max_repair_attempts,
-            "exhausted": self.exhausted,
-        }
-
-
 class Validator:
     """Runs the configured checks on a session's assistant messages and logs each run."""
 
@@ -392,7 +372,7 @@ class Validator:
 
     def run(
         self, session_id: str, *, seq: int | None = None, trigger: str = "api"
-    ) -> ValidationRun:
+    ) -> ValidationRecord:
         """Check the session's latest assistant message (or the one at ``seq``)."""
         event = self._message(session_id, seq)
         text = self.store.events.full_text(event)
@@ -421,11 +401,9 @@ class Validator:
         )
         with self.store.db.write_transaction():
             record_id = self.store.skills.insert_validation(record)
-        return ValidationRun(
-            ValidationRecord(**{**record.__dict__, "id": record_id}), cfg.max_repair_attempts
-        )
+        return replace(record, id=record_id)
 
-    def run_latest_once(self, session_id: str, *, trigger: str) -> ValidationRun | None:
+    def run_latest_once(self, session_id: str, *, trigger: str) -> ValidationRecord | None:
         """Check the latest assistant message unless a run already checked it."""
         seq = self.store.skills.latest_event_seq(session_id, TARGET)
         if seq is None or self.store.skills.validated(session_id, seq):

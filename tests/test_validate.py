@@ -162,8 +162,8 @@ def test_blocking_spends_attempts_per_message_and_a_clean_run_resets(checked: Me
         say(checked, seq, text)
         run = checked.validator.run("s1")
         again = checked.validator.run("s1")  # checking the same message spends nothing
-        assert again.record.repair_attempt == run.record.repair_attempt
-        states.append((run.record.blocked, run.record.repair_attempt, run.exhausted))
+        assert again.repair_attempt == run.repair_attempt
+        states.append((run.blocked, run.repair_attempt, run.exhausted))
     assert states == [
         (True, 1, False),
         (True, 2, False),

@@ -206,4 +206,5 @@ def validate_cmd(ctx: CliContext, session_id: str, seq: int | None, as_json: boo
     """
     with ctx.open(create=False) as memory:
         run = memory.validator.run(session_id, seq=seq, trigger="cli")
-    emit(run.as_dict(), as_json, render_validation)
+        data = run.as_dict(memory.config.validation.max_repair_attempts)
+    emit(data, as_json, render_validation)

@@ -106,7 +106,13 @@ class ValidationRecord:
     errors: Sequence[Mapping[str, Any]] = ()
     id: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def exhausted(self) -> bool:
+        """Findings that would block, but the session's repair attempts were spent."""
+        return not self.blocked and any(v.get("block") for v in self.violations)
+
+    def as_dict(self, max_repair_attempts: int) -> dict[str, Any]:
+        """The shape ``memory validate --json`` prints (and status and explain show)."""
         return {
             "id": self.id,
             "session_id": self.session_id,
@@ -120,6 +126,8 @@ class ValidationRecord:
             "deterministic": self.deterministic,
             "blocking": self.blocked,
             "repair_attempt": self.repair_attempt,
+            "max_repair_attempts": max_repair_attempts,
+            "exhausted": self.exhausted,
             "violations": [dict(v) for v in self.violations],
             "errors": [dict(e) for e in self.errors],
         }
