@@ -95,7 +95,7 @@ def parse_skill(text: str, default_name: str) -> ParsedSkill:
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], list[str], int]:
     """``(frontmatter, body lines, file line number of the first body line)``."""
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")
     if not lines or lines[0].strip() != "---":
         return {}, lines, 1
     for end in range(1, len(lines)):

@@ -93,6 +93,11 @@ def test_keys_lines_continuations_fences_and_checkboxes() -> None:
     assert by_key["no-friday"].scope == {"section": "Release > Constraints"}
 
 
+def test_a_byte_order_mark_does_not_hide_the_frontmatter() -> None:
+    skill = parse_skill("\ufeff---\nname: bom\n---\n- one", default_name="x")
+    assert skill.name == "bom" and [r.line for r in skill.rules] == [4]
+
+
 def test_a_repeated_key_gets_a_suffix() -> None:
     lines = ["- [a] one", "- [a] two", "## A", "- three", "- [a-1] four"]
     assert [r.key for r in parse_rules(lines)] == ["a", "a-2", "a-1", "a-1-2"]
