@@ -54,13 +54,6 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
 _KEY = re.compile(r"^\[([A-Za-z0-9][A-Za-z0-9_.-]{0,63})\]\s+")
 _SLUG = re.compile(r"[^\w]+")
-FRONTMATTER_KEYS: tuple[str, ...] = (
-    "name",
-    "description",
-    "when_to_use",
-    "invocation",
-    "enabled",
-)
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -132,7 +125,6 @@ class _Rule:
     section: str
     slug: str
     line: int
-    indent: int
 
 
 def parse_rules(lines: Sequence[str], first_line: int = 1) -> list[ParsedRule]:
@@ -180,7 +172,7 @@ def _new_rule(item: re.Match[str], headings: list[tuple[int, str]], line: int) -
         category = "workflow" if marker[0].isdigit() else "reference"
     section = " > ".join(h for _, h in headings)
     slug = _SLUG.sub("-", (headings[-1][1] if headings else "rule").lower()).strip("-")[:40]
-    return _Rule(key, text, category, section, slug or "rule", line, len(item.group(1)))
+    return _Rule(key, text, category, section, slug or "rule", line)
 
 
 def heading_category(headings: Sequence[str]) -> str | None:

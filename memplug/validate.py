@@ -39,7 +39,7 @@ from memplug.config import Config, PreconditionConfig
 from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
-from memplug.query import _PATH
+from memplug.query import _PATH, _QUOTED, _URLISH
 from memplug.skills import glob_regex
 from memplug.store import Store
 from memplug.store.skills import ValidationRecord
@@ -53,16 +53,14 @@ MAX_FINDINGS = 20
 _FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)", re.M | re.S)
 _BLOCKQUOTE = re.compile(r"^[ \t]*>[^\n]*$", re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
-_QUOTED = re.compile(r'"[^"\n]{1,400}"|“[^”\n]{1,400}”|「[^」\n]{1,400}」|『[^』\n]{1,400}』')
 _PAREN = re.compile(r"\([^()\n]{1,400}\)|（[^（）\n]{1,400}）")
 _EXPLAIN_LINE = re.compile(
     r"^[ \t]*(?:note|explanation|why|because|注|说明)[ \t]*[:：][^\n]*$", re.M | re.I
 )
-_URL = re.compile(r"[A-Za-z][\w+.-]*://\S+")
 # Precedence, highest first: a character is labelled by the first pattern that covers it.
 _LABELS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
     ("quote", (_FENCED, _BLOCKQUOTE, _INLINE_CODE, _QUOTED)),
-    ("path", (_URL, _PATH)),
+    ("path", (_URLISH, _PATH)),
     ("explanation", (_EXPLAIN_LINE, _PAREN)),
 )
 
