@@ -26,13 +26,13 @@ from memplug.errors import AssemblyFailed
 from memplug.models import Message, TokenMeter
 from memplug.refs import EventRef, event_ref
 from memplug.secrets import find_secrets
-from memplug.skills import CoreLine, RuleHit, SkillContext, skill_context
 from memplug.store.logs import LogRecord
 from memplug.text import estimate_tokens, normalize_text, sha256_hex
 from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
+    from memplug.skill_rules import CoreLine, RuleHit, SkillContext
     from memplug.store.ports import Storage
     from memplug.store.skills import ValidationRecord
 
@@ -172,7 +172,7 @@ class Candidates:
     successors: Mapping[str, ItemCandidate] = field(default_factory=dict)
     # Sections 2-3: the resident skill core and task-relevant rules; and the session's
     # blocked validation run, whose repair reminder leads the rules section.
-    skills: SkillContext = field(default_factory=SkillContext)
+    skills: SkillContext | None = None
     repair: ValidationRecord | None = None
 
 
@@ -213,9 +213,17 @@ class MemorySource:
         )
         return replace(
             from_retrieval(result),
-            skills=skill_context(self.store, self.config, task_text),
+            skills=self._skills(task_text),
             repair=self._pending_repair(session_id),
         )
+
+    def _skills(self, task_text: str) -> SkillContext | None:
+        enabled = [s for s in self.store.skills.skills() if s.enabled]
+        if not enabled:
+            return None  # and the ranking module is never imported
+        from memplug.skill_rules import skill_context
+
+        return skill_context(self.store, enabled, self.config, task_text)
 
     def _pending_repair(self, session_id: str) -> ValidationRecord | None:
         """The session's latest run, while it blocks and no later reply answered it."""
@@ -1042,20 +1050,21 @@ class Assembler:
         task-relevant rules. Skills' own omissions (limits, min score) are logged too."""
         core, rules = self.labels["section.rules-core"], self.labels["section.rules"]
         context = candidates.skills
-        for line in context.core:
+        for line in context.core if context else ():
             why = "resident skill core"
             draft.offer("rules-core", core, line.ref, self.core_line(line), kind=line.kind, why=why)
         run = candidates.repair
         if run is not None:
             text, why = self.repair_line(run), "blocked validation run"
             draft.offer("rules", rules, f"repair:{run.id}", text, kind="repair", why=why)
-        for hit in context.rules:
+        for hit in context.rules if context else ():
             draft.offer(
                 "rules", rules, hit.ref, self.rule_line(hit), kind=hit.rule.category,
                 score=hit.score, why=hit.why,
             )  # fmt: skip
         draft.omitted.extend(
-            Omission(o.ref, o.section, o.reason, o.score, o.detail) for o in context.omitted
+            Omission(o.ref, o.section, o.reason, o.score, o.detail)
+            for o in (context.omitted if context else ())
         )
 
     def core_line(self, line: CoreLine) -> str:

@@ -124,7 +124,7 @@ class Plugin:
     def pre_tool(self, call: ToolCall | Mapping[str, Any]) -> Decision:
         """Preconditions before a tool runs (``validation.preconditions``): deny with a
         reason when one is broken, else allow. A failure here allows and is recorded."""
-        from memplug.validate import check_preconditions
+        from memplug.preconditions import check_preconditions
 
         try:
             parsed = call if isinstance(call, ToolCall) else ToolCall.model_validate(dict(call))

@@ -1,4 +1,4 @@
-"""Skills: ``SKILL.md`` files ingested as versioned rules, and the rules a step needs.
+"""Skills: ``SKILL.md`` files ingested as versioned rules, and people's overrides.
 
 A skill file is YAML frontmatter (``name``, ``description``, ``when_to_use``,
 ``invocation``, ``enabled``) and a Markdown body. Every list item of the body outside
@@ -9,28 +9,24 @@ workflow step; bulleted: reference) — never from what the sentence seems to sa
 the slug of its heading and its ordinal under it.
 
 Ingestion is idempotent: a file whose content hash is the skill's current one changes
-nothing. The resident core (a line per enabled skill plus its workflow steps) and the
-task-relevant rules (ranked by the same query signals retrieval uses) are handed to
-assembly as a :class:`SkillContext`.
+nothing. What a step gets from the rules is :mod:`memplug.skill_rules`.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memplug.config import RULE_CATEGORIES, Config, SkillsConfig
+from memplug.config import RULE_CATEGORIES, SkillsConfig
 from memplug.db import utc_now
 from memplug.errors import UsageError, ValidationError
-from memplug.query import QuerySignals, Term, parse_query
 from memplug.store import Store
-from memplug.store.skills import ParsedRule, RuleRow, SkillRow, SkillWrite
-from memplug.text import normalize_text, sha256_hex, short_hash
+from memplug.store.skills import ParsedRule, RuleRow, SkillWrite
+from memplug.text import glob_regex, normalize_text, sha256_hex, short_hash
 
 # Heading keywords per category, checked in this order (the first category with a
 # keyword in the heading wins); matched as whole words, case-insensitively.
@@ -219,35 +215,7 @@ def rule_id(skill: str, key: str) -> str:
     return f"rule_{short_hash(skill, key)}"
 
 
-def rule_ref(rule: RuleRow) -> str:
-    """How assembly logs name a rule: ``rule:SKILL:KEY`` (its label is ``[rule SKILL:KEY]``)."""
-    return f"rule:{rule.skill}:{rule.key}"
-
-
 # -- finding files ----------------------------------------------------------------------
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex over ``/``-separated paths: ``**`` crosses directories,
-    ``*`` and ``?`` do not. The one glob rule for skills and tool preconditions."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def find_skill_files(root: Path, config: SkillsConfig) -> list[Path]:
@@ -395,142 +363,3 @@ def find_rule(store: Store, ref: str) -> RuleRow:
     if rule is None:
         raise NotFound(f"no rule {ref!r}")
     return rule
-
-
-# -- what a step gets ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CoreLine:
-    """A line of the resident skill core: a skill's description or a workflow step."""
-
-    ref: str
-    skill: str
-    text: str
-    kind: str  # "skill" or "workflow"
-    when_to_use: str | None = None
-
-
-@dataclass(frozen=True)
-class RuleHit:
-    """A task-relevant rule, ranked."""
-
-    rule: RuleRow
-    score: float
-    why: str
-    pinned: bool = False
-
-    @property
-    def ref(self) -> str:
-        return rule_ref(self.rule)
-
-
-@dataclass(frozen=True)
-class SkillOmission:
-    ref: str
-    section: str
-    reason: str
-    score: float | None = None
-    detail: str | None = None
-
-
-@dataclass(frozen=True)
-class SkillContext:
-    core: tuple[CoreLine, ...] = ()
-    rules: tuple[RuleHit, ...] = ()
-    omitted: tuple[SkillOmission, ...] = ()
-
-
-def skill_context(store: Store, config: Config, task_text: str) -> SkillContext:
-    """The resident core of the enabled skills and the rules relevant to ``task_text``."""
-    skills = [s for s in store.skills.skills() if s.enabled]
-    if not skills:
-        return SkillContext()
-    rules = store.skills.rules(active=True, enabled_only=True)
-    cfg = config.skills
-    core, omitted = resident_core(skills, rules, cfg.core_max_lines)
-    in_core = {line.ref for line in core}
-    others = [r for r in rules if rule_ref(r) not in in_core]
-    hits, more = rank_rules(others, parse_query(task_text), cfg)
-    return SkillContext(core=tuple(core), rules=tuple(hits), omitted=tuple(omitted + more))
-
-
-def resident_core(
-    skills: Sequence[SkillRow], rules: Sequence[RuleRow], max_lines: int
-) -> tuple[list[CoreLine], list[SkillOmission]]:
-    """Per enabled skill, in name order: its description, then its first workflow steps."""
-    lines: list[CoreLine] = []
-    omitted: list[SkillOmission] = []
-    for skill in skills:
-        lines.append(
-            CoreLine(
-                f"skill:{skill.name}",
-                skill.name,
-                skill.description or "",
-                "skill",
-                skill.when_to_use,
-            )
-        )
-        steps = [r for r in rules if r.skill == skill.name and r.category == "workflow"]
-        for index, rule in enumerate(steps):
-            ref = rule_ref(rule)
-            if index >= max_lines:
-                omitted.append(
-                    SkillOmission(ref, "rules-core", "over limit", None, "skills.coreMaxLines")
-                )
-                continue
-            lines.append(CoreLine(ref, skill.name, rule.text, "workflow"))
-    return lines, omitted
-
-
-def rank_rules(
-    rules: Sequence[RuleRow], signals: QuerySignals, config: SkillsConfig
-) -> tuple[list[RuleHit], list[SkillOmission]]:
-    """Rules scored by the query's signals: the idf-weighted share of the query's term
-    groups a rule holds, times its category weight; a rule holding a numeric symbol of
-    the query verbatim ranks above every rule that does not. Ties break by reference."""
-    groups = signals.groups
-    if not rules or not groups:
-        return [], []
-    texts = [normalize_text(r.text).lower() for r in rules]
-    matched = [[_group_hit(group, text) for group in groups] for text in texts]
-    n = len(rules)
-    idf = [
-        math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for df in (sum(1 for m in matched if m[g] is not None) for g in range(len(groups)))
-    ]
-    total = sum(idf) or 1.0
-    pins = [t.text for t in signals.pins]
-    scored = []
-    for rule, text, found in zip(rules, texts, matched, strict=True):
-        share = sum(idf[g] for g, hit in enumerate(found) if hit is not None) / total
-        weight = config.category_weights.get(rule.category, 1.0)
-        pinned = any(p in text for p in pins)
-        why = ", ".join(hit for hit in found if hit is not None)
-        scored.append(RuleHit(rule, round(share * weight, 6), why, pinned))
-    scored.sort(key=lambda h: (not h.pinned, -h.score, h.ref))
-    hits: list[RuleHit] = []
-    omitted: list[SkillOmission] = []
-    for hit in scored:
-        if not hit.why:
-            continue  # shares nothing with the task: not a candidate at all
-        if hit.score < config.min_rule_score and not hit.pinned:
-            omitted.append(SkillOmission(hit.ref, "rules", "below min score", hit.score))
-        elif len(hits) >= config.rules_limit:
-            omitted.append(
-                SkillOmission(hit.ref, "rules", "over limit", hit.score, "skills.rulesLimit")
-            )
-        else:
-            hits.append(hit)
-    return hits, omitted
-
-
-def _group_hit(group: Iterable[Term], text: str) -> str | None:
-    """The first term of a group found in ``text`` (a word as a word start), or None."""
-    for term in group:
-        if term.kind == "word" and term.text.isascii():
-            if re.search(r"(?<![a-z0-9])" + re.escape(term.text), text):
-                return term.text
-        elif term.text in text:
-            return term.text
-    return None

@@ -82,3 +82,26 @@ def clip(text: str, limit: int, ellipsis: str = "…") -> str:
 def canonical_json(value: Any) -> str:
     """The one JSON spelling memplug stores and hashes: compact, UTF-8, keys sorted."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex over ``/``-separated paths: ``**`` crosses directories,
+    ``*`` and ``?`` do not. The one glob rule for skill files and tool preconditions."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")

@@ -14,10 +14,6 @@ since the session's last clean run); the next assembly then carries a bounded re
 reminder. A ``script`` check is a user module: not deterministic unless it says so, so
 its findings never block by default. Unknown check types and broken check
 configurations are reported in the run's errors and skipped.
-
-Preconditions (``validation.preconditions``) run before a tool: when the tool input
-names a path that matches a ``mustNotExist`` pattern and exists, or matches a
-``mustExist`` pattern and does not, the call is denied with a reason.
 """
 
 from __future__ import annotations
@@ -26,21 +22,20 @@ import importlib
 import importlib.util
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from memplug.config import Config, PreconditionConfig
+from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
 from memplug.query import _PATH, _QUOTED, _URLISH
-from memplug.skills import glob_regex
 from memplug.store import Store
 from memplug.store.skills import ValidationRecord
 
@@ -416,68 +411,3 @@ class Validator:
             where = f" at seq {seq}" if seq is not None else ""
             raise NotFound(f"session {session_id!r} has no assistant message{where} to validate")
         return event
-
-
-# -- preconditions ----------------------------------------------------------------------------
-
-# Tool input fields that name the paths a tool touches (Claude Code's and common ones).
-PATH_FIELDS: tuple[str, ...] = ("file_path", "path", "notebook_path", "filePath", "paths")
-
-
-@dataclass(frozen=True)
-class PreconditionResult:
-    allow: bool
-    reason: str | None = None
-    precondition: str | None = None
-    path: str | None = None
-
-
-def tool_paths(arguments: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    for name in PATH_FIELDS:
-        value = arguments.get(name)
-        values = value if isinstance(value, list) else [value]
-        out.extend(v for v in values if isinstance(v, str) and v)
-    return out
-
-
-def check_preconditions(
-    preconditions: Sequence[PreconditionConfig],
-    tool_name: str,
-    arguments: Mapping[str, Any],
-    cwd: str | None = None,
-    *,
-    exists: Callable[[str], bool] = os.path.exists,
-) -> PreconditionResult:
-    """The first precondition (in config order) the call breaks, as a denial; else allow."""
-    paths = tool_paths(arguments)
-    if not preconditions or not paths:
-        return PreconditionResult(True)
-    for index, pre in enumerate(preconditions):
-        if pre.tools and not any(glob_regex(t).match(tool_name) for t in pre.tools):
-            continue
-        name = pre.name or f"#{index + 1}"
-        for path in paths:
-            full, forms = _path_forms(path, cwd)
-            for patterns, wanted in ((pre.must_not_exist, False), (pre.must_exist, True)):
-                if not _matches(patterns, forms) or exists(full) == wanted:
-                    continue
-                state = "must exist and does not" if wanted else "must not exist and does"
-                reason = pre.reason or f"memplug precondition {name}: {path} {state}"
-                return PreconditionResult(False, reason, name, path)
-    return PreconditionResult(True)
-
-
-def _path_forms(path: str, cwd: str | None) -> tuple[str, list[str]]:
-    """The path to test on disk, and the spellings patterns are matched against (as
-    given, absolute, and relative to ``cwd`` when it lies below it)."""
-    given = PurePosixPath(path.replace(os.sep, "/"))
-    full = given if given.is_absolute() or not cwd else PurePosixPath(cwd) / given
-    forms = [given.as_posix(), full.as_posix()]
-    if cwd and full.is_relative_to(cwd):
-        forms.append(full.relative_to(cwd).as_posix())
-    return str(full), sorted(set(forms))
-
-
-def _matches(patterns: Iterable[str], forms: Sequence[str]) -> bool:
-    return any(glob_regex(p).match(f) for p in patterns for f in forms)

@@ -18,12 +18,12 @@ from memplug.errors import UsageError, ValidationError
 from memplug.memory import Memory
 from memplug.skills import (
     find_skill_files,
-    glob_regex,
     ingest,
     override_rule,
     parse_rules,
     parse_skill,
 )
+from memplug.text import glob_regex
 
 REPO = Path(__file__).resolve().parent.parent
 RELEASE = (REPO / "fixtures" / "skills" / "release" / "SKILL.md").read_text(encoding="utf-8")

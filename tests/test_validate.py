@@ -17,7 +17,8 @@ from memplug.config import Config
 from memplug.memory import Memory
 from memplug.models import parse_event
 from memplug.plugin import Plugin
-from memplug.validate import SCOPES, check_preconditions, run_checks, scoped_texts
+from memplug.preconditions import check_preconditions
+from memplug.validate import SCOPES, run_checks, scoped_texts
 from tests.conftest import CliResult
 
 FORBID = {"type": "forbidden_terms", "name": "no-guess", "terms": ["probably"], "block": True}

@@ -331,7 +331,7 @@ def precondition_output(
     config = load_for_database(database, config_path).config
     if not config.validation.preconditions:
         return None
-    from memplug.validate import check_preconditions
+    from memplug.preconditions import check_preconditions
 
     tool_input = payload.get("tool_input")
     found = check_preconditions(
