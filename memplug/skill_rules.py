@@ -6,18 +6,19 @@ enabled skill exists.
 
 The core is a line per enabled skill (description, when to use) and its first
 workflow steps. Every other active rule of an enabled skill is scored by the query
-signals retrieval uses (:func:`memplug.query.parse_query`); see :func:`rank_rules`.
+signals retrieval uses (:func:`memplug.query.parse_query`), found in a rule's text by
+retrieval's own matcher (:mod:`memplug.retrieve.lexical`); see :func:`rank_rules`.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memplug.config import Config, SkillsConfig
-from memplug.query import QuerySignals, Term, parse_query
+from memplug.query import QuerySignals, parse_query
+from memplug.retrieve.lexical import TermCounter, pin_patterns
 from memplug.store import Store
 from memplug.store.skills import RuleRow, SkillRow
 from memplug.text import normalize_text
@@ -113,26 +114,27 @@ def resident_core(
 def rank_rules(
     rules: Sequence[RuleRow], signals: QuerySignals, config: SkillsConfig
 ) -> tuple[list[RuleHit], list[SkillOmission]]:
-    """Rules scored by the query's signals: the idf-weighted share of the query's term
-    groups a rule holds, times its category weight; a rule holding a numeric symbol of
-    the query verbatim ranks above every rule that does not. Ties break by reference."""
-    groups = signals.groups
-    if not rules or not groups:
+    """Rules scored by the query's signals, matched as retrieval matches them (word
+    stems at word starts, symbols and CJK anywhere): the idf-weighted share of the
+    query's term groups a rule holds, times its category weight. A rule holding a
+    numeric symbol of the query (retrieval's pins) ranks above every rule that does
+    not. Ties break by reference."""
+    if not rules or not signals.groups:
         return [], []
+    counter, pins = TermCounter(signals), pin_patterns(signals)
     texts = [normalize_text(r.text).lower() for r in rules]
-    matched = [[_group_hit(group, text) for group in groups] for text in texts]
+    matched = [_group_hits(counter, text) for text in texts]
     n = len(rules)
     idf = [
         math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for df in (sum(1 for m in matched if m[g] is not None) for g in range(len(groups)))
+        for df in (sum(1 for m in matched if m[g] is not None) for g in range(len(counter.groups)))
     ]
     total = sum(idf) or 1.0
-    pins = [t.text for t in signals.pins]
     scored = []
     for rule, text, found in zip(rules, texts, matched, strict=True):
         share = sum(idf[g] for g, hit in enumerate(found) if hit is not None) / total
         weight = config.category_weights.get(rule.category, 1.0)
-        pinned = any(p in text for p in pins)
+        pinned = any(rx.search(text) for _, rx in pins)
         why = ", ".join(hit for hit in found if hit is not None)
         scored.append(RuleHit(rule, round(share * weight, 6), why, pinned))
     scored.sort(key=lambda h: (not h.pinned, -h.score, h.ref))
@@ -152,12 +154,7 @@ def rank_rules(
     return hits, omitted
 
 
-def _group_hit(group: Iterable[Term], text: str) -> str | None:
-    """The first term of a group found in ``text`` (a word as a word start), or None."""
-    for term in group:
-        if term.kind == "word" and term.text.isascii():
-            if re.search(r"(?<![a-z0-9])" + re.escape(term.text), text):
-                return term.text
-        elif term.text in text:
-            return term.text
-    return None
+def _group_hits(counter: TermCounter, text: str) -> list[str | None]:
+    """Per query group, the first of its terms found in ``text`` (None when none is)."""
+    counts, _ = counter.counts(text)
+    return [next((t.text for t in group if counts.get(t.text)), None) for group in counter.groups]
