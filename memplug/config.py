@@ -164,7 +164,7 @@ class SkillsConfig(_Section):
     # Workflow lines per skill in the resident core; the rest are omitted "over limit".
     core_max_lines: int = 6
     rules_limit: int = 12
-    min_rule_score: float = 0.1
+    min_rule_score: float = 0.05
     category_weights: dict[str, float] = Field(
         default_factory=lambda: {
             "constraint": 1.0,

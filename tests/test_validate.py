@@ -325,6 +325,12 @@ def test_the_claude_code_hook_validates_what_it_captured(
     run = status["latest_validation"]
     assert (run["session_id"], run["trigger"], run["blocking"]) == ("cc1", "claude-code", True)
     assert status["counts"]["validation_logs"] == 1
+    prompt = {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "Is it fast?"}
+    out = cli("--db", str(db_path), "hook", "claude-code", input=json.dumps(prompt)).json()
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "- [repair 1/2] memplug's checks failed on the last assistant message [ev cc1:" in (
+        context
+    )
 
 
 def test_purging_a_session_purges_its_validation_runs(checked: Memory, db_path: Path) -> None:
