@@ -1,11 +1,12 @@
-"""Deterministic checks of committed assistant messages, and tool preconditions.
+"""Deterministic checks of committed assistant messages (tool preconditions are
+:mod:`memplug.preconditions`).
 
 Checks are configured in ``validation.checks`` (docs/validation.md). Each reads the
-message through a *scope*: ``body`` (prose), ``quote`` (code, block quotes, quoted
-strings), ``path`` (file paths and URLs) or ``explanation`` (parenthesised text and
-``Note:``-style lines); every character of a message belongs to exactly one, in that
-order of precedence read backwards (a path inside a quote is quote). Scopes keep
-character positions, so a window around a number means the same in each.
+message through a *scope*; every character belongs to exactly one, taken in this
+order: ``quote`` (code, block quotes, quoted strings), else ``path`` (file paths and
+URLs), else ``explanation`` (parenthesised text and ``Note:``-style lines), else
+``body``. Scopes keep character positions, so a window around a number means the same
+in each.
 
 A run is persisted in ``validation_logs``. A violation *blocks* only when its check is
 deterministic, configured to block (``block``, else ``validation.blockOnViolation``)
@@ -36,7 +37,7 @@ from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
 from memplug.query import _PATH, _QUOTED, _URLISH
-from memplug.store import Store
+from memplug.store import EventRow, Store
 from memplug.store.skills import ValidationRecord
 
 SCOPES: tuple[str, ...] = ("body", "quote", "path", "explanation")
@@ -403,7 +404,7 @@ class Validator:
             return None
         return self.run(session_id, seq=seq, trigger=trigger)
 
-    def _message(self, session_id: str, seq: int | None) -> Any:
+    def _message(self, session_id: str, seq: int | None) -> EventRow:
         if seq is None:
             seq = self.store.skills.latest_event_seq(session_id, TARGET)
         event = self.store.events.get(session_id, seq) if seq is not None else None
