@@ -315,12 +315,12 @@ def test_the_claude_code_hook_validates_what_it_captured(
     (db_path.parent / "memory.toml").write_text(
         '[[validation.checks]]\ntype = "forbidden_terms"\nterms = ["probably"]\nblock = true\n'
     )
-    payload = {"session_id": "cc1", "transcript_path": str(transcript), "hook_event_name": "Stop"}
-    for _ in range(2):
-        assert (
-            cli("--db", str(db_path), "hook", "claude-code", input=json.dumps(payload)).returncode
-            == 0
-        )
+    payload = {"session_id": "cc1", "transcript_path": str(transcript)}
+    for event in ("PreToolUse", "Stop", "Stop"):
+        hook = json.dumps({**payload, "hook_event_name": event})
+        assert cli("--db", str(db_path), "hook", "claude-code", input=hook).returncode == 0
+        if event == "PreToolUse":  # text before a tool call is not a reply: not checked
+            assert cli("--db", str(db_path), "status", "--json").json()["latest_validation"] is None
     status = cli("--db", str(db_path), "status", "--json").json()
     run = status["latest_validation"]
     assert (run["session_id"], run["trigger"], run["blocking"]) == ("cc1", "claude-code", True)

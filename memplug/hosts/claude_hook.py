@@ -252,8 +252,11 @@ def capture_all(
             sessions.add(transcript.session_id)
     if sessions:
         memory.derive(sessions)
+    if report.event in FLUSHING_EVENTS:
+        # Between model calls the main agent's latest assistant message is its reply,
+        # not the text before a tool call: that is the one the checks are for.
         try:
-            memory.validate_new(sessions, trigger=HOST)
+            memory.validate_new([str(report.session_id)], trigger=HOST)
         except Exception as error:
             report.errors.append(f"validation: {type(error).__name__}: {error}")
 
