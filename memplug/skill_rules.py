@@ -21,7 +21,6 @@ from memplug.query import QuerySignals, parse_query
 from memplug.retrieve.lexical import TermCounter, pin_patterns
 from memplug.store import Store
 from memplug.store.skills import RuleRow, SkillRow
-from memplug.text import normalize_text
 
 
 def rule_ref(rule: RuleRow) -> str:
@@ -89,6 +88,10 @@ def resident_core(
     """Per enabled skill, in name order: its description, then its first workflow steps."""
     lines: list[CoreLine] = []
     omitted: list[SkillOmission] = []
+    steps_of: dict[str, list[RuleRow]] = {}
+    for rule in rules:
+        if rule.category == "workflow":
+            steps_of.setdefault(rule.skill, []).append(rule)
     for skill in skills:
         lines.append(
             CoreLine(
@@ -99,8 +102,7 @@ def resident_core(
                 skill.when_to_use,
             )
         )
-        steps = [r for r in rules if r.skill == skill.name and r.category == "workflow"]
-        for index, rule in enumerate(steps):
+        for index, rule in enumerate(steps_of.get(skill.name, ())):
             ref = rule_ref(rule)
             if index >= max_lines:
                 omitted.append(
@@ -122,13 +124,16 @@ def rank_rules(
     if not rules or not signals.groups:
         return [], []
     counter, pins = TermCounter(signals), pin_patterns(signals)
-    texts = [normalize_text(r.text).lower() for r in rules]
+    # Rule text is stored normalised (ingestion), so lower-casing is all matching needs.
+    texts = [r.text.lower() for r in rules]
     matched = [_group_hits(counter, text) for text in texts]
     n = len(rules)
-    idf = [
-        math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for df in (sum(1 for m in matched if m[g] is not None) for g in range(len(counter.groups)))
-    ]
+    df = [0] * len(counter.groups)
+    for found in matched:
+        for g, term in enumerate(found):
+            if term is not None:
+                df[g] += 1
+    idf = [math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df]
     total = sum(idf) or 1.0
     scored = []
     for rule, text, found in zip(rules, texts, matched, strict=True):

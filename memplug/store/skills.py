@@ -42,7 +42,9 @@ class SkillRow:
         }
 
 
-@dataclass(frozen=True)
+# Not frozen: every step reads the active rules, and a frozen instance costs a setattr
+# call per field to build.
+@dataclass(slots=True)
 class RuleRow:
     """A rule as it is in force: parsed values with any override applied."""
 
