@@ -218,7 +218,7 @@ class MemorySource:
         )
 
     def _skills(self, task_text: str) -> SkillContext | None:
-        enabled = [s for s in self.store.skills.skills() if s.enabled]
+        enabled = [s for s in self.store.skills.skills() if s.in_force]
         if not enabled:
             return None  # and the ranking module is never imported
         from memplug.skill_rules import skill_context

@@ -246,6 +246,7 @@ class IngestSummary:
     new: int = 0
     changed: int = 0
     unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
     skills: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
 
@@ -254,6 +255,7 @@ class IngestSummary:
             "new": self.new,
             "changed": self.changed,
             "unchanged": self.unchanged,
+            "removed": self.removed,
             "skills": self.skills,
             "errors": self.errors,
         }
@@ -265,11 +267,14 @@ def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> 
     ``new`` counts versions written (a first version or a changed file; ``changed`` is
     the share of them that superseded an older one). A file that cannot be read or
     parsed, or names a skill another file of this run already named, is reported in
-    ``errors`` and skipped; the others are still ingested.
+    ``errors`` and skipped; the others are still ingested. A skill last ingested from
+    ``root`` whose file is gone is marked removed (``removed``): its rules rest until
+    the file comes back, as a new version.
     """
     base = Path(root)
     summary = IngestSummary()
     seen: dict[str, str] = {}
+    broken: set[str] = set()  # a file that failed to parse is not a removed one
     for path in find_skill_files(base, config):
         shown = path.as_posix()
         try:
@@ -277,6 +282,7 @@ def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> 
             parsed = parse_skill(content, default_name=path.parent.name or path.stem)
         except (OSError, UnicodeDecodeError, ValidationError) as error:
             summary.errors.append({"path": shown, "error": _one_line(error)})
+            broken.add(shown)
             continue
         if parsed.name in seen:
             error_text = f"skill {parsed.name!r} is also defined by {seen[parsed.name]}"
@@ -284,7 +290,19 @@ def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> 
             continue
         seen[parsed.name] = shown
         summary.skills.append(_ingest_one(store, parsed, shown, str(base), content, summary))
+    _mark_removed(store, str(base), seen, broken, summary)
     return summary
+
+
+def _mark_removed(
+    store: Store, source: str, seen: Mapping[str, str], broken: set[str], summary: IngestSummary
+) -> None:
+    present = store.skills.present(source)
+    gone = [name for name, path in present.items() if name not in seen and path not in broken]
+    if gone:
+        with store.db.write_transaction():
+            store.skills.mark_removed(gone, utc_now())
+        summary.removed = gone
 
 
 def _ingest_one(
@@ -293,7 +311,12 @@ def _ingest_one(
     content_hash = sha256_hex(content)
     current = store.skills.skill(parsed.name)
     out = {"name": parsed.name, "path": path, "rules": len(parsed.rules)}
-    if current is not None and current.content_hash == content_hash and current.path == path:
+    if (
+        current is not None
+        and current.removed_at is None
+        and current.content_hash == content_hash
+        and current.path == path
+    ):
         summary.unchanged += 1
         return {**out, "version": current.version, "status": "unchanged"}
     write = SkillWrite(

@@ -16,6 +16,7 @@ CREATE TABLE skill_versions (
 );
 
 -- The current state of each skill: its latest version and what its frontmatter says.
+-- `removed_at` is set when its file was gone at an ingest of the directory it came from.
 CREATE TABLE skill_files (
     name        TEXT    PRIMARY KEY,
     path        TEXT    NOT NULL,
@@ -26,6 +27,7 @@ CREATE TABLE skill_files (
     description TEXT,
     when_to_use TEXT,
     invocation  TEXT,
+    removed_at  TEXT,
     updated_at  TEXT    NOT NULL
 );
 

@@ -205,6 +205,28 @@ def test_a_changed_file_is_a_new_version_and_dropped_rules_turn_inactive(
     assert rule.id == back.id
 
 
+def test_a_deleted_file_retires_its_skill_until_it_returns(memory: Memory, tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    path = write_skill(root, "release", RELEASE)
+    broken = write_skill(root, "other", "- [k] kept")
+    ingest(memory.store, root, memory.config.skills)
+    broken.write_text("---\nname: [\n---\n")
+    path.unlink()
+    summary = ingest(memory.store, root, memory.config.skills)
+    assert summary.removed == ["release"] and len(summary.errors) == 1
+    skill = memory.store.skills.skill("release")
+    assert skill is not None and skill.removed_at is not None and not skill.in_force
+    assert memory.store.skills.rules(skill="release", active=True) == []
+    assert memory.store.skills.rules(skill="other", active=True) != []
+    assert ingest(memory.store, root, memory.config.skills).removed == []
+    path.write_text(RELEASE)
+    back = ingest(memory.store, root, memory.config.skills)
+    assert (back.new, back.changed, back.removed) == (1, 1, [])
+    again = memory.store.skills.skill("release")
+    assert again is not None and again.in_force and again.version == 2
+    assert len(memory.store.skills.rules(skill="release", active=True)) == 8
+
+
 def test_overrides_survive_reingestion(memory: Memory, tmp_path: Path) -> None:
     root = tmp_path / "skills"
     path = write_skill(root, "release", RELEASE)

@@ -39,6 +39,8 @@ def skills_ingest(ctx: CliContext, directory: str, as_json: bool) -> None:
         line = f"{summary.new} new, {summary.unchanged} unchanged"
         if summary.changed:
             line += f" ({summary.changed} of the new supersede an older version)"
+        if summary.removed:
+            line += f"; {len(summary.removed)} removed: {', '.join(summary.removed)}"
         click.echo(line)
         for error in summary.errors:
             click.echo(f"  {error['path']}: {error['error']}", err=True)

@@ -27,6 +27,12 @@ class SkillRow:
     when_to_use: str | None
     invocation: str | None
     content_hash: str
+    removed_at: str | None = None
+
+    @property
+    def in_force(self) -> bool:
+        """Enabled, and its file was still there at the last ingest of its directory."""
+        return self.enabled and self.removed_at is None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +45,7 @@ class SkillRow:
             "when_to_use": self.when_to_use,
             "invocation": self.invocation,
             "content_hash": self.content_hash,
+            "removed_at": self.removed_at,
         }
 
 
@@ -144,7 +151,8 @@ _RULE_SELECT = (
 )
 _SKILL_SELECT = (
     "SELECT f.name, f.path, f.source, f.version, f.enabled, f.description, f.when_to_use, "
-    "f.invocation, v.content_hash FROM skill_files f JOIN skill_versions v ON v.id = f.version_id"
+    "f.invocation, v.content_hash, f.removed_at "
+    "FROM skill_files f JOIN skill_versions v ON v.id = f.version_id"
 )
 _VALIDATION_COLUMNS = (
     "id, session_id, event_seq, target, trigger, created_at, ok, checked, skipped, "
@@ -181,6 +189,7 @@ def _skill(row: Sequence[Any]) -> SkillRow:
         when_to_use=row[6],
         invocation=row[7],
         content_hash=str(row[8]),
+        removed_at=row[9],
     )
 
 
@@ -258,12 +267,13 @@ class SkillStore:
         version_id = self.conn.last_insert_rowid()
         self.conn.execute(
             "INSERT INTO skill_files (name, path, source, version_id, version, enabled, "
-            "description, when_to_use, invocation, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "description, when_to_use, invocation, removed_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (name) DO UPDATE SET "
             "path = excluded.path, source = excluded.source, version_id = excluded.version_id, "
             "version = excluded.version, enabled = excluded.enabled, "
             "description = excluded.description, when_to_use = excluded.when_to_use, "
-            "invocation = excluded.invocation, updated_at = excluded.updated_at",
+            "invocation = excluded.invocation, removed_at = NULL, "
+            "updated_at = excluded.updated_at",
             (
                 skill.name,
                 skill.path,
@@ -304,6 +314,25 @@ class SkillStore:
         )
         return version
 
+    def present(self, source: str) -> dict[str, str]:
+        """``{name: path}`` of the skills ingested from ``source`` whose file was there at
+        its last ingest."""
+        rows = self.conn.execute(
+            "SELECT name, path FROM skill_files WHERE source = ? AND removed_at IS NULL "
+            "ORDER BY name",
+            (source,),
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def mark_removed(self, names: Sequence[str], now: str) -> None:
+        """Their files are gone: the skills stay (with every version), their rules rest."""
+        for name in names:
+            self.conn.execute(
+                "UPDATE skill_files SET removed_at = ?, updated_at = ? WHERE name = ?",
+                (now, now, name),
+            )
+            self.conn.execute("UPDATE rules SET active = 0 WHERE skill_name = ?", (name,))
+
     # -- rules --------------------------------------------------------------------
 
     def rules(
@@ -327,7 +356,10 @@ class SkillStore:
             where.append("coalesce(o.active, r.active) = ?")
             params.append(int(active))
         if enabled_only:
-            where.append("r.skill_name IN (SELECT name FROM skill_files WHERE enabled = 1)")
+            where.append(
+                "r.skill_name IN (SELECT name FROM skill_files "
+                "WHERE enabled = 1 AND removed_at IS NULL)"
+            )
         sql = _RULE_SELECT + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY r.skill_name, r.source_line, r.rule_key"
         return [_rule(r) for r in self.conn.execute(sql, params)]
