@@ -1099,7 +1099,7 @@ class Assembler:
         return "- " + self.labels["repair"].format(
             attempt=run.repair_attempt,
             max=cfg.max_repair_attempts,
-            ref=f"{run.session_id}:{run.event_seq}",
+            ref=event_ref(run.session_id, run.event_seq),
             findings=snippet(found, cfg.reminder_max_chars),
         )
 

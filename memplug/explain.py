@@ -144,7 +144,8 @@ def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> s
             state += f", blocking (repair {run['repair_attempt']}/{run['max_repair_attempts']})"
         lines += [
             "",
-            f"validation run {run['id']} of {run['session_id']}:{run['event_seq']}: {state}",
+            f"validation run {run['id']} of {event_ref(run['session_id'], run['event_seq'])}: "
+            f"{state}",
         ]
     if data["omitted_by_reason"]:
         counts = ", ".join(f"{n} {reason}" for reason, n in data["omitted_by_reason"].items())

@@ -64,7 +64,7 @@ CREATE TABLE rule_overrides (
 CREATE TABLE validation_logs (
     id               INTEGER PRIMARY KEY,
     session_id       TEXT    NOT NULL,
-    event_seq        INTEGER,
+    event_seq        INTEGER NOT NULL,
     target           TEXT    NOT NULL,
     trigger          TEXT    NOT NULL,
     created_at       TEXT    NOT NULL,

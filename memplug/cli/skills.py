@@ -10,6 +10,7 @@ import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.config import RULE_CATEGORIES
+from memplug.refs import event_ref
 from memplug.text import clip
 
 
@@ -182,7 +183,7 @@ def rules_override(
 
 def render_validation(data: dict[str, Any]) -> str:
     head = (
-        f"validation {data['id']} of {data['session_id']}:{data['event_seq']}: "
+        f"validation {data['id']} of {event_ref(data['session_id'], data['event_seq'])}: "
         f"{'ok' if data['ok'] else str(len(data['violations'])) + ' violation(s)'}, "
         f"{data['checked']} checked, {data['skipped']} skipped"
     )

@@ -101,7 +101,7 @@ class ValidationRecord:
     """One ``validation_logs`` row."""
 
     session_id: str
-    event_seq: int | None
+    event_seq: int
     target: str
     trigger: str
     created_at: str
@@ -197,7 +197,7 @@ def _validation(row: Sequence[Any]) -> ValidationRecord:
     return ValidationRecord(
         id=int(row[0]),
         session_id=str(row[1]),
-        event_seq=row[2],
+        event_seq=int(row[2]),
         target=str(row[3]),
         trigger=str(row[4]),
         created_at=str(row[5]),
