@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from memplug.config import Config, SkillsConfig
 from memplug.query import QuerySignals, parse_query
 from memplug.retrieve.lexical import TermCounter, pin_patterns
-from memplug.store import Store
+from memplug.store.ports import Storage
 from memplug.store.skills import RuleRow, SkillRow
 
 
@@ -70,7 +70,7 @@ class SkillContext:
 
 
 def skill_context(
-    store: Store, skills: Sequence[SkillRow], config: Config, task_text: str
+    store: Storage, skills: Sequence[SkillRow], config: Config, task_text: str
 ) -> SkillContext:
     """The resident core of the enabled ``skills`` and the rules relevant to ``task_text``."""
     rules = store.skills.rules(active=True, enabled_only=True)

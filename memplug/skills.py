@@ -24,7 +24,7 @@ from typing import Any
 from memplug.config import RULE_CATEGORIES, SkillsConfig
 from memplug.db import utc_now
 from memplug.errors import UsageError, ValidationError
-from memplug.store import Store
+from memplug.store.ports import Storage
 from memplug.store.skills import ParsedRule, RuleRow, SkillWrite
 from memplug.text import glob_regex, normalize_text, sha256_hex, short_hash
 
@@ -261,7 +261,7 @@ class IngestSummary:
         }
 
 
-def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> IngestSummary:
+def ingest(store: Storage, root: str | os.PathLike[str], config: SkillsConfig) -> IngestSummary:
     """Ingest every skill file under ``root``; unchanged files change nothing.
 
     ``new`` counts versions written (a first version or a changed file; ``changed`` is
@@ -295,18 +295,23 @@ def ingest(store: Store, root: str | os.PathLike[str], config: SkillsConfig) -> 
 
 
 def _mark_removed(
-    store: Store, source: str, seen: Mapping[str, str], broken: set[str], summary: IngestSummary
+    store: Storage, source: str, seen: Mapping[str, str], broken: set[str], summary: IngestSummary
 ) -> None:
     present = store.skills.present(source)
     gone = [name for name, path in present.items() if name not in seen and path not in broken]
     if gone:
-        with store.db.write_transaction():
+        with store.write_transaction():
             store.skills.mark_removed(gone, utc_now())
         summary.removed = gone
 
 
 def _ingest_one(
-    store: Store, parsed: ParsedSkill, path: str, source: str, content: str, summary: IngestSummary
+    store: Storage,
+    parsed: ParsedSkill,
+    path: str,
+    source: str,
+    content: str,
+    summary: IngestSummary,
 ) -> dict[str, Any]:
     content_hash = sha256_hex(content)
     current = store.skills.skill(parsed.name)
@@ -332,7 +337,7 @@ def _ingest_one(
         rules=list(parsed.rules),
     )
     ids = {r.key: rule_id(parsed.name, r.key) for r in parsed.rules}
-    with store.db.write_transaction():
+    with store.write_transaction():
         version = store.skills.write_skill(write, ids, utc_now())
     summary.new += 1
     summary.changed += current is not None
@@ -344,7 +349,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def override_rule(
-    store: Store,
+    store: Storage,
     ref: str,
     *,
     category: str | None = None,
@@ -360,7 +365,7 @@ def override_rule(
         )
     if not clear and category is None and active is None and scope is None:
         raise UsageError("nothing to override: give --category, --active/--inactive or --scope")
-    with store.db.write_transaction():
+    with store.write_transaction():
         if clear:
             store.skills.clear_override(rule.id)
         else:
@@ -372,7 +377,7 @@ def override_rule(
     return found
 
 
-def find_rule(store: Store, ref: str) -> RuleRow:
+def find_rule(store: Storage, ref: str) -> RuleRow:
     """A rule by id (``rule_…``) or by ``SKILL:KEY``."""
     from memplug.errors import NotFound
 

@@ -37,7 +37,8 @@ from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
 from memplug.query import _PATH, _QUOTED, _URLISH
-from memplug.store import EventRow, Store
+from memplug.store import EventRow
+from memplug.store.ports import Storage
 from memplug.store.skills import ValidationRecord
 
 SCOPES: tuple[str, ...] = ("body", "quote", "path", "explanation")
@@ -359,7 +360,7 @@ def _run_one(
 class Validator:
     """Runs the configured checks on a session's assistant messages and logs each run."""
 
-    def __init__(self, store: Store, config: Config, base_dir: str | None = None) -> None:
+    def __init__(self, store: Storage, config: Config, base_dir: str | None = None) -> None:
         self.store = store
         self.config = config
         self.base_dir = base_dir
@@ -393,7 +394,7 @@ class Validator:
             violations=outcome.violations,
             errors=outcome.errors,
         )
-        with self.store.db.write_transaction():
+        with self.store.write_transaction():
             record_id = self.store.skills.insert_validation(record)
         return replace(record, id=record_id)
 
