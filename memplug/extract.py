@@ -15,16 +15,18 @@ import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from memplug.config import Config
 from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_words
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
 from memplug.refs import EventRef, event_ref
+from memplug.scopes import event_project
 from memplug.store.events import EventRow
 from memplug.store.items import ActionRow, ItemRow
 from memplug.store.ports import Storage
+from memplug.store.timeline import ItemFact
 from memplug.text import sha256_hex, short_hash
 from memplug.vocab import MEMORY_KINDS, USER_INPUT_SOURCE_KINDS
 
@@ -43,6 +45,13 @@ def item_id(session_id: str, content_hash: str, kind: str) -> str:
     """``mem_<session part>_<hash16>``: from the session, the content and the kind only."""
     part = re.sub(r"[^a-z0-9]", "", session_id.lower())[:8] or short_hash(session_id, length=8)
     return f"mem_{part}_{short_hash(session_id, content_hash, kind)}"
+
+
+def is_user_statement(event: EventRow) -> bool:
+    """Whether an event is text a person typed (not harness-generated, not a tool's)."""
+    if event.generated or event.type != "user/message":
+        return False
+    return event.source_kind is None or event.source_kind in USER_INPUT_SOURCE_KINDS
 
 
 def content_hash(content: str) -> str:
@@ -97,11 +106,25 @@ class _Context:
     created: set[str] = field(default_factory=set)
 
 
+class Follower(Protocol):
+    """A view derived from the same events right after extraction (the timeline, the
+    graph): it sees every event of a session once, in seq order, with the items that
+    event created, and is cleared whenever the session is derived again."""
+
+    def clear(self, session_id: str) -> None: ...
+
+    def follow(self, event: EventRow, items: Sequence[ItemFact]) -> None:
+        """``items``: the memory items ``event`` created, whatever their status now."""
+
+
 class Extractor:
-    def __init__(self, store: Storage, config: Config) -> None:
+    def __init__(
+        self, store: Storage, config: Config, followers: Sequence[Follower] = ()
+    ) -> None:
         self.store = store
         self.items = store.items
         self.config = config
+        self.followers = tuple(followers)
 
     # -- running -----------------------------------------------------------------------
 
@@ -146,11 +169,11 @@ class Extractor:
             return
         report.sessions.append(session_id)
         pending = {p["seq"] for p in self.items.pending(session_id)}
-        events = self.store.events.session_events(
-            session_id, after_seq=checkpoint, types=READ_TYPES
-        )
+        events = self._events(session_id, checkpoint)
         for event in events:
-            self._process_safely(event, report, pending)
+            if event.type in READ_TYPES:
+                self._process_safely(event, report, pending)
+        self._follow(session_id, events, checkpoint, report, pending)
         self.items.set_checkpoint(session_id, top_seq, top_id)
 
     def _rederive(self, session_id: str, report: ExtractReport) -> None:
@@ -161,7 +184,10 @@ class Extractor:
             sorted(self.items.session_actions(session_id), key=lambda a: (_anchor(a), a.id))
         )
         pending = {p["seq"] for p in self.items.pending(session_id)}
-        for event in self.store.events.session_events(session_id, types=READ_TYPES):
+        events = self._events(session_id, -1)
+        for event in events:
+            if event.type not in READ_TYPES:
+                continue
             # An action taken when extraction stood at seq N comes after event N and
             # before everything later, exactly as it happened.
             while actions and _anchor(actions[0]) < event.seq:
@@ -169,6 +195,9 @@ class Extractor:
             self._process_safely(event, report, pending)
         while actions:
             self._replay(actions.popleft(), report)
+        for follower in self.followers:
+            follower.clear(session_id)
+        self._follow(session_id, events, -1, report, pending)
         top_seq, top_id = self.items.event_bounds(session_id)
         self.items.set_checkpoint(session_id, top_seq, top_id)
 
@@ -200,13 +229,60 @@ class Extractor:
         if event.seq in pending:
             self.items.clear_pending(event.session_id, event.seq)
 
+    def _events(self, session_id: str, after_seq: int) -> list[EventRow]:
+        """The events to derive from, read once: followers see every type."""
+        types = None if self.followers else READ_TYPES
+        return self.store.events.session_events(session_id, after_seq=after_seq, types=types)
+
+    def _follow(
+        self,
+        session_id: str,
+        events: Sequence[EventRow],
+        after_seq: int,
+        report: ExtractReport,
+        pending: set[int],
+    ) -> None:
+        """Let every follower see the session's events after ``after_seq``; a failure is
+        queued like an extraction failure (and retried the same way).
+
+        All events go in one savepoint; only when that fails is each event tried in its
+        own, to find the one at fault and keep the rest (a savepoint per event costs
+        more than the followers' own work on most events)."""
+        if not self.followers:
+            return
+        made = self.store.timeline.items_after(session_id, after_seq)
+        failed: set[int] = set()
+        try:
+            with self.store.transaction():
+                for event in events:
+                    self._follow_one(event, made.get(event.seq, ()))
+        except Exception:  # same reason as in _process_safely; found again below
+            for event in events:
+                try:
+                    with self.store.transaction():
+                        self._follow_one(event, made.get(event.seq, ()))
+                except Exception as error:
+                    message = f"{type(error).__name__}: {error}"
+                    self.items.queue_failure(session_id, event.seq, message, utc_now())
+                    report.failed.append(
+                        {"session_id": session_id, "seq": event.seq, "error": message}
+                    )
+                    failed.add(event.seq)
+        # Events extraction does not read can only have been queued by a follower.
+        for event in events:
+            if event.seq in pending and event.seq not in failed and event.type not in READ_TYPES:
+                self.items.clear_pending(session_id, event.seq)
+
+    def _follow_one(self, event: EventRow, items: Sequence[ItemFact]) -> None:
+        for follower in self.followers:
+            follower.follow(event, items)
+
     def role_of(self, event: EventRow) -> str | None:
         """Whose statement an event is, for extraction; ``None`` when it is not read."""
+        if is_user_statement(event):
+            return "user"
         if event.generated:
             return None
-        if event.type == "user/message":
-            kind = event.source_kind
-            return "user" if kind is None or kind in USER_INPUT_SOURCE_KINDS else None
         if event.type == "assistant/message" and self.config.extraction.extract_proposals:
             return "assistant"
         return None
@@ -214,7 +290,7 @@ class Extractor:
     def _apply(self, event: EventRow, candidates: list[Candidate], report: ExtractReport) -> None:
         # As `sessions.project` is derived, but from this event alone, so that delivery
         # batches cannot change it.
-        project = event.project or event.cwd
+        project = event_project(event)
         ctx = _Context(event.session_id, event.seq, event.event_time, "", project)
         tasks: list[Candidate] = []
         for candidate in candidates:

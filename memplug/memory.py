@@ -26,10 +26,12 @@ if TYPE_CHECKING:
     from memplug.capture import Capture
     from memplug.config import Config, LoadedConfig
     from memplug.extract import Extractor
+    from memplug.graph import Graph
     from memplug.jsonl import Rejected
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
     from memplug.validate import Validator
+    from memplug.timeline import Timeline
 
 IMPORT_BATCH = 5_000
 
@@ -79,13 +81,14 @@ class Memory:
         config_path: str | os.PathLike[str] | None = None,
         config: dict[str, Any] | None = None,
         create: bool = True,
+        readonly: bool = False,
     ) -> Memory:
         """Open (and with ``create``, make) the database; config from file, env, ``config``."""
         from memplug.config import load_for_database
 
         db_path = default_db_path(path)
         loaded = load_for_database(db_path, config_path, config)
-        return cls(Database.open(db_path, create=create), loaded)
+        return cls(Database.open(db_path, create=create, readonly=readonly), loaded)
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
@@ -123,8 +126,11 @@ class Memory:
     @cached_property
     def extractor(self) -> Extractor:
         from memplug.extract import Extractor
+        from memplug.graph import GraphDeriver
+        from memplug.timeline import TimelineDeriver
 
-        return Extractor(self.store, self.config)
+        followers = (TimelineDeriver(self.store), GraphDeriver(self.store))
+        return Extractor(self.store, self.config, followers)
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -156,6 +162,18 @@ class Memory:
             return
         for session_id in sorted(set(session_ids)):
             self.validator.run_latest_once(session_id, trigger=trigger)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        from memplug.timeline import Timeline
+
+        return Timeline(self.store, self.config)
+
+    @cached_property
+    def graph(self) -> Graph:
+        from memplug.graph import Graph
+
+        return Graph(self.store)
 
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
         """What a pre-step would inject now, logged in ``assembly_logs``; a failed

@@ -31,3 +31,14 @@ def config_file(
     if named:
         return Path(named), True
     return db_path.parent / CONFIG_FILENAME, False
+
+
+def memory_script() -> str:
+    """This installation's ``memory`` script when it exists, so that what a harness runs
+    (a hook, the MCP server) works whatever its PATH is; else ``memory``."""
+    import sys
+
+    script = Path(sys.executable).parent / "memory"
+    if script.is_file() and os.access(script, os.X_OK):
+        return str(script)
+    return "memory"

@@ -184,12 +184,13 @@ def secret_lines(lines: Sequence[str]) -> set[int]:
     return found
 
 
-def redact_secrets(text: str, marker: str = "[redacted]") -> str:
-    """``text`` with every secret span replaced by ``marker`` (for logs and messages)."""
+def redact_secrets(text: str, marker: str = "[redacted]", *, named: bool = False) -> str:
+    """``text`` with every secret span replaced by ``marker`` (for logs and messages);
+    ``named`` makes each marker name the kind it withheld (``[redacted:aws_access_key]``)."""
     out, last = [], 0
     for span in find_secrets(text):
         out.append(text[last : span.start])
-        out.append(marker)
+        out.append(f"[redacted:{span.kind}]" if named else marker)
         last = span.end
     out.append(text[last:])
     return "".join(out)

@@ -78,6 +78,19 @@ def dump(memory: Memory, *, row_numbers: bool = False) -> dict[str, list[tuple[A
                 "SELECT session_id, last_extract_seq FROM checkpoints ORDER BY session_id"
             )
         ],
+        "timeline_entries": [
+            tuple(r) for r in conn.execute("SELECT * FROM timeline_entries ORDER BY id")
+        ],
+        "graph_entities": [
+            tuple(r)
+            for r in conn.execute("SELECT * FROM graph_entities ORDER BY session_id, entity")
+        ],
+        "graph_edges": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT * FROM graph_edges ORDER BY session_id, src, relation, dst"
+            )
+        ],
         "memory_fts": [
             tuple(r)
             for r in conn.execute(

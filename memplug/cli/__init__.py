@@ -35,6 +35,9 @@ COMMANDS: dict[str, str] = {
     "skills": "memplug.cli.skills:skills_group",
     "rules": "memplug.cli.skills:rules_group",
     "validate": "memplug.cli.skills:validate_cmd",
+    "timeline": "memplug.cli.timeline:timeline_cmd",
+    "graph": "memplug.cli.graph:graph_group",
+    "mcp": "memplug.cli.mcp:mcp_cmd",
 }
 
 _GLOBAL_OPTIONS = ("--db", "--config")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from memplug.cli.hosts import HostGroup
-from memplug.cli.output import emit, json_option
+from memplug.cli.output import CliContext, emit, json_option
 from memplug.hosts import HostSpec
 
 _scope = click.option(
@@ -28,9 +28,21 @@ _project = click.option(
     help="This project's settings only.",
 )
 _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+_mcp = click.option(
+    "--mcp",
+    is_flag=True,
+    help="Also register `memory mcp`, memplug's MCP server, in the harness (hosts that take one).",
+)
 
 
 def _render(data: dict[str, Any]) -> str:
+    text = _render_one(data)
+    if data.get("mcp"):
+        text += "\n" + _render_one(data["mcp"])
+    return text
+
+
+def _render_one(data: dict[str, Any]) -> str:
     verb = "would change" if data["dry_run"] else "changed"
     if not data["changed"]:
         return f"{data['path']}: already as wanted, nothing {verb}"
@@ -55,9 +67,19 @@ def _install_command(spec: HostSpec) -> click.Command:
     @click.option(
         "--command", "command", default=None, help="Hook command (default: this install)."
     )
+    @_mcp
     @json_option
-    def run(scope: str, dry_run: bool, command: str | None, as_json: bool) -> None:
-        _emit_report(install(scope, command, dry_run=dry_run), dry_run, as_json)
+    @click.pass_obj
+    def run(
+        ctx: CliContext, scope: str, dry_run: bool, command: str | None, mcp: bool, as_json: bool
+    ) -> None:
+        data = _data(install(scope, command, dry_run=dry_run))
+        if mcp:
+            from memplug.hosts.mcp import server_entry
+
+            server = server_entry(ctx.db_path, ctx.config_path)
+            data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
+        emit(data, as_json, _render)
 
     return run
 
@@ -69,18 +91,28 @@ def _uninstall_command(spec: HostSpec) -> click.Command:
     @_scope
     @_project
     @_dry_run
+    @_mcp
     @json_option
-    def run(scope: str, dry_run: bool, as_json: bool) -> None:
-        _emit_report(uninstall(scope, dry_run=dry_run), dry_run, as_json)
+    def run(scope: str, dry_run: bool, mcp: bool, as_json: bool) -> None:
+        data = _data(uninstall(scope, dry_run=dry_run))
+        if mcp:
+            data["mcp"] = _data(_mcp_part(spec)(scope, None, dry_run=dry_run))
+        emit(data, as_json, _render)
 
     return run
 
 
-def _emit_report(report: Any, dry_run: bool, as_json: bool) -> None:
-    data = report.as_dict()
-    if dry_run:
+def _mcp_part(spec: HostSpec) -> Any:
+    if spec.mcp is None:
+        raise click.UsageError(f"{spec.name} takes no MCP server (no --mcp)")
+    return spec.load("mcp")
+
+
+def _data(report: Any) -> dict[str, Any]:
+    data: dict[str, Any] = report.as_dict()
+    if report.dry_run:
         data["settings"] = report.settings
-    emit(data, as_json, _render)
+    return data
 
 
 @click.group("install", cls=HostGroup, part="install", make=_install_command)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Part = Literal["hook", "install", "uninstall"]
+Part = Literal["hook", "install", "uninstall", "mcp"]
 # A module that registers a host says so in its source; the scan reads the files and
 # imports only those, since a host's optional extra can take a second to import.
 _SPEC_NAME = "HOST_SPEC"
@@ -32,7 +32,10 @@ class HostSpec:
     ``hook(stdin: bytes, *, db_path, config_path) -> str`` runs one hook payload and
     returns what to print; it never raises. ``install(scope, command, *, dry_run)`` and
     ``uninstall(scope, *, dry_run)`` change the harness's settings (``scope`` is
-    ``user`` or ``project``) and return a report with ``as_dict()`` and ``settings``.
+    ``user`` or ``project``) and return a report with ``as_dict()`` and ``settings``;
+    ``mcp(scope, server, *, dry_run)`` registers the ``mcpServers`` entry ``server``
+    (``memory mcp``) in the harness, or takes it out when ``server`` is None, and
+    returns the same kind of report.
     Each part's docstring is its command's ``--help``. ``name`` is also the ``host`` of
     the host's transcript cursors (``host_cursors``).
     """
@@ -42,6 +45,7 @@ class HostSpec:
     hook: str | None = None
     install: str | None = None
     uninstall: str | None = None
+    mcp: str | None = None
 
     def load(self, part: Part) -> Callable[..., Any]:
         target = getattr(self, part)

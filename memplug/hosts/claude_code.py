@@ -893,4 +893,5 @@ HOST_SPEC = HostSpec(
     hook="memplug.hosts.claude_hook:main",
     install="memplug.hosts.claude_install:install_scope",
     uninstall="memplug.hosts.claude_install:uninstall_scope",
+    mcp="memplug.hosts.claude_install:mcp_scope",
 )

@@ -12,7 +12,6 @@ import copy
 import json
 import os
 import shlex
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from memplug.errors import UsageError
 from memplug.hosts.claude_code import HOST
+from memplug.paths import memory_script
 
 # Every hook memplug handles, with the matcher each needs (tool hooks match all tools).
 HOOKS: tuple[tuple[str, str | None], ...] = (
@@ -35,6 +35,8 @@ HOOKS: tuple[tuple[str, str | None], ...] = (
 )
 MARKER = f"hook {HOST}"
 TIMEOUT_SECONDS = 10
+# The name memplug's MCP server is registered under (`mcpServers.<name>`).
+MCP_SERVER = "memplug"
 PLUGIN_DIR = Path(__file__).resolve().parent / "claude_plugin"
 
 
@@ -74,12 +76,42 @@ def settings_path(scope: str, project_dir: Path | None = None, home: Path | None
 
 
 def default_command() -> str:
-    """The command the hooks run: this installation's ``memory`` script when it exists, so
-    the hook works whatever Claude Code's PATH is."""
-    script = Path(sys.executable).parent / "memory"
-    if script.is_file() and os.access(script, os.X_OK):
-        return f"{shlex.quote(str(script))} {MARKER}"
-    return f"memory {MARKER}"
+    """The command the hooks run."""
+    return f"{shlex.quote(memory_script())} {MARKER}"
+
+
+def mcp_config_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
+    """Where Claude Code reads MCP servers: ``~/.claude.json`` for every project (user),
+    ``<project>/.mcp.json`` for one (project, meant to be shared)."""
+    if scope == "user":
+        return (home or Path.home()) / ".claude.json"
+    if scope == "project":
+        return (project_dir or Path.cwd()) / ".mcp.json"
+    raise UsageError(f"unknown scope {scope!r} (expected user or project)")
+
+
+def merge_mcp(
+    settings: dict[str, Any], server: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``settings`` with memplug's MCP server set to ``server`` (None: taken out), and
+    what changed; other servers and keys are left as they are."""
+    merged = copy.deepcopy(settings)
+    servers = merged.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise UsageError("the file's 'mcpServers' is not a JSON object; not touching it")
+    key = f"mcpServers.{MCP_SERVER}"
+    if server is None:
+        if MCP_SERVER not in servers:
+            return merged, {}
+        del servers[MCP_SERVER]
+        if not servers:
+            merged.pop("mcpServers", None)
+        return merged, {key: "removed"}
+    current = servers.get(MCP_SERVER)
+    merged["mcpServers"] = {**servers, MCP_SERVER: server}
+    if current == server:
+        return merged, {key: "unchanged"}
+    return merged, {key: "added" if current is None else "updated"}
 
 
 def hook_settings(command: str) -> dict[str, list[dict[str, Any]]]:
@@ -222,19 +254,34 @@ def _backup_name(path: Path) -> Path:
 def install(path: Path, command: str | None = None, *, dry_run: bool = False) -> InstallReport:
     command = command or default_command()
     merged, changes = merge(read_settings(path), command)
-    report = InstallReport(str(path), command, changes, dry_run=dry_run, settings=merged)
-    if report.changed and not dry_run:
-        report.backup = write_settings(path, merged)
-        report.written = True
-    return report
+    return _written(path, command, merged, changes, dry_run)
+
+
+def install_mcp(path: Path, server: dict[str, Any], *, dry_run: bool = False) -> InstallReport:
+    """Register memplug's MCP server in ``path`` (backup first; idempotent)."""
+    merged, changes = merge_mcp(read_settings(path), server)
+    command = shlex.join([server["command"], *server["args"]])
+    return _written(path, command, merged, changes, dry_run)
 
 
 def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
-    current = read_settings(path)
-    result, changes = unmerge(current)
-    report = InstallReport(str(path), "", changes, dry_run=dry_run, settings=result)
+    result, changes = unmerge(read_settings(path))
+    return _written(path, "", result, changes, dry_run)
+
+
+def uninstall_mcp(path: Path, *, dry_run: bool = False) -> InstallReport:
+    """Take memplug's MCP server out of ``path``; other servers stay."""
+    result, changes = merge_mcp(read_settings(path), None)
+    return _written(path, "", result, changes, dry_run)
+
+
+def _written(
+    path: Path, command: str, settings: dict[str, Any], changes: dict[str, str], dry_run: bool
+) -> InstallReport:
+    """The report of a change, written (backup first) unless nothing changed or dry."""
+    report = InstallReport(str(path), command, changes, dry_run=dry_run, settings=settings)
     if report.changed and not dry_run:
-        report.backup = write_settings(path, result)
+        report.backup = write_settings(path, settings)
         report.written = True
     return report
 
@@ -251,3 +298,14 @@ def install_scope(
 def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:
     """Remove memplug's hooks from a Claude Code settings file; other hooks stay."""
     return uninstall(settings_path(scope), dry_run=dry_run)
+
+
+def mcp_scope(
+    scope: str, server: dict[str, Any] | None, *, dry_run: bool = False
+) -> InstallReport:
+    """Register memplug's MCP server with Claude Code (None: take it out). --user:
+    ~/.claude.json; --project: ./.mcp.json."""
+    path = mcp_config_path(scope)
+    if server is None:
+        return uninstall_mcp(path, dry_run=dry_run)
+    return install_mcp(path, server, dry_run=dry_run)

@@ -89,6 +89,7 @@ from memplug.retrieve.models import (
     SearchPage,
 )
 from memplug.retrieve.ranking import HARD_LIMIT
+from memplug.retrieve.request import parse_time
 from memplug.retrieve.retriever import Retriever
 from memplug.retrieve.tokens import decode_token, encode_token
 
@@ -116,4 +117,5 @@ __all__ = [
     "active_path",
     "decode_token",
     "encode_token",
+    "parse_time",
 ]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from memplug.store.logs import LogStore
     from memplug.store.search import SearchStore
     from memplug.store.skills import SkillStore
+    from memplug.store.timeline import TimelineStore
 
 __all__ = ["EventRow", "InsertResult", "Store"]
 
@@ -41,6 +42,9 @@ REPORT_TABLES: tuple[str, ...] = (
     "skill_files",
     "rules",
     "validation_logs",
+    "timeline_entries",
+    "graph_entities",
+    "graph_edges",
 )
 
 
@@ -104,6 +108,12 @@ class Store:
         from memplug.store.hosts import HostStore
 
         return HostStore(self.db)
+
+    @cached_property
+    def timeline(self) -> TimelineStore:
+        from memplug.store.timeline import TimelineStore
+
+        return TimelineStore(self.db)
 
     @cached_property
     def admin(self) -> AdminStore:

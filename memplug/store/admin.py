@@ -45,7 +45,14 @@ SESSION_TABLES: tuple[str, ...] = (
 )
 # Derived from events; wiped for a session that loses only some of its events, then
 # derived again from what is left (see ``memplug.purge``).
-DERIVED_TABLES: tuple[str, ...] = ("memory_events", "memory_items", "task_state")
+DERIVED_TABLES: tuple[str, ...] = (
+    "memory_events",
+    "memory_items",
+    "task_state",
+    "timeline_entries",
+    "graph_entities",
+    "graph_edges",
+)
 # Everything `--all` empties. `meta` and `schema_migrations` describe the file, not data.
 ALL_TABLES: tuple[str, ...] = (
     *SESSION_TABLES,

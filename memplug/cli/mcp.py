@@ -1,0 +1,26 @@
+"""`memory mcp`: memplug's memory as MCP tools on stdio (extra `memplug[mcp]`)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from memplug.cli.output import CliContext, json_option
+
+
+@click.command("mcp")
+@json_option
+@click.pass_obj
+def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
+    """Serve memory_search, memory_expand, memory_timeline and memory_neighbors to an
+    MCP client on stdin/stdout (read-only; secrets redacted). Claude Code starts it
+    itself once `memory install claude-code --mcp` registered it.
+
+    `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.
+    """
+    if importlib.util.find_spec("mcp") is None:
+        raise click.UsageError("the MCP server needs the mcp extra: pip install 'memplug[mcp]'")
+    from memplug.hosts.mcp import serve
+
+    serve(ctx.db_path, ctx.config_path)

@@ -1,0 +1,360 @@
+"""memplug as an MCP server on stdio: the model navigates its own memory (docs/mcp.md).
+
+Every tool is one entry of ``TOOLS``: a name, a description, a pydantic model of its
+arguments (whose JSON schema ``tools/list`` publishes, and which validates each call)
+and a function from an open :class:`~memplug.memory.Memory` to a JSON result. The
+results are the CLI's ``--json`` shapes — coverage and call tokens included — with
+three differences a model needs:
+
+* **read-only**: the database is opened read-only for each call; no tool captures,
+  extracts, retracts or purges;
+* **bounded**: every argument that sizes a result has a cap, and a result larger than
+  ``MAX_RESULT_CHARS`` is refused with an error naming the smaller call to make;
+* **redacted**: every string of every result goes through the secret scanner, each
+  secret replaced by a marker naming its kind (call tokens are not text and pass).
+
+A bad argument, an unknown token or a missing database is a tool error
+(``isError``), never a crash of the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as ArgumentError
+
+from memplug.errors import MemplugError, ValidationError
+from memplug.memory import Memory
+from memplug.paths import memory_script
+from memplug.retrieve import decode_token
+from memplug.secrets import redact_secrets
+from memplug.timeline import ENTRY_KINDS
+
+SERVER_NAME = "memplug"
+MAX_RESULT_CHARS = 60_000
+# Keys whose values are call tokens: opaque, and mangling one would break paging.
+TOKEN_KEYS = frozenset({"next", "follow"})
+INSTRUCTIONS = (
+    "memplug is this project's long-term memory: every message, tool call and result "
+    "captured so far, and the decisions, constraints and facts derived from them. "
+    "Search it, follow a hit's `follow` token with memory_expand to read the evidence, "
+    "and pass `next` back to get the next page. An empty result is proof of absence "
+    "only when coverage.complete is true."
+)
+
+ScopeText = Field(None, description="global, project:<key> or session:<id> (default: current)")
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchArgs(_Args):
+    query: str | None = Field(None, description="Words, symbols or a quoted phrase.")
+    next: str | None = Field(None, description="A `next` token from an earlier page.")
+    scope: str | None = Field(None, description="session, project, global or session:<id>.")
+    session: str | None = Field(None, description="The session the search is about.")
+    mode: Literal["literal", "phrase", "regex"] = "literal"
+    match: Literal["any", "all"] = "any"
+    role: list[str] = Field(default_factory=list, max_length=5)
+    type: list[str] = Field(default_factory=list, max_length=12)
+    tool: list[str] = Field(default_factory=list, max_length=10)
+    outcome: list[str] = Field(default_factory=list, max_length=4)
+    since: str | None = None
+    until: str | None = None
+    limit: int = Field(10, ge=1, le=40)
+
+
+class ExpandArgs(_Args):
+    target: str = Field(description="A `follow` or `next` token, SESSION:SEQ or a mem_ id.")
+    before: int = Field(0, ge=0, le=10)
+    after: int = Field(0, ge=0, le=10)
+    max_chars: int = Field(8_000, ge=200, le=20_000)
+
+
+class TimelineArgs(_Args):
+    next: str | None = Field(None, description="A `next` token from an earlier page.")
+    scope: str | None = ScopeText
+    project: str | None = None
+    session: str | None = None
+    since: str | None = Field(None, description="ISO-8601 date or time.")
+    until: str | None = Field(None, description="ISO-8601 date or time.")
+    entity: str | None = Field(None, description="Only entries naming this entity.")
+    kinds: list[Literal[ENTRY_KINDS]] = Field(default_factory=list)  # type: ignore[valid-type]
+    limit: int = Field(20, ge=1, le=50)
+
+
+class NeighborsArgs(_Args):
+    entity: str = Field(description="An entity id (port:8080, file:/a/b.py) or a name.")
+    hops: int = Field(2, ge=1, le=3)
+    scope: str | None = ScopeText
+    project: str | None = None
+    session: str | None = None
+
+
+def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
+    """Search as the CLI does; with no scope and no session, in the working directory's
+    project (the current context), and the result says which scope it searched."""
+    from memplug.scopes import context_session
+
+    retriever = memory.retriever
+    session, scope = args.session, args.scope
+    if args.next:
+        given = decode_token(args.next).get("a")
+        if isinstance(given, dict):
+            session, scope = given.get("session"), given.get("scope")
+    elif session is None and scope is None:
+        session = context_session(memory.store, cwd)
+        scope = "project" if session else "global"
+    if args.next:
+        page = retriever.page(args.next)
+    elif args.query is None:
+        raise ValidationError("give a query (or the next token of an earlier page)")
+    else:
+        page = retriever.search(
+            args.query,
+            session=session,
+            scope=scope,
+            mode=args.mode,
+            match=args.match,
+            role=args.role,
+            type=args.type,
+            tool=args.tool,
+            outcome=args.outcome,
+            since=args.since,
+            until=args.until,
+            limit=args.limit,
+        )
+    data = page.model_dump(mode="json", exclude_none=True)
+    data.setdefault("next", None)
+    data["scope"] = searched_scope(memory, scope, session)
+    return data
+
+
+def searched_scope(memory: Memory, scope: str | None, session: str | None) -> str:
+    """The name of what a search read, in the scopes' own terms."""
+    from memplug.scopes import resolve
+
+    if scope in ("project", None) and session is not None:
+        return resolve(memory.store, session=session).name
+    if scope == "session" and session is not None:
+        return f"session:{session}"
+    return str(scope or "global")
+
+
+def _expand(memory: Memory, args: ExpandArgs, cwd: str) -> dict[str, Any]:
+    result = memory.retriever.expand(
+        args.target, before=args.before, after=args.after, max_chars=args.max_chars
+    )
+    data = result.model_dump(mode="json", exclude_none=True)
+    data.setdefault("next", None)
+    return data
+
+
+def _timeline(memory: Memory, args: TimelineArgs, cwd: str) -> dict[str, Any]:
+    if args.next:
+        return memory.timeline.page(args.next)
+    return memory.timeline.query(
+        scope=args.scope,
+        project=args.project,
+        session=args.session,
+        since=args.since,
+        until=args.until,
+        entity=args.entity,
+        kinds=args.kinds,
+        limit=args.limit,
+        cwd=cwd,
+    )
+
+
+def _neighbors(memory: Memory, args: NeighborsArgs, cwd: str) -> dict[str, Any]:
+    from memplug.scopes import resolve
+
+    where = resolve(
+        memory.store, scope=args.scope, project=args.project, session=args.session, cwd=cwd
+    )
+    return memory.graph.neighbors(args.entity, where, hops=args.hops)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    run: Callable[[Memory, Any, str], dict[str, Any]]
+
+    def schema(self) -> dict[str, Any]:
+        return self.args.model_json_schema()
+
+
+# One entry per tool; the resident core (`memory_core`) joins here when it exists.
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "memory_search",
+        "Search captured events and memory items. Returns ranked hits with why each "
+        "matched, a `follow` token per hit (pass it to memory_expand), `next` for the "
+        "next page and coverage (an empty result is authoritative only when complete).",
+        SearchArgs,
+        _search,
+    ),
+    Tool(
+        "memory_expand",
+        "Read the full text around a hit: a `follow` token, SESSION:SEQ or a mem_ id. "
+        "Long text comes in chunks; pass `next` back to continue.",
+        ExpandArgs,
+        _expand,
+    ),
+    Tool(
+        "memory_timeline",
+        "What happened and when: decisions, constraints, tool failures and successes, "
+        "files touched, compactions, sessions — in time order, each with its session, "
+        "seq range and a `follow` token. Filters by the current project unless told.",
+        TimelineArgs,
+        _timeline,
+    ),
+    Tool(
+        "memory_neighbors",
+        "Entities related to an entity (file, host, port, package, version, identifier, "
+        "project, subject) within `hops` edges, with the events that state each relation; "
+        "a relation a later statement contradicted carries `superseded_by`.",
+        NeighborsArgs,
+        _neighbors,
+    ),
+)
+TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
+
+
+def server_entry(db_path: str | None, config_path: str | None) -> dict[str, Any]:
+    """How a harness starts this server on the database and config in force (the
+    ``mcpServers`` entry most harnesses read): absolute paths, this installation's
+    ``memory`` script."""
+    args = []
+    if db_path:
+        args += ["--db", str(Path(db_path).expanduser().resolve())]
+    if config_path:
+        args += ["--config", str(Path(config_path).expanduser().resolve())]
+    return {"type": "stdio", "command": memory_script(), "args": [*args, "mcp"], "env": {}}
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    db_path: str | None
+    config_path: str | None
+    cwd: str
+
+
+def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """Run one tool; any problem a caller can fix raises ``MemplugError`` or
+    ``ArgumentError`` with a message for the model."""
+    tool = TOOLS_BY_NAME.get(name)
+    if tool is None:
+        raise MemplugError(f"unknown tool '{name}' (tools: {', '.join(TOOLS_BY_NAME)})")
+    args = tool.args.model_validate(arguments or {})
+    memory = _open(settings)
+    try:
+        result = tool.run(memory, args, settings.cwd)
+    finally:
+        memory.close()
+    result = redacted(result)
+    size = len(json.dumps(result, ensure_ascii=False))
+    if size > MAX_RESULT_CHARS:
+        raise MemplugError(
+            f"the result is {size:,} characters (limit {MAX_RESULT_CHARS:,}); "
+            "ask for fewer (limit, max_chars, hops)"
+        )
+    return result
+
+
+def _open(settings: ServerSettings) -> Memory:
+    return Memory.open(
+        settings.db_path, config_path=settings.config_path, create=False, readonly=True
+    )
+
+
+def redacted(value: Any, key: str | None = None) -> Any:
+    """``value`` with every secret in its strings replaced by a marker naming its kind."""
+    if isinstance(value, str):
+        return value if key in TOKEN_KEYS else redact_secrets(value, named=True)
+    if isinstance(value, dict):
+        return {k: redacted(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v, key) for v in value]
+    return value
+
+
+def error_message(error: Exception) -> str:
+    if isinstance(error, ArgumentError):
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+            for e in error.errors()
+        ]
+        return "Error: bad arguments: " + "; ".join(problems)
+    return f"Error: {error}"
+
+
+def build_server(settings: ServerSettings) -> Any:
+    """The SDK's low-level server with memplug's tool table."""
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.schema(),
+                    annotations=types.ToolAnnotations(read_only_hint=True),
+                )
+                for tool in TOOLS
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            result = call(settings, params.name, params.arguments)
+        except (MemplugError, ArgumentError) as error:
+            text = error_message(error)
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        body = json.dumps(result, ensure_ascii=False, indent=1)
+        return types.CallToolResult(
+            content=[types.TextContent(text=body)], structured_content=result
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve(db_path: str | None, config_path: str | None) -> None:
+    """Serve MCP on stdin/stdout until the client closes the connection."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    settings = ServerSettings(db_path, config_path, os.getcwd())
+    server = build_server(settings)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memplug")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,86 @@
+"""Scopes: which part of memory a row belongs to and a query looks at.
+
+A derived row (memory item, timeline entry, entity, edge) carries the scope of the
+session it came from: ``project:<key>`` when the session has a project (the host's
+project name, else its working directory), ``session:<id>`` when it has none.
+``global`` spans everything. A query that names no scope takes the current context:
+the project given, else the session's project, else the project of the working
+directory when the database knows it, else ``global`` — and every result says which.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from memplug.errors import NotFound, ValidationError
+from memplug.store import Store
+from memplug.store.events import EventRow
+from memplug.store.timeline import ScopeFilter
+
+GLOBAL = "global"
+
+
+def event_project(event: EventRow) -> str | None:
+    """The project an event belongs to, from the event alone (the host's project, else
+    its cwd), so that how events were batched on delivery cannot change it."""
+    return event.project or event.cwd
+
+
+def row_scope(project: str | None, session_id: str) -> str:
+    """The scope a session's derived rows carry."""
+    return f"project:{project}" if project else f"session:{session_id}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A resolved query scope: its name as results report it and the row filter."""
+
+    name: str
+    where: ScopeFilter
+
+
+def resolve(
+    store: Store,
+    *,
+    scope: str | None = None,
+    project: str | None = None,
+    session: str | None = None,
+    cwd: str | None = None,
+) -> Scope:
+    """The scope a query searches; see the module docstring for the defaults."""
+    if session is not None and store.events.session(session) is None:
+        raise NotFound(f"no session '{session}' in this database")
+    if scope is None:
+        scope = _default(store, project, session, cwd)
+    if scope == GLOBAL:
+        return Scope(GLOBAL, ScopeFilter())
+    if scope.startswith("project:") and len(scope) > len("project:"):
+        return Scope(scope, ScopeFilter(scopes=(GLOBAL, scope)))
+    if scope.startswith("session:") and len(scope) > len("session:"):
+        target = scope[len("session:") :]
+        if store.events.session(target) is None:
+            raise NotFound(f"no session '{target}' in this database")
+        return Scope(scope, ScopeFilter(session_id=target))
+    raise ValidationError(f"scope must be global, project:<key> or session:<id>, not '{scope}'")
+
+
+def context_session(store: Store, cwd: str) -> str | None:
+    """For a search that names no scope: a session of the working directory's project
+    (search resolves ``project`` scope through a session), None when there is none."""
+    name = _default(store, None, None, cwd)
+    if name == GLOBAL:
+        return None
+    return store.events.project_sessions(name.removeprefix("project:"))[0]
+
+
+def _default(store: Store, project: str | None, session: str | None, cwd: str | None) -> str:
+    if project:
+        return f"project:{project}"
+    found = store.events.session(session) if session is not None else None
+    if session is not None and found is not None:
+        return row_scope(found.get("project"), session)
+    here = (cwd if cwd is not None else os.getcwd()).rstrip("/")
+    if here and store.events.project_sessions(here):
+        return f"project:{here}"
+    return GLOBAL
