@@ -22,7 +22,6 @@ from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_wor
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
 from memplug.refs import EventRef, event_ref
-from memplug.scopes import event_project
 from memplug.store.events import EventRow
 from memplug.store.items import ActionRow, ItemRow
 from memplug.store.ports import Storage
@@ -290,7 +289,7 @@ class Extractor:
     def _apply(self, event: EventRow, candidates: list[Candidate], report: ExtractReport) -> None:
         # As `sessions.project` is derived, but from this event alone, so that delivery
         # batches cannot change it.
-        project = event_project(event)
+        project = event.project_key
         ctx = _Context(event.session_id, event.seq, event.event_time, "", project)
         tasks: list[Candidate] = []
         for candidate in candidates:

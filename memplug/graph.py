@@ -38,9 +38,9 @@ from memplug.entities import (
 )
 from memplug.errors import NotFound, ValidationError
 from memplug.extract import READ_TYPES, is_user_statement
-from memplug.scopes import Scope, event_project, row_scope
-from memplug.store import Store
+from memplug.scopes import Scope, row_scope
 from memplug.store.events import EventRow
+from memplug.store.ports import Storage
 from memplug.store.timeline import EdgeRow, ItemFact
 
 MAX_HOPS = 3
@@ -78,7 +78,7 @@ def item_mentions(item: ItemFact, cwd: str | None) -> Found:
 class GraphDeriver:
     """Entities and edges of each event (an extraction follower)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Storage) -> None:
         self.store = store
         self.rows = store.timeline
 
@@ -87,7 +87,7 @@ class GraphDeriver:
         return None
 
     def follow(self, event: EventRow, items: Sequence[ItemFact] = ()) -> None:
-        project = event_project(event)
+        project = event.project_key
         if event.type != "tool/call" and event.type not in READ_TYPES:
             return
         text = self.store.events.full_text(event) if is_user_statement(event) else event.text
@@ -148,7 +148,7 @@ class _Edge:
 class Graph:
     """Read the graph: an entity's neighbours, the whole graph as a picture."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Storage) -> None:
         self.rows = store.timeline
         self.store = store
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memplug.jsonl import Rejected
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
+    from memplug.scopes import Scope
     from memplug.validate import Validator
     from memplug.timeline import Timeline
 
@@ -174,6 +175,54 @@ class Memory:
         from memplug.graph import Graph
 
         return Graph(self.store)
+
+    def scope(
+        self,
+        *,
+        scope: str | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        cwd: str | None = None,
+    ) -> Scope:
+        """The scope a timeline or graph query reads (see :mod:`memplug.scopes`)."""
+        from memplug.scopes import resolve
+
+        return resolve(self.store, scope=scope, project=project, session=session, cwd=cwd)
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        next_token: str | None = None,
+        cwd: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """A search page as ``memory search --json`` gives it, plus the ``scope`` it read.
+
+        ``next_token`` continues an earlier page; ``options`` are
+        :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
+        search reads the working directory's project (the current context)."""
+        from memplug.errors import ValidationError
+        from memplug.retrieve import decode_token
+        from memplug.scopes import context_session, searched
+
+        session, scope = options.pop("session", None), options.pop("scope", None)
+        if next_token is not None:
+            given = decode_token(next_token).get("a")
+            if isinstance(given, dict):
+                session, scope = given.get("session"), given.get("scope")
+            page = self.retriever.page(next_token)
+        elif query is None:
+            raise ValidationError("give a query (or the next token of an earlier page)")
+        else:
+            if cwd is not None and session is None and scope is None:
+                session = context_session(self.store, cwd)
+                scope = "project" if session else "global"
+            page = self.retriever.search(query, session=session, scope=scope, **options)
+        data = page.model_dump(mode="json", exclude_none=True)
+        data.setdefault("next", None)
+        data["scope"] = searched(self.store, scope, session)
+        return data
 
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
         """What a pre-step would inject now, logged in ``assembly_logs``; a failed

@@ -14,17 +14,10 @@ import os
 from dataclasses import dataclass
 
 from memplug.errors import NotFound, ValidationError
-from memplug.store import Store
-from memplug.store.events import EventRow
+from memplug.store.ports import Storage
 from memplug.store.timeline import ScopeFilter
 
 GLOBAL = "global"
-
-
-def event_project(event: EventRow) -> str | None:
-    """The project an event belongs to, from the event alone (the host's project, else
-    its cwd), so that how events were batched on delivery cannot change it."""
-    return event.project or event.cwd
 
 
 def row_scope(project: str | None, session_id: str) -> str:
@@ -41,7 +34,7 @@ class Scope:
 
 
 def resolve(
-    store: Store,
+    store: Storage,
     *,
     scope: str | None = None,
     project: str | None = None,
@@ -65,7 +58,7 @@ def resolve(
     raise ValidationError(f"scope must be global, project:<key> or session:<id>, not '{scope}'")
 
 
-def context_session(store: Store, cwd: str) -> str | None:
+def context_session(store: Storage, cwd: str) -> str | None:
     """For a search that names no scope: a session of the working directory's project
     (search resolves ``project`` scope through a session), None when there is none."""
     name = _default(store, None, None, cwd)
@@ -74,7 +67,17 @@ def context_session(store: Store, cwd: str) -> str | None:
     return store.events.project_sessions(name.removeprefix("project:"))[0]
 
 
-def _default(store: Store, project: str | None, session: str | None, cwd: str | None) -> str:
+def searched(store: Storage, scope: str | None, session: str | None) -> str:
+    """The name, in these terms, of what a search with ``scope`` and ``session`` read
+    (search's own scopes: ``session``, ``project``, ``global``, ``session:<id>``)."""
+    if scope in ("project", None) and session is not None:
+        return resolve(store, session=session).name
+    if scope == "session" and session is not None:
+        return f"session:{session}"
+    return scope or GLOBAL
+
+
+def _default(store: Storage, project: str | None, session: str | None, cwd: str | None) -> str:
     if project:
         return f"project:{project}"
     found = store.events.session(session) if session is not None else None

@@ -22,23 +22,14 @@ from memplug.entities import in_text, in_tool_input, project_entity, tool_paths
 from memplug.errors import ValidationError
 from memplug.graph import Graph
 from memplug.retrieve import decode_token, encode_token, parse_time
-from memplug.scopes import Scope, event_project, resolve, row_scope
-from memplug.store import Store
+from memplug.scopes import Scope, resolve, row_scope
 from memplug.store.events import EventRow
+from memplug.store.ports import Storage
 from memplug.store.timeline import EntryRow, ItemFact, ToolCall
 from memplug.text import clip, short_hash
-from memplug.vocab import COMPACTION_TYPES
+from memplug.vocab import COMPACTION_TYPES, TIMELINE_KINDS
 
-ENTRY_KINDS: tuple[str, ...] = (
-    "session_started",
-    "session_ended",
-    "decision",
-    "constraint",
-    "tool_failed",
-    "tool_succeeded",
-    "compaction",
-    "file_touched",
-)
+ENTRY_KINDS = TIMELINE_KINDS
 # Item kinds the timeline shows; an item's entry is stored as ITEM_ENTRY and takes the
 # item's kind when read.
 ITEM_KINDS: tuple[str, ...] = ("decision", "constraint")
@@ -81,7 +72,7 @@ class _Entry:
 class TimelineDeriver:
     """Timeline entries of each event (an extraction follower)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Storage) -> None:
         self.store = store
         self.rows = store.timeline
         # Calls seen in this process, so that a result finds its call without a query
@@ -97,7 +88,7 @@ class TimelineDeriver:
             self._calls[(event.session_id, event.call_id)] = call
             while len(self._calls) > CALL_MEMORY:
                 self._calls.popitem(last=False)
-        scope = row_scope(event_project(event), event.session_id)
+        scope = row_scope(event.project_key, event.session_id)
         for entry in self._entries(event, items):
             self.rows.add_entry(
                 id=entry_id(event.session_id, event.seq, entry.kind, entry.ref or entry.text),
@@ -115,7 +106,7 @@ class TimelineDeriver:
     def _entries(self, event: EventRow, items: Sequence[ItemFact]) -> Iterator[_Entry]:
         kind = event.type
         if kind in ("session/start", "session/end"):
-            home = project_entity(event_project(event))
+            home = project_entity(event.project_key)
             where = f" in {event.cwd}" if event.cwd else ""
             verb = "started" if kind == "session/start" else "ended"
             yield _Entry(f"session_{verb}", event.seq, f"session {verb}{where}",
@@ -189,7 +180,7 @@ class TimelineRequest:
 class Timeline:
     """Read the timeline in pages, within a scope."""
 
-    def __init__(self, store: Store, config: Config) -> None:
+    def __init__(self, store: Storage, config: Config) -> None:
         self.store = store
         self.rows = store.timeline
         self.config = config

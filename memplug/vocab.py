@@ -94,3 +94,15 @@ USER_INPUT_SOURCE_KINDS: frozenset[str] = frozenset({"user", "input", "prompt", 
 # What memplug stamps on its own injected message.
 MEMPLUG_SOURCE_KIND = "memplug"
 MEMPLUG_SOURCE_FORM = "evidence"
+
+# Timeline entry kinds (docs/timeline.md); `decision` and `constraint` are items' kinds.
+TIMELINE_KINDS: tuple[str, ...] = (
+    "session_started",
+    "session_ended",
+    "decision",
+    "constraint",
+    "tool_failed",
+    "tool_succeeded",
+    "compaction",
+    "file_touched",
+)

@@ -23,6 +23,7 @@ SUB_PORTS: dict[str, type[Any]] = {
     "search": ports.SearchPort,
     "logs": ports.LogPort,
     "hosts": ports.HostCursorPort,
+    "timeline": ports.TimelinePort,
     "admin": ports.AdminPort,
     "skills": ports.SkillPort,
 }

@@ -29,12 +29,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
-from memplug.errors import MemplugError, ValidationError
+from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
-from memplug.retrieve import decode_token
 from memplug.secrets import redact_secrets
-from memplug.timeline import ENTRY_KINDS
+from memplug.vocab import TIMELINE_KINDS
 
 SERVER_NAME = "memplug"
 MAX_RESULT_CHARS = 60_000
@@ -86,7 +85,7 @@ class TimelineArgs(_Args):
     since: str | None = Field(None, description="ISO-8601 date or time.")
     until: str | None = Field(None, description="ISO-8601 date or time.")
     entity: str | None = Field(None, description="Only entries naming this entity.")
-    kinds: list[Literal[ENTRY_KINDS]] = Field(default_factory=list)  # type: ignore[valid-type]
+    kinds: list[Literal[TIMELINE_KINDS]] = Field(default_factory=list)  # type: ignore[valid-type]
     limit: int = Field(20, ge=1, le=50)
 
 
@@ -99,53 +98,23 @@ class NeighborsArgs(_Args):
 
 
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
-    """Search as the CLI does; with no scope and no session, in the working directory's
-    project (the current context), and the result says which scope it searched."""
-    from memplug.scopes import context_session
-
-    retriever = memory.retriever
-    session, scope = args.session, args.scope
     if args.next:
-        given = decode_token(args.next).get("a")
-        if isinstance(given, dict):
-            session, scope = given.get("session"), given.get("scope")
-    elif session is None and scope is None:
-        session = context_session(memory.store, cwd)
-        scope = "project" if session else "global"
-    if args.next:
-        page = retriever.page(args.next)
-    elif args.query is None:
-        raise ValidationError("give a query (or the next token of an earlier page)")
-    else:
-        page = retriever.search(
-            args.query,
-            session=session,
-            scope=scope,
-            mode=args.mode,
-            match=args.match,
-            role=args.role,
-            type=args.type,
-            tool=args.tool,
-            outcome=args.outcome,
-            since=args.since,
-            until=args.until,
-            limit=args.limit,
-        )
-    data = page.model_dump(mode="json", exclude_none=True)
-    data.setdefault("next", None)
-    data["scope"] = searched_scope(memory, scope, session)
-    return data
-
-
-def searched_scope(memory: Memory, scope: str | None, session: str | None) -> str:
-    """The name of what a search read, in the scopes' own terms."""
-    from memplug.scopes import resolve
-
-    if scope in ("project", None) and session is not None:
-        return resolve(memory.store, session=session).name
-    if scope == "session" and session is not None:
-        return f"session:{session}"
-    return str(scope or "global")
+        return memory.search(next_token=args.next)
+    return memory.search(
+        args.query,
+        cwd=cwd,
+        session=args.session,
+        scope=args.scope,
+        mode=args.mode,
+        match=args.match,
+        role=args.role,
+        type=args.type,
+        tool=args.tool,
+        outcome=args.outcome,
+        since=args.since,
+        until=args.until,
+        limit=args.limit,
+    )
 
 
 def _expand(memory: Memory, args: ExpandArgs, cwd: str) -> dict[str, Any]:
@@ -174,11 +143,7 @@ def _timeline(memory: Memory, args: TimelineArgs, cwd: str) -> dict[str, Any]:
 
 
 def _neighbors(memory: Memory, args: NeighborsArgs, cwd: str) -> dict[str, Any]:
-    from memplug.scopes import resolve
-
-    where = resolve(
-        memory.store, scope=args.scope, project=args.project, session=args.session, cwd=cwd
-    )
+    where = memory.scope(scope=args.scope, project=args.project, session=args.session, cwd=cwd)
     return memory.graph.neighbors(args.entity, where, hops=args.hops)
 
 

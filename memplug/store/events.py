@@ -84,6 +84,12 @@ class EventRow:
     ingested_at: str
 
     @property
+    def project_key(self) -> str | None:
+        """The project the event belongs to, from the event alone (the host's project,
+        else its cwd), so that how events were batched on delivery cannot change it."""
+        return self.project or self.cwd
+
+    @property
     def ref(self) -> str:
         return event_ref(self.session_id, self.seq)
 

@@ -11,7 +11,7 @@ scopes, ``PurgePlan``) are plain dataclasses shared by every backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
         Snapshot,
     )
     from memplug.store.skills import RuleRow, SkillRow, SkillWrite, ValidationRecord
+    from memplug.store.timeline import (
+        EdgeRow,
+        EntityRow,
+        EntryRow,
+        ItemFact,
+        ScopeFilter,
+        ToolCall,
+    )
 
 
 @runtime_checkable
@@ -281,6 +289,63 @@ class HostCursorPort(Protocol):
 
 
 @runtime_checkable
+class TimelinePort(Protocol):
+    """The timeline and the entity graph: derived rows per session, written by the
+    extraction followers and read as paged views (``ScopeFilter`` says which rows)."""
+
+    def clear(self, session_id: str) -> None: ...
+    def add_entry(
+        self,
+        *,
+        id: str,
+        session_id: str,
+        scope: str,
+        kind: str,
+        seq_from: int,
+        seq_to: int,
+        event_time: str | None,
+        text: str,
+        ref: str | None,
+        entities: Sequence[str],
+    ) -> None: ...
+    def note_entities(
+        self, session_id: str, scope: str, seq: int, entities: Iterable[tuple[str, str, str]]
+    ) -> None: ...
+    def note_edges(
+        self,
+        session_id: str,
+        scope: str,
+        seq: int,
+        event_time: str | None,
+        edges: Iterable[tuple[str, str, str]],
+    ) -> None: ...
+    def tool_call(self, session_id: str, call_id: str, before: int) -> ToolCall | None: ...
+    def items_after(self, session_id: str, after_seq: int) -> dict[int, list[ItemFact]]: ...
+    def snapshot(self) -> int: ...
+    def entries(
+        self,
+        where: ScopeFilter,
+        *,
+        snap: int,
+        item_kinds: Sequence[str],
+        since: str | None = None,
+        until: str | None = None,
+        entity: str | None = None,
+        kinds: Sequence[str] = (),
+        offset: int = 0,
+        limit: int = 20,
+    ) -> tuple[int, list[EntryRow]]: ...
+    def find_entities(
+        self, ids: Sequence[str], name: str, where: ScopeFilter
+    ) -> list[EntityRow]: ...
+    def entity_ids_like(self, suffix: str, where: ScopeFilter, limit: int) -> list[str]: ...
+    def edges_touching(self, entities: Sequence[str], where: ScopeFilter) -> list[EdgeRow]: ...
+    def edges_in_slot(self, src: str, relation: str, where: ScopeFilter) -> list[EdgeRow]: ...
+    def all_edges(self, where: ScopeFilter, relations: Sequence[str] = ()) -> list[EdgeRow]: ...
+    def lagging(self, where: ScopeFilter) -> list[str]: ...
+
+
+@runtime_checkable
 class AdminPort(Protocol):
     """`memory purge`: plan, delete for good, and leave no copy in indexes or logs."""
 
@@ -350,6 +415,8 @@ class Storage(Protocol):
     def logs(self) -> LogPort: ...
     @property
     def hosts(self) -> HostCursorPort: ...
+    @property
+    def timeline(self) -> TimelinePort: ...
     @property
     def admin(self) -> AdminPort: ...
     @property
