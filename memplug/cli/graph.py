@@ -62,10 +62,8 @@ def neighbors_cmd(
     `--json` gives {entity, scope, hops, neighbors: [{entity, relation, direction,
     via, hops, sources, superseded_by?}], coverage}.
     """
-    from memplug.scopes import resolve
-
     with ctx.open(create=False) as memory:
-        where = resolve(memory.store, scope=scope, project=project, session=session)
+        where = memory.scope(scope=scope, project=project, session=session)
         data = memory.graph.neighbors(entity, where, hops=hops)
     emit(data, as_json, _render_neighbors)
 
@@ -89,9 +87,7 @@ def export_cmd(
 
     `--json` wraps it: {scope, format, text}.
     """
-    from memplug.scopes import resolve
-
     with ctx.open(create=False) as memory:
-        where = resolve(memory.store, scope=scope, project=project, session=session)
+        where = memory.scope(scope=scope, project=project, session=session)
         text = memory.graph.export(where, fmt)
     emit({"scope": where.name, "format": fmt, "text": text}, as_json, lambda d: d["text"])
