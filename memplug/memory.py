@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
     from memplug.scopes import Scope
-    from memplug.validate import Validator
     from memplug.timeline import Timeline
+    from memplug.validate import Validator
 
 IMPORT_BATCH = 5_000
 
