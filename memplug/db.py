@@ -125,12 +125,16 @@ def translate_error(error: apsw.Error, path: Path) -> DatabaseError:
     if isinstance(error, apsw.CorruptError | apsw.NotADBError):
         return DatabaseError(f"the database {path} is corrupt or not a memplug database")
     if isinstance(error, apsw.ReadOnlyError):
-        return DatabaseError(f"the database {path} is read-only")
+        return _read_only(path)
     if isinstance(error, apsw.FullError):
         return DatabaseError(f"the database {path} is full (disk or page limit reached)")
     if isinstance(error, apsw.CantOpenError):
         return DatabaseError(f"cannot open the database {path}")
     return DatabaseError(f"database error on {path}: {error}")
+
+
+def _read_only(path: Path) -> DatabaseError:
+    return DatabaseError(f"the database {path} is read-only: reading commands work, this one writes")
 
 
 def engine_error(error: BaseException, path: Path) -> DatabaseError | None:
@@ -148,6 +152,23 @@ def open_reader(path: Path | str, busy_timeout_ms: int) -> apsw.Connection:
     except apsw.Error as error:
         raise translate_error(error, Path(path)) from None
     return conn
+
+
+def _connect_reading(path: Path) -> apsw.Connection:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        _configure(conn, readonly=True)
+        # The first read is where a WAL database without a writable directory fails.
+        conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+        return conn
+    except (apsw.CantOpenError, apsw.ReadOnlyError):
+        conn.close()
+        from urllib.parse import quote
+
+        uri = f"file:{quote(str(path))}?immutable=1"
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        _configure(conn, readonly=True)
+        return conn
 
 
 class Database:
@@ -176,12 +197,36 @@ class Database:
             if not create:
                 raise DatabaseMissing(f"no memplug database at {path}")
             _ensure_private_file(path)
-        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        if readonly:
+            return cls._open_reading(path, migrations)
         try:
-            conn = apsw.Connection(str(path), flags=flags)
-            _configure(conn, readonly)
+            conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+            _configure(conn, readonly=False)
             db = cls(conn, path)
-            db.migrate(readonly=readonly, migrations=migrations)
+            db.migrate(migrations=migrations)
+        except (apsw.CantOpenError, apsw.ReadOnlyError):
+            # SQLite says "cannot open" when only the directory (the WAL's files) is
+            # read-only; a file this process can read is a read-only database.
+            if os.access(path, os.R_OK):
+                raise _read_only(path) from None
+            raise DatabaseError(f"cannot open the database {path}") from None
+        except apsw.Error as error:
+            raise translate_error(error, path) from None
+        return db
+
+    @classmethod
+    def _open_reading(cls, path: Path, migrations: list[Migration] | None) -> Database:
+        """A read-only connection. A database from an older memplug is upgraded first
+        when the file can be written; a snapshot whose directory cannot hold the WAL's
+        shared-memory file is read as immutable (nobody can be writing it there)."""
+        try:
+            conn = _connect_reading(path)
+            db = cls(conn, path)
+            if db.pending_migrations(migrations):
+                db.close()
+                cls.open(path, create=False, migrations=migrations).close()
+                db = cls(_connect_reading(path), path)
+            db.migrate(readonly=True, migrations=migrations)
         except apsw.Error as error:
             raise translate_error(error, path) from None
         return db
@@ -239,6 +284,10 @@ class Database:
     def schema_version(self) -> int:
         row = self.conn.execute("PRAGMA user_version").fetchone()
         return int(row[0]) if row else 0
+
+    def pending_migrations(self, migrations: list[Migration] | None = None) -> bool:
+        migrations = load_migrations() if migrations is None else migrations
+        return self.schema_version() < len(migrations)
 
     def migrate(
         self, *, readonly: bool = False, migrations: list[Migration] | None = None

@@ -84,7 +84,8 @@ class Memory:
         create: bool = True,
         readonly: bool = False,
     ) -> Memory:
-        """Open (and with ``create``, make) the database; config from file, env, ``config``."""
+        """Open (and with ``create``, make) the database; config from file, env, ``config``.
+        ``readonly`` opens it for reading only (a file or snapshot the user cannot write)."""
         from memplug.config import load_for_database
 
         db_path = default_db_path(path)
@@ -313,8 +314,18 @@ class Memory:
         with self.store.write_transaction():
             return self.store_events(batch, origin="import", bulk=True)
 
+    def require_sessions(self, session_ids: Sequence[str]) -> None:
+        """Raise :class:`NotFound` for the first of ``session_ids`` not in the database."""
+        from memplug.errors import NotFound
+
+        for session_id in session_ids:
+            if self.store.events.session(session_id) is None:
+                raise NotFound(f"no session {session_id!r} in the database")
+
     def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
-        """Write events as generic JSONL in ``(session_id, seq)`` order; return the count."""
+        """Write events as generic JSONL in ``(session_id, seq)`` order; return the count.
+        A session that is not in the database is an error before anything is written."""
+        self.require_sessions(session_ids or ())
         count = 0
         for line in self.iter_export(session_ids):
             out.write(line)

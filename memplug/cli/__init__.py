@@ -45,7 +45,7 @@ _GLOBAL_OPTIONS = ("--db", "--config")
 
 def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
     """Global options and the host when ``argv`` is exactly
-    ``[--db X] [--config Y] hook HOST``."""
+    ``[--db X] [--config Y] hook HOST [--json]``."""
     found: dict[str, str | None] = {"--db": None, "--config": None, "host": None}
     rest = list(argv)
     while rest and rest[0].split("=", 1)[0] in _GLOBAL_OPTIONS:
@@ -55,6 +55,8 @@ def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
                 return None
             value = rest.pop(0)
         found[name] = value
+    if rest[2:] == ["--json"]:  # the hook's answer is JSON already
+        rest.pop()
     if len(rest) != 2 or rest[0] != "hook" or rest[1].startswith("-"):
         return None
     found["host"] = rest[1]

@@ -41,11 +41,9 @@ def assemble_cmd(
 ) -> None:
     """Build what a pre-step would inject now, and log it like one."""
     from memplug.assemble import AssemblyRequest
-    from memplug.errors import NotFound
 
     with ctx.open(create=True) as memory:
-        if memory.store.events.session(session_id) is None:
-            raise NotFound(f"no session {session_id!r} in the database")
+        memory.require_sessions([session_id])
         result = memory.assemble(
             AssemblyRequest(session_id=session_id, query=query, turn=turn, trigger="cli")
         )
@@ -78,7 +76,7 @@ def explain_cmd(
         raise UsageError("give either --assembly or --session [--turn], not both")
     if turn is not None and session_id is None:
         raise UsageError("--turn needs --session")
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         record = find_assembly(
             memory.store, assembly_id=assembly_id, session_id=session_id, turn=turn
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from contextlib import ExitStack
@@ -70,11 +71,17 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
 
 @click.command("export")
 @click.option("--session", "sessions", multiple=True, help="Only this session (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Also a JSON summary on stderr.")
 @click.pass_obj
-def export_cmd(ctx: CliContext, sessions: tuple[str, ...]) -> None:
+def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> None:
     """Write events as generic JSONL to stdout, in (session, seq) order.
 
-    Export, import into a fresh database, export again: the bytes are identical.
+    Export, import into a fresh database, export again: the bytes are identical. The
+    events are the JSON on stdout; --json adds {"events": N} on stderr. A session that
+    is not in the database is an error (exit 2) before anything is written.
     """
-    with ctx.open(create=False) as memory:
-        memory.export_jsonl(sys.stdout, list(sessions) or None)
+    with ctx.read() as memory:
+        count = memory.export_jsonl(sys.stdout, list(sessions) or None)
+    if as_json:
+        sys.stdout.flush()
+        click.echo(json.dumps({"events": count}), err=True)

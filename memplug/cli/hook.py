@@ -21,8 +21,9 @@ def _hook_command(spec: HostSpec) -> click.Command:
     hook = spec.load("hook")
 
     @click.command(spec.name, help=hook.__doc__)
+    @click.option("--json", "as_json", is_flag=True, help="Accepted: the answer is JSON anyway.")
     @click.pass_obj
-    def run(ctx: CliContext) -> None:
+    def run(ctx: CliContext, as_json: bool) -> None:
         out = hook(sys.stdin.buffer.read(), db_path=ctx.db_path, config_path=ctx.config_path)
         if out:
             click.echo(out)

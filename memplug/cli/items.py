@@ -62,7 +62,7 @@ def items_cmd(
     as_json: bool,
 ) -> None:
     """List memory items (in session and creation order)."""
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         rows = memory.store.items.find(
             session_ids=list(sessions) or None, status=status, kind=kind, limit=limit
         )
@@ -127,7 +127,7 @@ def _render_inspect(data: dict[str, Any]) -> str:
 @click.pass_obj
 def inspect_cmd(ctx: CliContext, ref: str, as_json: bool) -> None:
     """Show one memory item (mem_…) or one event (SESSION:SEQ) with its history."""
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         data = memory.extractor.inspect(ref)
     emit(data, as_json, _render_inspect)
 

@@ -25,6 +25,10 @@ class CliContext:
         """Writing commands create the database; reading ones never do."""
         return Memory.open(self.db_path, config_path=self.config_path, create=create)
 
+    def read(self) -> Memory:
+        """Reading commands open read-only: they work on a file the user cannot write."""
+        return Memory.open(self.db_path, config_path=self.config_path, create=False, readonly=True)
+
     def resolved_path(self) -> Any:
         return default_db_path(self.db_path)
 

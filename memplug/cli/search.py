@@ -134,7 +134,7 @@ def search_cmd(
     """
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         retriever = memory.retriever
         if next_token is not None:
             page = retriever.page(next_token)
@@ -181,7 +181,7 @@ def expand_cmd(
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything.
     """
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         result = memory.retriever.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )

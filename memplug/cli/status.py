@@ -79,7 +79,7 @@ def status_cmd(ctx: CliContext, as_json: bool) -> None:
     if not path.exists():
         emit(missing_status(path), as_json, _render_status)
         return
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         emit(status(memory), as_json, _render_status)
 
 
