@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test lint bench compat fuzz accept clean
+.PHONY: demo test lint bench compat fuzz accept cli-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,6 +35,9 @@ fuzz: $(STAMP)
 
 accept: $(STAMP)
 	for c in foundation assembly claude-code reliability; do $(SHARED)/acceptance/$$c || exit 1; done
+
+cli-docs: $(STAMP)
+	$(BIN)/python -m memplug.cli.docs docs/cli.md
 
 clean:
 	rm -rf $(VENV) .memplug-demo build dist

@@ -13,22 +13,23 @@ import os
 import sys
 from typing import Any
 
-# command name → "module:attribute"; each module holds one group of commands.
+# command name → "module:attribute"; each module holds one group of commands. The order
+# is `memory --help`'s and the README table's (tests/test_cli_docs.py keeps them equal).
 COMMANDS: dict[str, str] = {
     "import": "memplug.cli.capture:import_cmd",
     "export": "memplug.cli.capture:export_cmd",
     "status": "memplug.cli.status:status_cmd",
-    "config": "memplug.cli.status:config_group",
     "items": "memplug.cli.items:items_cmd",
     "inspect": "memplug.cli.items:inspect_cmd",
-    "retract": "memplug.cli.items:retract_cmd",
-    "promote": "memplug.cli.items:promote_cmd",
-    "rebuild": "memplug.cli.items:rebuild_cmd",
     "search": "memplug.cli.search:search_cmd",
     "expand": "memplug.cli.search:expand_cmd",
     "assemble": "memplug.cli.assembly:assemble_cmd",
     "explain": "memplug.cli.assembly:explain_cmd",
+    "retract": "memplug.cli.items:retract_cmd",
+    "promote": "memplug.cli.items:promote_cmd",
+    "rebuild": "memplug.cli.items:rebuild_cmd",
     "purge": "memplug.cli.admin:purge_cmd",
+    "config": "memplug.cli.status:config_group",
     "hook": "memplug.cli.hook:hook_group",
     "install": "memplug.cli.install:install_group",
     "uninstall": "memplug.cli.install:uninstall_group",

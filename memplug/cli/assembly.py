@@ -67,7 +67,9 @@ def explain_cmd(
     turn: int | None,
     as_json: bool,
 ) -> None:
-    """Show a logged assembly (the newest by default): budget, sections, every omission."""
+    """Why a logged assembly included and omitted what it did.
+
+    The newest by default: budget, sections, every omission."""
     from memplug.diagnostics import latest_validation
     from memplug.errors import UsageError
     from memplug.explain import explain, find_assembly, render_explain

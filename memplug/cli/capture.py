@@ -74,9 +74,9 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
 @click.option("--json", "as_json", is_flag=True, help="Also a JSON summary on stderr.")
 @click.pass_obj
 def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> None:
-    """Write events as generic JSONL to stdout, in (session, seq) order.
+    """Write events as generic JSONL to stdout.
 
-    Export, import into a fresh database, export again: the bytes are identical. The
+    In (session, seq) order. Export, import into a fresh database, export again: the bytes are identical. The
     events are the JSON on stdout; --json adds {"events": N} on stderr. A session that
     is not in the database is an error (exit 2) before anything is written.
     """

@@ -126,7 +126,10 @@ def _render_inspect(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def inspect_cmd(ctx: CliContext, ref: str, as_json: bool) -> None:
-    """Show one memory item (mem_…) or one event (SESSION:SEQ) with its history."""
+    """Show one memory item (mem_…) or event (SESSION:SEQ).
+
+    An item with its sources, supersession chain and lifecycle; an event with its
+    type, tool and what extraction made of it."""
     with ctx.read() as memory:
         data = memory.extractor.inspect(ref)
     emit(data, as_json, _render_inspect)
@@ -143,7 +146,7 @@ def _render_change(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def retract_cmd(ctx: CliContext, memory_id: str, note: str | None, as_json: bool) -> None:
-    """Retract a memory item: it stays, with its history, but is no longer used."""
+    """Retract a memory item: kept with its history, no longer used."""
     with ctx.open(create=False) as memory:
         item = memory.extractor.retract(memory_id, actor=ACTOR_CLI, note=note)
         emit({"item": item.as_dict()}, as_json, _render_change)
@@ -164,7 +167,9 @@ def retract_cmd(ctx: CliContext, memory_id: str, note: str | None, as_json: bool
 def promote_cmd(
     ctx: CliContext, memory_id: str, kind: str, note: str | None, as_json: bool
 ) -> None:
-    """Accept an assistant proposal: it becomes a user_explicit item of KIND."""
+    """Accept an assistant proposal as a user_explicit item.
+
+    It becomes an item of KIND."""
     with ctx.open(create=False) as memory:
         item = memory.extractor.promote(memory_id, kind=kind, actor=ACTOR_CLI, note=note)
         emit({"item": item.as_dict()}, as_json, _render_change)
@@ -188,7 +193,9 @@ def _render_rebuild(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def rebuild_cmd(ctx: CliContext, session: str | None, as_json: bool) -> None:
-    """Drop derived memory and derive it again from events (the result is identical)."""
+    """Drop derived memory and derive it again from events.
+
+    The items, their text, ids and links come out identical (docs/extraction.md)."""
     with ctx.open(create=True) as memory:
         report = memory.extractor.rebuild(session)
     emit(report.as_dict(), as_json, _render_rebuild)

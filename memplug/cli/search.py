@@ -176,8 +176,9 @@ def expand_cmd(
     max_chars: int,
     as_json: bool,
 ) -> None:
-    """Full text around a hit: TARGET is a follow token, SESSION:SEQ or a mem_ id.
+    """Full text around a hit, in chunks that never cut silently.
 
+    TARGET is a follow token, SESSION:SEQ or a mem_ id.
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything.
     """

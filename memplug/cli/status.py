@@ -72,7 +72,10 @@ def _render_status(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def status_cmd(ctx: CliContext, as_json: bool) -> None:
-    """Show the database, its health, counts, sessions and latest errors."""
+    """Show the database's health, counts, sessions and errors.
+
+    Per session: events, the last sequence number, how far extraction has read and
+    what it still has to read (the lag)."""
     from memplug.diagnostics import missing_status, status
 
     path = ctx.resolved_path()
@@ -92,7 +95,9 @@ def config_group() -> None:
 @json_option
 @click.pass_obj
 def config_show(ctx: CliContext, as_json: bool) -> None:
-    """Print every effective value and where it came from (default, file, env)."""
+    """Print every effective value and where it came from.
+
+    The source is default, file or env."""
     from memplug.config import load_for_database
 
     loaded = load_for_database(ctx.resolved_path(), ctx.config_path)

@@ -108,8 +108,10 @@ class Transcript:
 
 
 def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = None) -> str:
-    """Capture the session's transcript; on UserPromptSubmit and SessionStart (compact,
-    resume) print the memory as additionalContext. Never fails: errors go to `memory status`.
+    """Capture the transcript; inject memory on prompt and resume.
+
+    On UserPromptSubmit and SessionStart (compact, resume) print the memory as
+    additionalContext. Never fails: errors go to `memory status`.
 
     Returns what to print (possibly nothing); this is the host's registered hook.
     """

@@ -289,14 +289,17 @@ def _written(
 def install_scope(
     scope: str, command: str | None = None, *, dry_run: bool = False
 ) -> InstallReport:
-    """Merge memplug's hooks into a Claude Code settings file (backup first; idempotent;
-    other hooks untouched). --user: ~/.claude/settings.json; --project:
-    ./.claude/settings.json."""
+    """Merge memplug's hooks into Claude Code's settings.
+
+    A backup first; idempotent; other hooks untouched. --user: ~/.claude/settings.json;
+    --project: ./.claude/settings.json."""
     return install(settings_path(scope), command, dry_run=dry_run)
 
 
 def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:
-    """Remove memplug's hooks from a Claude Code settings file; other hooks stay."""
+    """Remove memplug's hooks from Claude Code's settings.
+
+    Other hooks stay."""
     return uninstall(settings_path(scope), dry_run=dry_run)
 
 

@@ -1,0 +1,87 @@
+"""`memory --help`, docs/cli.md and the README's command table say the same thing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+from conftest import REPO
+
+from memplug.cli import COMMANDS
+from memplug.cli.docs import help_pages, render
+
+
+def _help_listing(text: str) -> list[tuple[str, str]]:
+    """``(name, summary)`` rows of a help page's ``Commands:`` section."""
+    section = text.split("\nCommands:\n", 1)[1]
+    return [
+        (match[1], match[2])
+        for match in re.finditer(r"^  (\S+)\s+(.*)$", section, flags=re.MULTILINE)
+    ]
+
+
+def _readme_commands() -> list[str]:
+    """Command names in the order of the README's `memory` table."""
+    names: list[str] = []
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| `memory "):
+            cell = line.split("|")[1]
+            names += [m for m in re.findall(r"`memory ([a-z-]+)", cell) if m not in names]
+    return names
+
+
+def test_docs_cli_md_is_generated_from_the_help() -> None:
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert page == render(), "docs/cli.md is stale: run `make cli-docs`"
+
+
+def test_memory_help_lists_every_command_in_the_readme_order(cli) -> None:
+    listed = _help_listing(cli("--help").stdout)
+    assert [name for name, _ in listed] == list(COMMANDS) == _readme_commands()
+
+
+def test_every_summary_is_one_whole_line(cli) -> None:
+    for path, text in help_pages():
+        if "\nCommands:\n" not in text:
+            continue
+        for name, summary in _help_listing(text):
+            assert summary.endswith(".") and not summary.endswith("..."), (
+                f"`{path} {name}`: the first sentence of its help is too long for a "
+                f"one-line summary: {summary!r}"
+            )
+
+
+def _leaf_commands() -> list[list[str]]:
+    from memplug.cli.app import cli
+
+    leaves: list[list[str]] = []
+
+    def walk(command: click.Command, ctx: click.Context, path: list[str]) -> None:
+        if not isinstance(command, click.Group):
+            leaves.append(path)
+            return
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None
+            walk(sub, click.Context(sub, info_name=name, parent=ctx), [*path, name])
+
+    walk(cli, click.Context(cli, info_name="memory"), [])
+    return leaves
+
+
+def test_every_command_takes_json(cli) -> None:
+    leaves = _leaf_commands()
+    assert len(leaves) >= len(COMMANDS)
+    for path in leaves:
+        done = cli(*path, "--json", "--help")
+        assert done.returncode == 0, f"memory {' '.join(path)}: {done.stderr}"
+        assert "--json" in done.stdout, f"memory {' '.join(path)} --help does not show --json"
+
+
+def test_the_hook_takes_json_on_its_fast_path(cli_process, tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite"
+    done = cli_process("--db", str(db), "hook", "claude-code", "--json", input="{}")
+    assert done.returncode == 0 and "No such option" not in done.stderr
+    plain = cli_process("--db", str(db), "hook", "claude-code", input="{}")
+    assert done.stdout == plain.stdout
