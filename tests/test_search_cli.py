@@ -30,7 +30,7 @@ def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["score", "ref", "what", "why", "snippet"]
     assert "shop-1:37" in lines[2] and "exact:8080" in lines[2] and "*" in lines[2]
-    assert any(line.startswith("3 of ") for line in lines)
+    assert any(line.startswith("hits 1–3 of ") for line in lines)
     assert "coverage: complete" in result.stdout
     assert "next page: memory search --next mp1." in result.stdout
 
@@ -39,7 +39,7 @@ def test_search_json_shape(cli: Any, db: Path) -> None:
     result = cli("--db", str(db), "search", "--json", "值班室分机号是多少", "--session", "shop-1")
     assert result.returncode == 0, result.stderr
     data = result.json()
-    assert set(data) == {"total", "hits", "next", "coverage"}
+    assert set(data) == {"total", "offset", "hits", "next", "coverage"}
     assert data["next"] is None and data["total"] == len(data["hits"])
     assert data["coverage"] == {"complete": True, "reasons": []}
     kinds = {h["kind"] for h in data["hits"]}

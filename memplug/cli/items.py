@@ -74,6 +74,9 @@ def _render_inspect(data: dict[str, Any]) -> str:
     if data["object"] == "event":
         lines = [
             f"event      {data['ref']}",
+            f"type       {data['type']}"
+            + (f"  tool {data['tool_name']}" if data["tool_name"] else "")
+            + (f"  outcome {data['outcome']}" if data["outcome"] else ""),
             f"role       {data['role'] or '-'}",
             f"time       {data['event_time'] or '-'}  turn {data['turn']}",
             f"source     {data['source_kind'] or '-'}{' (generated)' if data['generated'] else ''}",

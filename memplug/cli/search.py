@@ -35,7 +35,10 @@ def _render_page(data: dict[str, Any]) -> str:
                 ]
             )
         lines.append(table(rows, ["score", "ref", "what", "why", "snippet"]))
-        lines.append(f"{len(hits)} of {data['total']} hits (* = exact symbol pinned)")
+        first = data.get("offset", 0) + 1
+        lines.append(
+            f"hits {first}–{first + len(hits) - 1} of {data['total']} (* = exact symbol pinned)"
+        )
     else:
         lines.append("no hits")
     if coverage["complete"]:

@@ -463,9 +463,11 @@ def _record(
     memory: Memory | None, db_path: str | None, config_path: str | None, report: HookReport
 ) -> None:
     """Write the report's errors to ``error_log``; beside the database when it cannot."""
-    lines = [f"[{report.event or 'hook'}] {e}" for e in report.errors]
+    # The stage ("hook") is logged beside the line: the prefix names the hook event only.
+    prefix = f"[{report.event}] " if report.event else ""
+    lines = [prefix + e for e in report.errors]
     if report.skipped:
-        lines.append(f"[{report.event}] {report.skipped}")
+        lines.append(prefix + report.skipped)
     try:
         if memory is None:
             from memplug.memory import Memory

@@ -98,6 +98,10 @@ class Collector:
             scope_size = float(max(1, self.store.scope_stats(resolved.session_ids).events))
         pool.event_n = scope_size
         pool.snap = self.snap
+        if regex_pattern is None and signals.empty:
+            # Nothing to look for reads nothing: empty and complete, whatever the scope
+            # holds (a truncated event cannot hide a match for no term).
+            return pool
         if self.store.has_truncated(resolved.session_ids):
             pool.reasons.add(TRUNCATED)
         if regex_pattern is not None:

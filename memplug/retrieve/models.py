@@ -58,6 +58,8 @@ class Hit(_Model):
 
 class SearchPage(_Model):
     total: int
+    # Where this page's first hit stands in the whole ranking (0 on the first page).
+    offset: int = 0
     hits: list[Hit]
     next: str | None = None
     coverage: Coverage

@@ -69,7 +69,13 @@ class Search:
                     "h": digest(scored[:end]),
                 }
             )
-        return SearchPage(total=total, hits=hits, next=next_token, coverage=coverage(pool.reasons))
+        return SearchPage(
+            total=total,
+            offset=offset,
+            hits=hits,
+            next=next_token,
+            coverage=coverage(pool.reasons),
+        )
 
     def _rank(
         self, request: SearchRequest, snap: Snapshot, scope_size: float | None

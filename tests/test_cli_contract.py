@@ -1,0 +1,83 @@
+"""What the README and docs promise of the commands, tried as a new user would
+(issue 15): exit codes, paging text, what inspect and status show."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import SESSIONS
+
+
+@pytest.fixture
+def shop_db(cli, tmp_path: Path) -> Path:
+    db = tmp_path / "memory.sqlite"
+    assert cli("--db", str(db), "import", str(SESSIONS / "shop.jsonl")).returncode == 0
+    return db
+
+
+def test_export_of_an_unknown_session_is_exit_2_with_nothing_written(cli, shop_db: Path) -> None:
+    done = cli("--db", str(shop_db), "export", "--session", "shop-1", "--session", "nope")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == "Error: no session 'nope' in the database\n"
+
+
+def test_export_json_adds_a_summary_on_stderr(cli, shop_db: Path) -> None:
+    done = cli("--db", str(shop_db), "export", "--json")
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert json.loads(done.stderr) == {"events": len(lines)}
+    assert all(json.loads(line)["session_id"] == "shop-1" for line in lines)
+
+
+def test_search_pages_say_which_hits_they_hold(cli, shop_db: Path) -> None:
+    first = cli("--db", str(shop_db), "search", "port", "--limit", "3")
+    total = cli("--db", str(shop_db), "search", "port", "--json").json()["total"]
+    assert total > 6
+    assert f"hits 1–3 of {total} (* = exact symbol pinned)" in first.stdout
+    token = re.search(r"--next (\S+)", first.stdout)
+    assert token is not None
+    second = cli("--db", str(shop_db), "search", "--next", token[1])
+    assert f"hits 4–6 of {total} (* = exact symbol pinned)" in second.stdout
+    data = cli("--db", str(shop_db), "search", "--next", token[1], "--json").json()
+    assert data["offset"] == 3 and len(data["hits"]) == 3
+
+
+@pytest.mark.parametrize("query", ["", "  ", "?", "-"])
+def test_a_query_with_no_terms_is_empty_and_complete_even_over_truncated_text(
+    cli, tmp_path: Path, query: str
+) -> None:
+    db = tmp_path / "memory.sqlite"
+    (tmp_path / "memory.toml").write_text("[capture]\nmaxTextChars = 1000\n")
+    long = {"session_id": "s", "seq": 1, "type": "user/message", "role": "user",
+            "text": "word " * 400}  # fmt: skip
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps(long) + "\n")
+    assert cli("--db", str(db), "import", str(events)).returncode == 0
+    # The scope really holds a truncated event: a query with a term says so.
+    worded = cli("--db", str(db), "search", "word", "--json").json()
+    assert worded["coverage"]["reasons"] == ["truncated_events"]
+    done = cli("--db", str(db), "search", query)
+    assert done.returncode == 0
+    assert done.stdout == "no hits\ncoverage: complete — this empty result is authoritative\n"
+
+
+def test_inspect_shows_an_events_type_and_tool(cli, shop_db: Path) -> None:
+    done = cli("--db", str(shop_db), "inspect", "shop-1:5")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[:2] == ["event      shop-1:5", "type       tool/call  tool bash"]
+    message = cli("--db", str(shop_db), "inspect", "shop-1:1").stdout.splitlines()[1]
+    assert re.fullmatch(r"type       \S+/\S+", message)
+
+
+def test_status_names_a_hook_error_once(cli, tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite"
+    assert cli("--db", str(db), "hook", "claude-code", input="garbage").returncode == 0
+    assert cli("--db", str(db), "hook", "claude-code", input="{}").returncode == 0
+    errors = [line for line in cli("--db", str(db), "status").stdout.splitlines() if "[hook]" in line]
+    assert len(errors) == 2
+    assert all(line.count("[hook]") == 1 for line in errors)
+    assert any("the hook payload is not JSON" in line for line in errors)
