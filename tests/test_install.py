@@ -138,12 +138,45 @@ def test_uninstall_takes_out_only_memplug(install: Callable[..., CliResult], hom
     assert not again["changed"] and not again["written"]
 
 
-def test_uninstall_of_a_memplug_only_file_leaves_no_empty_hooks(
+def test_uninstall_of_a_memplug_only_file_removes_the_file_it_made(
     install: Callable[..., CliResult], home: Path
 ) -> None:
     install("install", "claude-code")
-    install("uninstall", "claude-code")
-    assert json.loads(user_settings(home).read_text()) == {}
+    done = install("uninstall", "claude-code")
+    assert done.returncode == 0
+    assert not user_settings(home).exists()
+    assert "(removed: nothing else was in it)" in done.stdout.splitlines()[0]
+    # The one backup holds the file as it was before uninstall changed it.
+    backups = list(user_settings(home).parent.glob("*memplug-backup*"))
+    assert [b.name for b in backups] == ["settings.json.memplug-backup"]
+    assert len(ours(json.loads(backups[0].read_text()), "Stop")) == 1
+
+
+def test_an_empty_file_of_the_users_comes_back_the_same_to_claude_code(
+    install: Callable[..., CliResult], home: Path
+) -> None:
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    path.write_text("{}\n")
+    install("install", "claude-code")
+    assert Path(install("uninstall", "claude-code", "--json").json()["backup"]).exists()
+    assert not path.exists() and (home / ".claude" / "settings.json.memplug-backup").exists()
+
+
+def test_repeated_installs_keep_one_backup(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path
+) -> None:
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(SETTINGS))
+    for n in range(3):
+        # A different database each time changes the hook command, so each run writes.
+        data = install("--db", str(tmp_path / f"m{n}.sqlite"), "install", "claude-code", "--json")
+        assert data.json()["written"]
+    backups = sorted(p.name for p in path.parent.iterdir() if p.name != "settings.json")
+    assert backups == ["settings.json.memplug-backup"]
+    last = json.loads((path.parent / backups[0]).read_text())
+    assert str(tmp_path / "m1.sqlite") in ours(last, "Stop")[0]["command"]
 
 
 def test_a_settings_file_that_is_not_json_is_left_alone(
@@ -170,24 +203,68 @@ def test_project_scope_writes_the_project_settings(
     assert not user_settings(home).exists()
 
 
-def test_the_installed_command_runs_as_a_hook(
-    install: Callable[..., CliResult], home: Path, tmp_path: Path
-) -> None:
-    install("install", "claude-code")
-    (hook,) = ours(json.loads(user_settings(home).read_text()), "UserPromptSubmit")
+def _run_hook(command: str, home: Path, env: dict[str, str]) -> None:
     payload = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
-    db = tmp_path / "m.sqlite"
     completed = subprocess.run(
-        hook["command"],
+        command,
         shell=True,
         input=json.dumps(payload),
         capture_output=True,
         text=True,
-        env={"MEMPLUG_DB": str(db), "PATH": "/usr/bin:/bin", "HOME": str(home)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), **env},
         timeout=60,
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_the_installed_command_runs_as_a_hook(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMPLUG_HOME")  # the defaults: the hook command names no database
+    install("install", "claude-code")
+    (hook,) = ours(json.loads(user_settings(home).read_text()), "UserPromptSubmit")
+    assert hook["command"].split()[1:] == ["hook", "claude-code"]
+    db = tmp_path / "m.sqlite"
+    _run_hook(hook["command"], home, {"MEMPLUG_DB": str(db)})
     assert db.exists()
+
+
+@pytest.mark.parametrize("pointer", ["--db", "MEMPLUG_DB", "MEMPLUG_HOME"])
+def test_the_hook_uses_the_database_in_force_at_install(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path, pointer: str
+) -> None:
+    db = tmp_path / "chosen" / "memory.sqlite"
+    if pointer == "--db":
+        done = install("--db", str(db), "install", "claude-code", "--dry-run")
+    else:
+        value = str(db if pointer == "MEMPLUG_DB" else db.parent)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(pointer, value)
+            done = install("install", "claude-code", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert f"--db {db} hook claude-code" in done.stdout  # --dry-run shows the command
+    assert not user_settings(home).exists()
+    install(*(["--db", str(db)] if pointer == "--db" else []), "install", "claude-code")
+    if pointer != "--db":
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(pointer, value)
+            install("install", "claude-code")
+    (hook,) = ours(json.loads(user_settings(home).read_text()), "UserPromptSubmit")
+    # Whatever the hook's own environment says, it fills the database chosen at install.
+    _run_hook(hook["command"], home, {"MEMPLUG_DB": str(tmp_path / "other.sqlite")})
+    assert db.exists() and not (tmp_path / "other.sqlite").exists()
+
+
+def test_the_config_in_force_at_install_goes_into_the_hook(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "conf" / "memplug.toml"
+    config.parent.mkdir()
+    config.write_text("[hook]\nmaxContextChars = 1000\n")
+    data = install("--config", str(config), "install", "claude-code", "--json").json()
+    assert data["command"].endswith(f"--config {config} hook claude-code")
+    install("uninstall", "claude-code")
+    assert not user_settings(home).exists()
 
 
 def test_the_plugin_directory_matches_what_install_writes() -> None:

@@ -46,8 +46,13 @@ def _render_one(data: dict[str, Any]) -> str:
     verb = "would change" if data["dry_run"] else "changed"
     if not data["changed"]:
         return f"{data['path']}: already as wanted, nothing {verb}"
-    lines = [f"{data['path']}: {verb}"]
+    lines = [
+        f"{data['path']}: {verb}"
+        + (" (removed: nothing else was in it)" if data["deleted"] else "")
+    ]
     lines += [f"  {event}: {change}" for event, change in data["changes"].items()]
+    if data["command"]:
+        lines.append(f"command: {data['command']}")
     if data["backup"]:
         lines.append(f"backup: {data['backup']}")
     if data["dry_run"] and data.get("settings") is not None:
@@ -73,11 +78,12 @@ def _install_command(spec: HostSpec) -> click.Command:
     def run(
         ctx: CliContext, scope: str, dry_run: bool, command: str | None, mcp: bool, as_json: bool
     ) -> None:
-        data = _data(install(scope, command, dry_run=dry_run))
+        options = ctx.global_options()
+        data = _data(install(scope, command, dry_run=dry_run, options=options))
         if mcp:
             from memplug.hosts.mcp import server_entry
 
-            server = server_entry(ctx.db_path, ctx.config_path)
+            server = server_entry(options)
             data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
         emit(data, as_json, _render)
 

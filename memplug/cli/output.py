@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -31,6 +33,18 @@ class CliContext:
 
     def resolved_path(self) -> Any:
         return default_db_path(self.db_path)
+
+    def global_options(self) -> list[str]:
+        """``--db``/``--config`` naming, as absolute paths, the database and config file
+        this command line points at when anything but the defaults does (an option,
+        MEMPLUG_DB, MEMPLUG_HOME, MEMPLUG_CONFIG): a hook installed from here must use
+        them, whatever its own environment holds."""
+        options: list[str] = []
+        if self.db_path or os.environ.get("MEMPLUG_HOME"):
+            options += ["--db", str(Path(self.resolved_path()).expanduser().resolve())]
+        if self.config_path:
+            options += ["--config", str(Path(self.config_path).expanduser().resolve())]
+        return options
 
 
 def fail(message: str, exit_code: int = 2) -> NoReturn:

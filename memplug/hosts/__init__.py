@@ -30,7 +30,8 @@ class HostSpec:
     """A host's registration. Each part is ``"module:attribute"`` or None.
 
     ``hook(stdin: bytes, *, db_path, config_path) -> str`` runs one hook payload and
-    returns what to print; it never raises. ``install(scope, command, *, dry_run)`` and
+    returns what to print; it never raises. ``install(scope, command, *, dry_run,
+    options)`` (``options``: the ``--db``/``--config`` the hook command must pass) and
     ``uninstall(scope, *, dry_run)`` change the harness's settings (``scope`` is
     ``user`` or ``project``) and return a report with ``as_dict()`` and ``settings``;
     ``mcp(scope, server, *, dry_run)`` registers the ``mcpServers`` entry ``server``

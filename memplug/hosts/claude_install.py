@@ -1,9 +1,10 @@
 """Install memplug's hooks into a Claude Code settings file, and take them out again.
 
 Merging is conservative: the file is read as JSON (a file that is not JSON is left
-alone, with an error), a backup is written before any change, only hook entries whose
-command runs ``hook claude-code`` are added, updated or removed, and the new file
-replaces the old one atomically. Installing twice changes nothing the second time.
+alone, with an error), the file as it was is kept as one backup before any change,
+only hook entries whose command runs ``hook claude-code`` are added, updated or removed,
+and the new file replaces the old one atomically. Installing twice changes nothing the
+second time; a change that leaves an empty object removes the file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import shlex
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ class InstallReport:
     changes: dict[str, str] = field(default_factory=dict)
     backup: str | None = None
     written: bool = False
+    deleted: bool = False
     dry_run: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -62,6 +65,7 @@ class InstallReport:
             "changed": self.changed,
             "backup": self.backup,
             "written": self.written,
+            "deleted": self.deleted,
             "dry_run": self.dry_run,
         }
 
@@ -75,9 +79,10 @@ def settings_path(scope: str, project_dir: Path | None = None, home: Path | None
     raise UsageError(f"unknown scope {scope!r} (expected user or project)")
 
 
-def default_command() -> str:
-    """The command the hooks run."""
-    return f"{shlex.quote(memory_script())} {MARKER}"
+def default_command(options: Sequence[str] = ()) -> str:
+    """The command the hooks run, with ``options`` (the ``--db`` and ``--config`` in
+    force at install time) before the hook's name."""
+    return shlex.join([memory_script(), *options, *MARKER.split()])
 
 
 def mcp_config_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
@@ -218,17 +223,21 @@ def read_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def write_settings(path: Path, settings: dict[str, Any]) -> str | None:
-    """Back up the current file (when there is one), then replace it atomically."""
+def write_settings(path: Path, settings: dict[str, Any] | None) -> str | None:
+    """Back up the current file (when there is one), then replace it atomically, or
+    with ``settings`` None remove it."""
     backup = None
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = 0o600
     if path.exists():
         mode = path.stat().st_mode & 0o777
-        backup_path = _backup_name(path)
+        backup_path = backup_name(path)
         backup_path.write_bytes(path.read_bytes())
         os.chmod(backup_path, mode)
         backup = str(backup_path)
+    if settings is None:
+        path.unlink(missing_ok=True)
+        return backup
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
@@ -242,17 +251,19 @@ def write_settings(path: Path, settings: dict[str, Any]) -> str | None:
     return backup
 
 
-def _backup_name(path: Path) -> Path:
-    candidate = path.with_name(path.name + ".memplug-backup")
-    number = 1
-    while candidate.exists():
-        number += 1
-        candidate = path.with_name(f"{path.name}.memplug-backup-{number}")
-    return candidate
+def backup_name(path: Path) -> Path:
+    """The one backup: the file as it was before memplug last changed it."""
+    return path.with_name(path.name + ".memplug-backup")
 
 
-def install(path: Path, command: str | None = None, *, dry_run: bool = False) -> InstallReport:
-    command = command or default_command()
+def install(
+    path: Path,
+    command: str | None = None,
+    *,
+    dry_run: bool = False,
+    options: Sequence[str] = (),
+) -> InstallReport:
+    command = command or default_command(options)
     merged, changes = merge(read_settings(path), command)
     return _written(path, command, merged, changes, dry_run)
 
@@ -281,19 +292,26 @@ def _written(
     """The report of a change, written (backup first) unless nothing changed or dry."""
     report = InstallReport(str(path), command, changes, dry_run=dry_run, settings=settings)
     if report.changed and not dry_run:
-        report.backup = write_settings(path, settings)
+        # Nothing left is the same to Claude Code as no file: do not leave a `{}` behind.
+        report.backup = write_settings(path, settings or None)
         report.written = True
+        report.deleted = not settings
     return report
 
 
 def install_scope(
-    scope: str, command: str | None = None, *, dry_run: bool = False
+    scope: str,
+    command: str | None = None,
+    *,
+    dry_run: bool = False,
+    options: Sequence[str] = (),
 ) -> InstallReport:
     """Merge memplug's hooks into Claude Code's settings.
 
     A backup first; idempotent; other hooks untouched. --user: ~/.claude/settings.json;
-    --project: ./.claude/settings.json."""
-    return install(settings_path(scope), command, dry_run=dry_run)
+    --project: ./.claude/settings.json. The --db and --config in force (or MEMPLUG_DB,
+    MEMPLUG_HOME, MEMPLUG_CONFIG) are written into the hook command."""
+    return install(settings_path(scope), command, dry_run=dry_run, options=options)
 
 
 def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -195,16 +194,11 @@ TOOLS: tuple[Tool, ...] = (
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
 
-def server_entry(db_path: str | None, config_path: str | None) -> dict[str, Any]:
-    """How a harness starts this server on the database and config in force (the
-    ``mcpServers`` entry most harnesses read): absolute paths, this installation's
-    ``memory`` script."""
-    args = []
-    if db_path:
-        args += ["--db", str(Path(db_path).expanduser().resolve())]
-    if config_path:
-        args += ["--config", str(Path(config_path).expanduser().resolve())]
-    return {"type": "stdio", "command": memory_script(), "args": [*args, "mcp"], "env": {}}
+def server_entry(options: Sequence[str] = ()) -> dict[str, Any]:
+    """How a harness starts this server (the ``mcpServers`` entry most harnesses read):
+    this installation's ``memory`` script with ``options``, the ``--db``/``--config`` in
+    force at install time (``CliContext.global_options``)."""
+    return {"type": "stdio", "command": memory_script(), "args": [*options, "mcp"], "env": {}}
 
 
 @dataclass(frozen=True)
