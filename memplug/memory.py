@@ -62,6 +62,14 @@ class ImportSummary:
         return data
 
 
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :meth:`Memory.import_jsonl`; ``summary`` holds what was committed."""
+
+    def __init__(self, summary: ImportSummary) -> None:
+        super().__init__()
+        self.summary = summary
+
+
 ProgressCallback = Callable[[int], None]
 
 
@@ -286,11 +294,26 @@ class Memory:
         """Import generic JSONL; bad lines are rejected by number, good ones kept.
 
         Each batch commits on its own, so an interrupted import keeps every batch
-        before it and a rerun completes the rest (duplicates are ignored).
+        before it and a rerun completes the rest (duplicates are ignored). Ctrl-C raises
+        :class:`ImportInterrupted` (a ``KeyboardInterrupt``) carrying what was committed;
+        extraction then catches up on the next write (:meth:`derive` takes lagging
+        sessions too).
         """
+        summary = ImportSummary()
+        try:
+            self._import_streams(streams, summary, progress)
+        except KeyboardInterrupt:
+            raise ImportInterrupted(summary) from None
+        return summary
+
+    def _import_streams(
+        self,
+        streams: Sequence[tuple[str, BinaryIO]],
+        summary: ImportSummary,
+        progress: ProgressCallback | None,
+    ) -> None:
         from memplug.jsonl import Rejected, read_events
 
-        summary = ImportSummary()
         many = len(streams) > 1
         for name, stream in streams:
             batch: list[HostEvent] = []
@@ -308,7 +331,6 @@ class Memory:
         summary.extraction_error = self.derive(summary.sessions)
         if summary.new:
             self.store.checkpoint()
-        return summary
 
     def _import_batch(self, batch: list[HostEvent]) -> InsertResult:
         with self.store.write_transaction():

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import apsw
 import pytest
 from conftest import SESSIONS
+
+from memplug.memory import IMPORT_BATCH
 
 
 @pytest.fixture
@@ -81,3 +88,68 @@ def test_status_names_a_hook_error_once(cli, tmp_path: Path) -> None:
     assert len(errors) == 2
     assert all(line.count("[hook]") == 1 for line in errors)
     assert any("the hook payload is not JSON" in line for line in errors)
+
+
+def _events(n: int, start: int = 0) -> str:
+    return "".join(
+        json.dumps({"session_id": f"s{i % 3}", "seq": i // 3 + 1, "type": "user/message",
+                    "role": "user", "text": f"Decision: use port {i} for the API."
+                    if i % 1000 == 0 else f"note {i}"}) + "\n"
+        for i in range(start, n)
+    )  # fmt: skip
+
+
+def test_ctrl_c_during_import_says_what_was_committed_and_how_to_finish(
+    cli, tmp_path: Path
+) -> None:
+    db = tmp_path / "memory.sqlite"
+    batch = IMPORT_BATCH
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memplug.cli", "--db", str(db), "import", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    # Two batches commit; the process then waits on stdin for the rest of the third.
+    proc.stdin.write(_events(2 * batch + 100))
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while _stored(db) < 2 * batch:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert err.strip().startswith(
+        f"interrupted: {2 * batch:,} new events committed (0 already present), the rest not "
+        "read. Run the same import again to finish"
+    )
+    status = cli("--db", str(db), "status", "--json").json()
+    assert status["counts"]["events"] == 2 * batch and status["counts"]["memory_items"] == 0
+    assert sum(s["extraction_lag"] for s in status["sessions"]) == 2 * batch
+    text = cli("--db", str(db), "status").stdout
+    assert "extraction lags in 3 session(s)" in text
+    # Importing everything again finishes the import and catches extraction up.
+    whole = tmp_path / "all.jsonl"
+    whole.write_text(_events(2 * batch + 100))
+    again = cli("--db", str(db), "import", str(whole))
+    assert again.stdout == f"100 new, {2 * batch} already present, 0 rejected\n"
+    after = cli("--db", str(db), "status", "--json").json()
+    assert all(s["extraction_lag"] == 0 for s in after["sessions"])
+    assert after["counts"]["memory_items"] > 0
+    assert "extraction lags" not in cli("--db", str(db), "status").stdout
+
+
+def _stored(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+    except apsw.SQLError:  # not migrated yet
+        return 0
+    finally:
+        conn.close()

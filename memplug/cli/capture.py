@@ -6,11 +6,12 @@ import json
 import os
 import sys
 from contextlib import ExitStack
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 import click
 
 from memplug.cli.output import CliContext, emit, fail, json_option
+from memplug.memory import ImportInterrupted, ImportSummary
 
 
 @click.command("import")
@@ -38,13 +39,16 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
                 total += os.path.getsize(name)
         memory = stack.enter_context(ctx.open(create=True))
         show_bar = not quiet and not as_json and sys.stderr.isatty() and total > 0
-        if show_bar:
-            bar = stack.enter_context(
-                click.progressbar(length=total, label="importing", file=sys.stderr)
-            )
-            summary = memory.import_jsonl(streams, progress=bar.update)
-        else:
-            summary = memory.import_jsonl(streams)
+        try:
+            if show_bar:
+                bar = stack.enter_context(
+                    click.progressbar(length=total, label="importing", file=sys.stderr)
+                )
+                summary = memory.import_jsonl(streams, progress=bar.update)
+            else:
+                summary = memory.import_jsonl(streams)
+        except ImportInterrupted as interrupted:
+            _interrupted(interrupted.summary, as_json)
     data = summary.as_dict()
     if as_json:
         emit(data, True)
@@ -67,6 +71,19 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
         )
     if summary.rejected:
         sys.exit(2)
+
+
+def _interrupted(summary: ImportSummary, as_json: bool) -> NoReturn:
+    """Ctrl-C: what was committed stays; say so, and how to finish."""
+    if as_json:
+        emit({**summary.as_dict(), "interrupted": True}, True)
+    click.echo(
+        f"\ninterrupted: {summary.new:,} new events committed "
+        f"({summary.present:,} already present), the rest not read. Run the same import "
+        "again to finish: stored events are skipped, and memory extraction catches up then.",
+        err=True,
+    )
+    sys.exit(1)
 
 
 @click.command("export")

@@ -31,16 +31,23 @@ def _render_status(data: dict[str, Any]) -> str:
                 s["session_id"],
                 str(s["events"]),
                 str(s["last_event_seq"]),
-                str(s["last_extract_seq"]),
+                "-" if s["last_extract_seq"] is None else str(s["last_extract_seq"]),
+                str(s["extraction_lag"]),
                 str(s["pending_extractions"]),
                 s["project"] or "",
             ]
             for s in data["sessions"][:30]
         ]
-        headers = ["session", "events", "last seq", "extracted", "pending", "project"]
+        headers = ["session", "events", "last seq", "extracted to", "lag", "retrying", "project"]
         lines += ["", table(rows, headers)]
         if len(data["sessions"]) > 30:
             lines.append(f"… {len(data['sessions']) - 30} more sessions (see --json)")
+    lagging = sum(1 for s in data["sessions"] if s["extraction_lag"])
+    if lagging:
+        lines.append(
+            f"extraction lags in {lagging} session(s): the next command that writes "
+            "(an import, a hook, memory rebuild) catches up"
+        )
     if data["compaction"]["detected"]:
         events = ", ".join(f"{k} {v}" for k, v in data["compaction"]["events"].items())
         lines += ["", f"compaction detected: {events}"]

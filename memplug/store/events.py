@@ -267,23 +267,12 @@ class EventStore:
 
     def session(self, session_id: str) -> dict[str, Any] | None:
         row = self.conn.execute(
-            "SELECT s.session_id, s.cwd, s.project, s.origin, s.first_time, s.last_time, "
-            "c.last_event_seq, c.last_extract_seq, c.last_assembly_seq, "
-            "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id), "
-            "(SELECT count(*) FROM pending_extraction p WHERE p.session_id = s.session_id) "
-            "FROM sessions s LEFT JOIN checkpoints c USING (session_id) WHERE s.session_id = ?",
-            (session_id,),
+            f"{_SELECT_SESSION} WHERE s.session_id = ?", (session_id,)
         ).fetchone()
         return _session_dict(row) if row else None
 
     def sessions(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT s.session_id, s.cwd, s.project, s.origin, s.first_time, s.last_time, "
-            "c.last_event_seq, c.last_extract_seq, c.last_assembly_seq, "
-            "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id), "
-            "(SELECT count(*) FROM pending_extraction p WHERE p.session_id = s.session_id) "
-            "FROM sessions s LEFT JOIN checkpoints c USING (session_id) ORDER BY s.session_id"
-        )
+        rows = self.conn.execute(f"{_SELECT_SESSION} ORDER BY s.session_id")
         return [_session_dict(row) for row in rows]
 
     def project_sessions(self, project: str) -> list[str]:
@@ -319,6 +308,18 @@ class EventStore:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
+# One session's row as _session_dict reads it; the last column is the extraction lag.
+_SELECT_SESSION = (
+    "SELECT s.session_id, s.cwd, s.project, s.origin, s.first_time, s.last_time, "
+    "c.last_event_seq, c.last_extract_seq, c.last_assembly_seq, "
+    "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id), "
+    "(SELECT count(*) FROM pending_extraction p WHERE p.session_id = s.session_id), "
+    "(SELECT count(*) FROM events e WHERE e.session_id = s.session_id "
+    " AND e.seq > coalesce(c.last_extract_seq, -1)) "
+    "FROM sessions s LEFT JOIN checkpoints c USING (session_id)"
+)
+
+
 def _session_dict(row: Sequence[Any]) -> dict[str, Any]:
     keys = (
         "session_id",
@@ -332,5 +333,7 @@ def _session_dict(row: Sequence[Any]) -> dict[str, Any]:
         "last_assembly_seq",
         "events",
         "pending_extractions",
+        # Events past the extraction checkpoint: what extraction has still to read.
+        "extraction_lag",
     )
     return dict(zip(keys, row, strict=True))
