@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -227,6 +227,16 @@ class LoadedConfig:
     config: Config
     sources: dict[str, str]
     file: str | None = None
+    # dotted key → the number given, for each value that was clamped into its bounds.
+    clamped: dict[str, Any] = field(default_factory=dict)
+
+    def clamp_warnings(self) -> list[str]:
+        """One line per clamped value, naming where it was set."""
+        return [
+            f"config {key} = {given} (from {self.sources.get(key, 'the configuration')}) "
+            f"is out of bounds; using {_value(self.config, key)}"
+            for key, given in self.clamped.items()
+        ]
 
 
 def _snake_to_camel(name: str) -> str:
@@ -312,7 +322,35 @@ def load_config(
         config = Config.model_construct()
     for dotted in _all_keys(config):
         sources.setdefault(dotted, "default")
-    return LoadedConfig(config=config, sources=dict(sorted(sources.items())), file=file_used)
+    return LoadedConfig(
+        config=config,
+        sources=dict(sorted(sources.items())),
+        file=file_used,
+        clamped=_clamped(config, merged),
+    )
+
+
+def _snake(key: str) -> str:
+    return _CAMEL_WORD.sub("_", key).lower()
+
+
+def _value(config: Config, dotted: str) -> Any:
+    section, key = dotted.split(".", 1)
+    return getattr(getattr(config, section), _snake(key))
+
+
+def _clamped(config: Config, merged: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The numbers given that validation moved into their bounds (a number the model
+    only converted, 3 → 3.0, is not clamped)."""
+    found: dict[str, Any] = {}
+    for section, values in sorted(merged.items()):
+        for key, given in sorted(values.items()):
+            if isinstance(given, bool) or not isinstance(given, int | float):
+                continue
+            dotted = f"{section}.{to_camel(_snake(key))}"
+            if _value(config, dotted) != given:
+                found[dotted] = given
+    return found
 
 
 def _merge(

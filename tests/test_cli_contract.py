@@ -153,3 +153,28 @@ def _stored(db: Path) -> int:
         return 0
     finally:
         conn.close()
+
+
+def test_a_clamped_config_value_is_said_once_and_marked(cli, shop_db: Path) -> None:
+    (shop_db.parent / "memory.toml").write_text(
+        "[assembly]\nsoftBudgetTokens = 999999\n[retrieval]\nlimit = 5\n"
+    )
+    warning = (
+        f"warning: config assembly.softBudgetTokens = 999999 (from file "
+        f"{shop_db.parent / 'memory.toml'}) is out of bounds; using 200000\n"
+    )
+    status = cli("--db", str(shop_db), "status", "--json")
+    assert status.returncode == 0 and status.stderr == warning
+    assert status.json()["budget"]["budget_tokens"] == 200000
+    shown = cli("--db", str(shop_db), "config", "show", "--json")
+    assert shown.stderr == warning
+    values = shown.json()["values"]
+    assert values["assembly.softBudgetTokens"] == {
+        "value": 200000, "source": f"file {shop_db.parent / 'memory.toml'}",
+        "clamped_from": 999999,
+    }  # fmt: skip
+    assert "clamped_from" not in values["retrieval.limit"]
+    text = cli("--db", str(shop_db), "config", "show").stdout
+    assert re.search(r"assembly\.softBudgetTokens\s+200000 \(clamped from 999999\)", text)
+    (shop_db.parent / "memory.toml").write_text("[retrieval]\nlimit = 5\n")
+    assert cli("--db", str(shop_db), "status").stderr == ""

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import click
 
+from memplug.config import LoadedConfig
 from memplug.memory import Memory
 from memplug.paths import default_db_path
 
@@ -25,11 +26,17 @@ class CliContext:
 
     def open(self, *, create: bool) -> Memory:
         """Writing commands create the database; reading ones never do."""
-        return Memory.open(self.db_path, config_path=self.config_path, create=create)
+        memory = Memory.open(self.db_path, config_path=self.config_path, create=create)
+        warn_clamped(memory.loaded)
+        return memory
 
     def read(self) -> Memory:
         """Reading commands open read-only: they work on a file the user cannot write."""
-        return Memory.open(self.db_path, config_path=self.config_path, create=False, readonly=True)
+        memory = Memory.open(
+            self.db_path, config_path=self.config_path, create=False, readonly=True
+        )
+        warn_clamped(memory.loaded)
+        return memory
 
     def resolved_path(self) -> Any:
         return default_db_path(self.db_path)
@@ -45,6 +52,12 @@ class CliContext:
         if self.config_path:
             options += ["--config", str(Path(self.config_path).expanduser().resolve())]
         return options
+
+
+def warn_clamped(loaded: LoadedConfig) -> None:
+    """A value capped into its bounds is said once per command, on stderr."""
+    for line in loaded.clamp_warnings():
+        click.echo(f"warning: {line}", err=True)
 
 
 def fail(message: str, exit_code: int = 2) -> NoReturn:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.cli.output import CliContext, emit, json_option, table, warn_clamped
 
 
 def _render_status(data: dict[str, Any]) -> str:
@@ -114,13 +114,23 @@ def config_show(ctx: CliContext, as_json: bool) -> None:
         for section, entries in values.items()
         for key, value in entries.items()
     }
-    data = {
-        "file": loaded.file,
-        "values": {k: {"value": flat[k], "source": loaded.sources[k]} for k in sorted(flat)},
-    }
+    values = {k: {"value": flat[k], "source": loaded.sources[k]} for k in sorted(flat)}
+    for key, given in loaded.clamped.items():
+        values[key]["clamped_from"] = given
+    data = {"file": loaded.file, "values": values}
 
     def render(d: dict[str, Any]) -> str:
-        rows = [[k, str(v["value"]), v["source"]] for k, v in d["values"].items()]
+        rows = [
+            [
+                k,
+                str(v["value"])
+                + (f" (clamped from {v['clamped_from']})" if "clamped_from" in v else ""),
+                v["source"],
+            ]
+            for k, v in d["values"].items()
+        ]
         return table(rows, ["key", "value", "source"])
+
+    warn_clamped(loaded)
 
     emit(data, as_json, render)
