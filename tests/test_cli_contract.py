@@ -178,3 +178,46 @@ def test_a_clamped_config_value_is_said_once_and_marked(cli, shop_db: Path) -> N
     assert re.search(r"assembly\.softBudgetTokens\s+200000 \(clamped from 999999\)", text)
     (shop_db.parent / "memory.toml").write_text("[retrieval]\nlimit = 5\n")
     assert cli("--db", str(shop_db), "status").stderr == ""
+
+
+def test_rebuild_gives_back_every_derived_row_but_sqlites_row_numbers(
+    cli, tmp_path: Path
+) -> None:
+    """What "identical" covers (docs/extraction.md): every derived row and column —
+    item ids, content, status, links, lifecycle rows with their actors and details —
+    but not the row numbers SQLite hands out, which count insertions across sessions."""
+    from derived_state import dump
+
+    from memplug.memory import Memory
+
+    db = tmp_path / "memory.sqlite"
+    shop, shop2 = (
+        (SESSIONS / name).read_text("utf-8").splitlines(keepends=True)
+        for name in ("shop.jsonl", "shop2.jsonl")
+    )
+    # Interleaved capture numbers rows differently from the name-order rebuild.
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(line for pair in zip(shop2, shop, strict=False) for line in pair)
+                     + "".join(shop[len(shop2):] + shop2[len(shop):]))  # fmt: skip
+    assert cli("--db", str(db), "import", str(mixed)).returncode == 0
+    item = cli("--db", str(db), "items", "--json").json()["items"][0]["id"]
+    assert cli("--db", str(db), "retract", item, "--note", "wrong").returncode == 0
+
+    def seen() -> tuple[object, ...]:
+        items = cli("--db", str(db), "items", "--json").json()
+        lifecycle = cli("--db", str(db), "inspect", item, "--json").json()["lifecycle"]
+        with Memory.open(db, create=False) as memory:
+            return items, lifecycle, dump(memory)
+
+    def without_ids(lifecycle: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in row.items() if k != "id"} for row in lifecycle]
+
+    items, lifecycle, rows = seen()
+    done = cli("--db", str(db), "rebuild", "--json")
+    assert done.returncode == 0, done.stderr
+    items_after, lifecycle_after, rows_after = seen()
+    assert items_after == items and rows_after == rows
+    assert without_ids(lifecycle_after) == without_ids(lifecycle)
+    # The lifecycle rows' own numbers are SQLite's: the interleaved capture gave them
+    # other numbers than the rebuild's session-by-session order does.
+    assert [r["id"] for r in lifecycle_after] != [r["id"] for r in lifecycle]
