@@ -12,7 +12,8 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -228,7 +229,7 @@ class LoadedConfig:
     sources: dict[str, str]
     file: str | None = None
     # dotted key → the number given, for each value that was clamped into its bounds.
-    clamped: dict[str, Any] = field(default_factory=dict)
+    clamped: dict[str, Any] = dataclass_field(default_factory=dict)
 
     def clamp_warnings(self) -> list[str]:
         """One line per clamped value, naming where it was set."""

@@ -134,7 +134,9 @@ def translate_error(error: apsw.Error, path: Path) -> DatabaseError:
 
 
 def _read_only(path: Path) -> DatabaseError:
-    return DatabaseError(f"the database {path} is read-only: reading commands work, this one writes")
+    return DatabaseError(
+        f"the database {path} is read-only: reading commands work, this one writes"
+    )
 
 
 def engine_error(error: BaseException, path: Path) -> DatabaseError | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -135,8 +135,14 @@ class Extractor:
                 self._catch_up(session_id, report)
         return report
 
-    def rebuild(self, session_id: str | None = None) -> ExtractReport:
-        """Drop derived state and derive it again from events and recorded actions."""
+    def rebuild(
+        self,
+        session_id: str | None = None,
+        *,
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> ExtractReport:
+        """Drop derived state and derive it again from events and recorded actions;
+        ``progress(done, total, session)`` is called as each session starts."""
         report = ExtractReport()
         with self.store.write_transaction():
             if session_id is not None:
@@ -148,7 +154,9 @@ class Extractor:
                 # Emptied first, so that row numbers start again as in a fresh database.
                 for name in sessions:
                     self.items.clear_derived(name)
-            for name in sessions:
+            for done, name in enumerate(sessions):
+                if progress is not None:
+                    progress(done, len(sessions), name)
                 self._rederive(name, report)
         return report
 

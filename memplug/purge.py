@@ -8,7 +8,7 @@ WAL is checkpointed and truncated so no old page image survives beside the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -98,6 +98,17 @@ def plan_purge(
     return admin.plan_all()
 
 
+# What a purge does, in order; `progress` names each as it starts.
+_STAGES = (
+    "deleting rows",
+    "deriving partly purged sessions again",
+    "checking the indexes",
+    "merging the indexes",
+    "truncating the write-ahead log",
+)
+_VACUUM = "vacuuming the file"
+
+
 def purge(
     memory: Derivable,
     *,
@@ -105,12 +116,21 @@ def purge(
     before: str | None = None,
     everything: bool = False,
     vacuum: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> PurgeReport:
-    """Delete the chosen scope from every table, index, free page and the WAL."""
+    """Delete the chosen scope from every table, index, free page and the WAL;
+    ``progress(done, total, stage)`` is called as each stage starts."""
+    stages = [*_STAGES[:-1], *([_VACUUM] if vacuum else []), _STAGES[-1]]
+
+    def stage(name: str) -> None:
+        if progress is not None:
+            progress(stages.index(name), len(stages), name)
+
     plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
     admin = memory.store.admin
     admin.enable_secure_delete()
     free_before = admin.free_pages()
+    stage(_STAGES[0])
     with memory.store.write_transaction():
         if everything:
             counts = admin.delete_all()
@@ -121,6 +141,7 @@ def purge(
             # events, and deleting nothing costs nothing.
             counts = admin.delete_sessions(plan.sessions + plan.missing)
     report = PurgeReport(plan=plan, deleted=counts.deleted, rederived=counts.partial)
+    stage(_STAGES[1])
     if counts.partial:
         memory.derive(counts.partial)
         with memory.store.write_transaction():
@@ -128,6 +149,7 @@ def purge(
         if orphans:
             report.deleted["memory_actions"] = report.deleted.get("memory_actions", 0) + orphans
 
+    stage(_STAGES[2])
     report.indexes = admin.check_indexes()
     broken = tuple(name for name, state in report.indexes.items() if state != "ok")
     for index in broken:
@@ -135,10 +157,13 @@ def purge(
     if broken:
         report.rebuilt = broken
         report.indexes = admin.check_indexes()
+    stage(_STAGES[3])
     admin.optimize_indexes()
     if vacuum:
+        stage(_VACUUM)
         admin.vacuum()
         report.vacuumed = True
+    stage(_STAGES[-1])
     report.checkpoint = admin.checkpoint()
     report.free_pages = admin.free_pages()
     if not report.checkpoint["complete"]:

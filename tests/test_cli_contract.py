@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
 import signal
 import subprocess
@@ -75,7 +77,8 @@ def test_a_query_with_no_terms_is_empty_and_complete_even_over_truncated_text(
 def test_inspect_shows_an_events_type_and_tool(cli, shop_db: Path) -> None:
     done = cli("--db", str(shop_db), "inspect", "shop-1:5")
     assert done.returncode == 0
-    assert done.stdout.splitlines()[:2] == ["event      shop-1:5", "type       tool/call  tool bash"]
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["event      shop-1:5", "type       tool/call  tool bash"]
     message = cli("--db", str(shop_db), "inspect", "shop-1:1").stdout.splitlines()[1]
     assert re.fullmatch(r"type       \S+/\S+", message)
 
@@ -84,7 +87,8 @@ def test_status_names_a_hook_error_once(cli, tmp_path: Path) -> None:
     db = tmp_path / "memory.sqlite"
     assert cli("--db", str(db), "hook", "claude-code", input="garbage").returncode == 0
     assert cli("--db", str(db), "hook", "claude-code", input="{}").returncode == 0
-    errors = [line for line in cli("--db", str(db), "status").stdout.splitlines() if "[hook]" in line]
+    status = cli("--db", str(db), "status").stdout
+    errors = [line for line in status.splitlines() if "[hook]" in line]
     assert len(errors) == 2
     assert all(line.count("[hook]") == 1 for line in errors)
     assert any("the hook payload is not JSON" in line for line in errors)
@@ -120,7 +124,7 @@ def test_ctrl_c_during_import_says_what_was_committed_and_how_to_finish(
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "Traceback" not in err
     assert err.strip().startswith(
@@ -221,3 +225,49 @@ def test_rebuild_gives_back_every_derived_row_but_sqlites_row_numbers(
     # The lifecycle rows' own numbers are SQLite's: the interleaved capture gave them
     # other numbers than the rebuild's session-by-session order does.
     assert [r["id"] for r in lifecycle_after] != [r["id"] for r in lifecycle]
+
+
+def _with_stderr_on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal: ``(exit code, stdout, stderr)``."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memplug.cli", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    out = proc.stdout.read() if proc.stdout else b""
+    return proc.wait(timeout=60), out.decode(), seen.decode()
+
+
+def test_rebuild_and_purge_show_progress_on_a_terminal_only(cli, tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite"
+    for name in ("shop.jsonl", "shop2.jsonl"):
+        assert cli("--db", str(db), "import", str(SESSIONS / name)).returncode == 0
+    code, out, err = _with_stderr_on_a_terminal("--db", str(db), "rebuild")
+    assert code == 0 and out.startswith("rebuilt 2 session(s)")
+    assert "rebuilding session 1/2: shop-1" in err and "rebuilding session 2/2: shop-2" in err
+    piped = cli("--db", str(db), "rebuild")
+    assert piped.returncode == 0 and piped.stderr == ""
+    code, out, err = _with_stderr_on_a_terminal(
+        "--db", str(db), "purge", "--session", "shop-2", "--yes"
+    )
+    assert code == 0 and out.startswith("purged: ")
+    steps = re.findall(r"purge step (\d)/5: ([a-z -]+)", err)
+    assert [n for n, _ in steps] == ["1", "2", "3", "4", "5"]
+    assert steps[0][1] == "deleting rows" and steps[-1][1] == "truncating the write-ahead log"
+    piped = cli("--db", str(db), "purge", "--session", "shop-1", "--yes")
+    assert piped.returncode == 0 and piped.stderr == ""
+    quiet = _with_stderr_on_a_terminal("--db", str(db), "rebuild", "--json")
+    assert quiet[0] == 0 and "rebuilding" not in quiet[2]

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memplug.cli.output import CliContext, emit, fail, json_option
+from memplug.cli.output import CliContext, emit, fail, json_option, terminal_progress
 
 
 def _describe(plan: dict[str, Any]) -> str:
@@ -81,6 +81,11 @@ def purge_cmd(
             if not click.confirm(question, default=False, err=True):
                 fail("purge cancelled; nothing was deleted", 1)
         report = purge(
-            memory, sessions=sessions, before=before, everything=everything, vacuum=vacuum
+            memory,
+            sessions=sessions,
+            before=before,
+            everything=everything,
+            vacuum=vacuum,
+            progress=terminal_progress("purge step", quiet=as_json),
         )
     emit(report.as_dict(), as_json, _render)

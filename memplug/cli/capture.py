@@ -93,9 +93,10 @@ def _interrupted(summary: ImportSummary, as_json: bool) -> NoReturn:
 def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> None:
     """Write events as generic JSONL to stdout.
 
-    In (session, seq) order. Export, import into a fresh database, export again: the bytes are identical. The
-    events are the JSON on stdout; --json adds {"events": N} on stderr. A session that
-    is not in the database is an error (exit 2) before anything is written.
+    In (session, seq) order. Export, import into a fresh database, export again: the
+    bytes are identical. The events are the JSON on stdout; --json adds {"events": N}
+    on stderr. A session that is not in the database is an error (exit 2) before
+    anything is written.
     """
     with ctx.read() as memory:
         count = memory.export_jsonl(sys.stdout, list(sessions) or None)

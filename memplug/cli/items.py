@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.cli.output import CliContext, emit, json_option, table, terminal_progress
 from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
 from memplug.refs import event_ref
 from memplug.text import clip
@@ -200,5 +200,6 @@ def rebuild_cmd(ctx: CliContext, session: str | None, as_json: bool) -> None:
 
     The items, their text, ids and links come out identical (docs/extraction.md)."""
     with ctx.open(create=True) as memory:
-        report = memory.extractor.rebuild(session)
+        progress = terminal_progress("rebuilding session", quiet=as_json)
+        report = memory.extractor.rebuild(session, progress=progress)
     emit(report.as_dict(), as_json, _render_rebuild)

@@ -60,6 +60,21 @@ def warn_clamped(loaded: LoadedConfig) -> None:
         click.echo(f"warning: {line}", err=True)
 
 
+def terminal_progress(label: str, quiet: bool = False) -> Callable[[int, int, str], None] | None:
+    """``progress(done, total, what)`` drawing one self-erasing line on stderr, or None
+    when stderr is not a terminal (a log or a pipe gets no control characters)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int, what: str) -> None:
+        line = f"{label} {done + 1}/{total}: {what}"[:79]
+        end = "\n" if done + 1 == total else ""
+        sys.stderr.write(f"\r\x1b[K{line}{end}")
+        sys.stderr.flush()
+
+    return show
+
+
 def fail(message: str, exit_code: int = 2) -> NoReturn:
     first_line = message.strip().splitlines()[0] if message.strip() else "unknown error"
     click.echo(f"Error: {first_line}", err=True)
