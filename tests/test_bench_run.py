@@ -1,0 +1,51 @@
+"""`make bench` (bench.run): missing data stops it in one line before anything runs,
+and a run that fails part-way never rewrites docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+from bench.run import run_all
+
+
+def test_missing_shared_data_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
+    report = REPO / "docs" / "benchmarks.md"
+    before = report.read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--shared", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"error: make bench needs {tmp_path / 'nowhere' / 'acceptance/gen_events.py'} "
+        "(and 3 more); nothing was run (set SHARED=path/to/shared)\n"
+    )
+    assert report.read_bytes() == before
+
+
+def _writes(heading: str, code: int) -> list[str]:
+    script = (
+        f"from bench.report import write_section; write_section({heading!r}, 'figures')\n"
+        f"raise SystemExit({code})"
+    )
+    return [sys.executable, "-c", script]
+
+
+def test_a_partial_run_leaves_the_report_alone_and_stages_what_ran(tmp_path: Path) -> None:
+    report, staged = tmp_path / "benchmarks.md", tmp_path / "build" / "partial.md"
+    report.write_text("# Benchmarks\n\n## Old\n\nold figures\n")
+    failed = run_all([("a", _writes("A", 0)), ("b", _writes("B", 1))], report, staged)
+    assert failed == ["b"]
+    assert report.read_text() == "# Benchmarks\n\n## Old\n\nold figures\n"
+    assert "## A\n\nfigures" in staged.read_text() and "## B" in staged.read_text()
+    assert run_all([("a", _writes("A", 0))], report, staged) == []
+    assert report.read_text() == "# Benchmarks\n\n## Old\n\nold figures\n\n## A\n\nfigures\n"
+    assert not staged.exists()
