@@ -26,8 +26,9 @@ def _readme_commands() -> list[str]:
     names: list[str] = []
     for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("| `memory "):
-            cell = line.split("|")[1]
-            names += [m for m in re.findall(r"`memory ([a-z-]+)", cell) if m not in names]
+            for name in re.findall(r"`memory ([a-z-]+)", line.split("|")[1]):
+                if name not in names:
+                    names.append(name)
     return names
 
 
@@ -37,8 +38,12 @@ def test_docs_cli_md_is_generated_from_the_help() -> None:
 
 
 def test_memory_help_lists_every_command_in_the_readme_order(cli) -> None:
-    listed = _help_listing(cli("--help").stdout)
-    assert [name for name, _ in listed] == list(COMMANDS) == _readme_commands()
+    listed = [name for name, _ in _help_listing(cli("--help").stdout)]
+    assert listed == list(COMMANDS)
+    assert list(COMMANDS) == _readme_commands(), (
+        "memplug.cli.COMMANDS and README.md's command table list commands in another "
+        "order (or one is missing): keep them in step, then run `make cli-docs`"
+    )
 
 
 def test_every_summary_is_one_whole_line(cli) -> None:

@@ -20,6 +20,8 @@ READING = [
     ["search", "card"],
     ["expand", "shop-1:1"],
     ["config", "show"],
+    ["skills", "list"],
+    ["rules", "list"],
 ]
 WRITING = [
     ["import", str(SESSIONS / "shop.jsonl")],

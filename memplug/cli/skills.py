@@ -24,7 +24,9 @@ def skills_group() -> None:
 @json_option
 @click.pass_obj
 def skills_ingest(ctx: CliContext, directory: str, as_json: bool) -> None:
-    """Ingest the SKILL.md files under DIRECTORY (skills.include / skills.exclude).
+    """Ingest the SKILL.md files under DIRECTORY.
+
+    Which files: skills.include / skills.exclude.
 
     Prints "N new, M unchanged": N versions written (new skills and changed files), M
     files whose content was already the skill's current version. Exit 2 when a file
@@ -70,7 +72,7 @@ def _render_skills(data: dict[str, Any]) -> str:
 @click.pass_obj
 def skills_list(ctx: CliContext, as_json: bool) -> None:
     """The ingested skills: current version, enabled, active rules."""
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         store = memory.store.skills
         skills = [
             {**s.as_dict(), "rules": len(store.rules(skill=s.name, active=True))}
@@ -111,8 +113,10 @@ def _render_rules(data: dict[str, Any]) -> str:
 def rules_list(
     ctx: CliContext, skill: str | None, category: str | None, active: bool | None, as_json: bool
 ) -> None:
-    """Rules in force: `{rules: [{key, skill, category, text, source_path, line, active}]}`."""
-    with ctx.open(create=False) as memory:
+    """The rules in force.
+
+    `--json`: `{rules: [{key, skill, category, text, source_path, line, active}]}`."""
+    with ctx.read() as memory:
         rules = memory.store.skills.rules(skill=skill, category=category, active=active)
     emit({"rules": [r.as_dict() for r in rules]}, as_json, _render_rules)
 
@@ -138,7 +142,7 @@ def rules_show(ctx: CliContext, ref: str, as_json: bool) -> None:
     """One rule, by id (rule_…) or SKILL:KEY."""
     from memplug.skills import find_rule
 
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         rule = find_rule(memory.store, ref)
     emit(rule.as_dict(), as_json, _render_rule)
 
@@ -160,7 +164,9 @@ def rules_override(
     clear: bool,
     as_json: bool,
 ) -> None:
-    """Change a rule's category, active flag or scope without editing its skill file."""
+    """Change a rule's category, active flag or scope.
+
+    Without editing its skill file."""
     from memplug.errors import UsageError
     from memplug.skills import override_rule
 
@@ -203,9 +209,9 @@ def render_validation(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def validate_cmd(ctx: CliContext, session_id: str, seq: int | None, as_json: bool) -> None:
-    """Run the configured checks on the session's latest assistant message and log the run.
+    """Check the session's latest assistant message.
 
-    Prints `{violations: […], blocking, …}`; exit 0 whatever the checks found.
+    Runs the configured checks on it and logs the run. Prints `{violations: […], blocking, …}`; exit 0 whatever the checks found.
     """
     with ctx.open(create=False) as memory:
         run = memory.validator.run(session_id, seq=seq, trigger="cli")
