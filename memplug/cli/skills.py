@@ -211,7 +211,8 @@ def render_validation(data: dict[str, Any]) -> str:
 def validate_cmd(ctx: CliContext, session_id: str, seq: int | None, as_json: bool) -> None:
     """Check the session's latest assistant message.
 
-    Runs the configured checks on it and logs the run. Prints `{violations: […], blocking, …}`; exit 0 whatever the checks found.
+    Runs the configured checks on it and logs the run. Prints
+    `{violations: […], blocking, …}`; exit 0 whatever the checks found.
     """
     with ctx.open(create=False) as memory:
         run = memory.validator.run(session_id, seq=seq, trigger="cli")
