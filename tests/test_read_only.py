@@ -22,6 +22,9 @@ READING = [
     ["config", "show"],
     ["skills", "list"],
     ["rules", "list"],
+    ["timeline", "--scope", "global"],
+    ["graph", "neighbors", "port:8080", "--scope", "global"],
+    ["graph", "export", "--scope", "global"],
 ]
 WRITING = [
     ["import", str(SESSIONS / "shop.jsonl")],

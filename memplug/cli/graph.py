@@ -39,7 +39,9 @@ def _render_neighbors(data: dict[str, Any]) -> str:
 
 @click.group("graph")
 def graph_group() -> None:
-    """The entity graph: files, hosts, ports, packages, identifiers and how they relate."""
+    """The entity graph: files, hosts, ports, packages, identifiers.
+
+    And how they relate."""
 
 
 @graph_group.command("neighbors")
@@ -57,12 +59,14 @@ def neighbors_cmd(
     scope: str | None,
     as_json: bool,
 ) -> None:
-    """Entities within --hops edges of ENTITY (an id such as port:8080, or a name).
+    """Entities within --hops edges of ENTITY.
+
+    ENTITY is an id such as port:8080, or a name.
 
     `--json` gives {entity, scope, hops, neighbors: [{entity, relation, direction,
     via, hops, sources, superseded_by?}], coverage}.
     """
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         where = memory.scope(scope=scope, project=project, session=session)
         data = memory.graph.neighbors(entity, where, hops=hops)
     emit(data, as_json, _render_neighbors)
@@ -83,11 +87,13 @@ def export_cmd(
     scope: str | None,
     as_json: bool,
 ) -> None:
-    """The graph as Graphviz dot or a Mermaid flowchart (superseded edges dashed).
+    """The graph as Graphviz dot or a Mermaid flowchart.
+
+    Superseded edges are dashed.
 
     `--json` wraps it: {scope, format, text}.
     """
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         where = memory.scope(scope=scope, project=project, session=session)
         text = memory.graph.export(where, fmt)
     emit({"scope": where.name, "format": fmt, "text": text}, as_json, lambda d: d["text"])

@@ -13,9 +13,11 @@ from memplug.cli.output import CliContext, json_option
 @json_option
 @click.pass_obj
 def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
-    """Serve memory_search, memory_expand, memory_timeline and memory_neighbors to an
-    MCP client on stdin/stdout (read-only; secrets redacted). Claude Code starts it
-    itself once `memory install claude-code --mcp` registered it.
+    """Serve memory to an MCP client on stdin/stdout.
+
+    The tools memory_search, memory_expand, memory_timeline and memory_neighbors,
+    read-only, secrets redacted. Claude Code starts it itself once
+    `memory install claude-code --mcp` registered it.
 
     `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.
     """

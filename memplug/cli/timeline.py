@@ -64,14 +64,15 @@ def timeline_cmd(
     next_token: str | None,
     as_json: bool,
 ) -> None:
-    """Decisions, constraints, tool outcomes, files touched, compactions and sessions,
-    in time order, each pointing back to its events.
+    """What happened, in time order, pointing back to the events.
+
+    Decisions, constraints, tool outcomes, files touched, compactions and sessions.
 
     Filters by the current context unless told otherwise (--project, --session,
     --scope) and says which scope it read; `--json` gives
     {scope, total, entries, next, coverage}.
     """
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         if next_token is not None:
             data = memory.timeline.page(next_token)
         else:
