@@ -1,6 +1,8 @@
-"""Retrieval benchmark: search latency on synthetic events, and LoCoMo evidence recall.
+"""Retrieval benchmark: search latency on synthetic events, and evidence recall on
+LoCoMo and LongMemEval-S dev beside plain BM25 and recency, with an ablation table.
 
-    python -m bench.retrieval --shared ../shared [--sizes 10000,100000] [--no-locomo]
+    python -m bench.retrieval --shared ../shared [--dataset locomo|lme-dev|all|none]
+                              [--sizes 10000,100000] [--quick] [--no-ablation] [--no-write]
 
 Latency: events from ``../shared/acceptance/gen_events.py`` (one project, ten sessions,
 a vocabulary of 30 words that each occur in most events — the worst case for a
@@ -8,17 +10,10 @@ lexical index) are imported into a fresh database; then a fixed, seeded list of
 queries runs through ``Retriever.retrieve`` (what a pre-step calls, project scope)
 and ``Retriever.search`` (what ``memory search`` calls, global scope).
 
-Quality: each LoCoMo conversation becomes one project (one session per LoCoMo
-session, one ``user/message`` per turn, text ``speaker: text``, event time from the
-session date). For every question of categories 1–4, ``retrieve`` ranks the turns;
-recall@5/@10 counts the evidence turns in the top k, and in-budget recall packs the
-ranked turns (each costing its estimated tokens + 8) into 3,000 tokens. The plain
-BM25 baseline (FTS5 ``porter unicode61``, question words OR-ed, ``ORDER BY bm25``)
-and a recency-only baseline run in the same process on the same turns.
-
-:func:`run` returns the figures and the Markdown section; ``bench.run`` calls the
-module as a script, which also rewrites the "Retrieval" section of
-``docs/benchmarks.md``.
+Quality: see :mod:`bench.quality` — the same import and the same calls for both data
+sets; the ranking with extraction off and on, and with one signal removed at a time.
+``--quick`` runs a fixed subset (for iterating; it never writes the docs). Without
+``--no-write`` the "Retrieval" section of ``docs/benchmarks.md`` is rewritten.
 """
 
 from __future__ import annotations
@@ -28,34 +23,23 @@ import io
 import json
 import os
 import random
-import re
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.quality import BUDGET_TOKENS, Tally, Variant, baselines, evaluate, load
 from bench.report import machine, percentiles, write_section
+from memplug.config import Config
 from memplug.memory import Memory
 from memplug.retrieve import Retriever
-from memplug.text import estimate_tokens
 
-BUDGET_TOKENS = 3000
-LINE_OVERHEAD = 8
-CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-# The stop list the acceptance check uses for its BM25 baseline, so both sides agree.
-BASELINE_STOP = set(
-    "a an the of to in on at for and or but is are was were be been being do does did what "
-    "when where who whom which why how that this these those with from by as it its i you he "
-    "she they we me him her them my your his their our has have had not no yes would could "
-    "should will can may might about into than then so if".split()
-)
+METRICS = ("r5", "r10", "budget")
+OURS = "memplug"
+OURS_ON = "memplug, extraction on"
 WORDS = (
     "deploy cache tenant migration schema index query latency budget token session worker "
     "queue retry timeout failure config service endpoint payload build release branch commit "
@@ -138,315 +122,214 @@ def latency(shared: Path, sizes: Sequence[int], queries: int = 300) -> list[dict
     return rows
 
 
-# -- LoCoMo ---------------------------------------------------------------------------------
+# -- quality --------------------------------------------------------------------------------
 
 
-def _session_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    except ValueError:
-        return None
+def _ablations() -> list[tuple[str, dict[str, Any]]]:
+    """The full pipeline minus one signal each, as config overrides of the defaults."""
+    roles = Config().retrieval.role_weights
+    return [
+        ("− length normalisation (`bm25B` 0)", {"retrieval": {"bm25B": 0.0}}),
+        (
+            "− role prior (assistant weighted as user)",
+            {"retrieval": {"roleWeights": dict(roles, assistant=roles["user"])}},
+        ),
+        ("− session aggregation", {"retrieval": {"sessionWeight": 0.0}}),
+        ("− neighbour spread", {"retrieval": {"nextSpread": 0.0, "prevSpread": 0.0}}),
+        ("− whole-word bonus", {"retrieval": {"boundaryBonus": 0.0}}),
+        ("− assistant answers quoted", {"assembly": {"evidenceTypes": ["user/message"]}}),
+    ]
 
 
-def _norm_dia(ref: str) -> str | None:
-    match = re.fullmatch(r"D(\d+):(\d+)", ref.strip())
-    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
-
-
-def load_locomo(path: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Conversations as turns plus their questions; evidence normalised.
-
-    ``"D8:6; D9:17"`` is split, ``"D30:05"`` read as ``D30:5``; references to turns
-    that do not exist are dropped, and a question left with none is skipped. The
-    counts of each are returned so the report can say what was done.
-    """
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    notes = {"split_or_padded": 0, "dangling_refs": 0, "skipped_no_evidence": 0, "questions": 0}
+def quality(
+    shared: Path, names: Sequence[str], quick: bool = False, ablation: bool = True
+) -> list[dict[str, Any]]:
+    """Per dataset: its baselines and every variant's tally, and search latency."""
+    variants = [
+        Variant(OURS),
+        Variant(OURS_ON, extraction=True),
+        *(Variant(name, config) for name, config in (_ablations() if ablation else [])),
+    ]
     out = []
-    for conv in raw:
-        c = conv["conversation"]
-        keys = sorted(
-            (k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+    for name in names:
+        data = load(shared, name, quick)
+        start = time.perf_counter()
+        results = evaluate(data, variants, lambda m: print(m, flush=True))
+        out.append(
+            {
+                "data": data,
+                "base": baselines(data),
+                "results": results,
+                "seconds": time.perf_counter() - start,
+            }
         )
-        turns = []
-        for key in keys:
-            start = _session_time(c.get(f"{key}_date_time"))
-            for index, turn in enumerate(c[key]):
-                when = start + timedelta(seconds=30 * index) if start else None
-                turns.append(
-                    {
-                        "dia_id": _norm_dia(turn["dia_id"]) or turn["dia_id"],
-                        "session": key,
-                        "seq": index + 1,
-                        "text": f"{turn['speaker']}: {turn['text']}",
-                        "time": when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None,
-                    }
-                )
-        known = {t["dia_id"] for t in turns}
-        questions = []
-        for qa in conv["qa"]:
-            if qa.get("category") not in CATEGORIES:
-                continue
-            gold = []
-            for ref in qa.get("evidence", []):
-                parts = [p for p in re.split(r"[;,\s]+", ref) if p]
-                if len(parts) > 1 or (parts and _norm_dia(parts[0]) != parts[0]):
-                    notes["split_or_padded"] += 1
-                for part in parts:
-                    norm = _norm_dia(part)
-                    if norm in known:
-                        gold.append(norm)
-                    else:
-                        notes["dangling_refs"] += 1
-            if not gold:
-                notes["skipped_no_evidence"] += 1
-                continue
-            notes["questions"] += 1
-            questions.append(
-                {"question": qa["question"], "gold": sorted(set(gold)), "category": qa["category"]}
+    return out
+
+
+def _figures(tally: Tally, key: str = "all", metrics: Sequence[str] = METRICS) -> str:
+    return " | ".join(f"{tally.get(m, key):.3f}" for m in metrics)
+
+
+def _dataset_section(run: dict[str, Any]) -> list[str]:
+    data, base, results = run["data"], run["base"], run["results"]
+    ours, on = results[OURS][0], results[OURS_ON][0]
+    n = ours.counts["all"]
+    times = results[OURS][1]
+    lat = percentiles(times)
+    parts = [
+        f"### {data.name} (n = {n} questions, {len(data.memories)} memories)",
+        "",
+        *([data.notes, ""] if data.notes else []),
+        "| ranking | r@5 | r@10 | in budget |",
+        "| --- | ---: | ---: | ---: |",
+        f"| **memplug** (extraction off) | {_figures(ours)} |",
+        f"| memplug, extraction on | {_figures(on)} |",
+        f"| plain BM25 (FTS5 porter) | {_figures(base['bm25'])} |",
+        f"| recency only | {_figures(base['recency'])} |",
+        "",
+        "| category | n | memplug r@5 / r@10 / in budget | extraction on r@10 / in budget "
+        "| BM25 r@5 / r@10 / in budget | recency in budget |",
+        "| --- | ---: | --- | --- | --- | ---: |",
+    ]
+    for key in (*data.categories, "all"):
+        label = "**all**" if key == "all" else key
+        cells = [
+            " / ".join(f"{tally.get(m, key):.3f}" for m in metrics)
+            for tally, metrics in (
+                (ours, METRICS),
+                (on, ("r10", "budget")),
+                (base["bm25"], METRICS),
+                (base["recency"], ("budget",)),
             )
-        out.append({"id": conv["sample_id"], "turns": turns, "questions": questions})
-    return out, notes
+        ]
+        parts.append(f"| {label} | {ours.counts[key]} | {' | '.join(cells)} |")
+    parts += [
+        "",
+        f"`memory search` per question: p50 {lat['p50']} ms, p95 {lat['p95']} ms "
+        f"(the machine was shared; {run['seconds']:.0f} s for this dataset's variants).",
+        "",
+    ]
+    return parts
 
 
-def _pack(ranked: Sequence[str], text_of: dict[str, str]) -> set[str]:
-    spent, got = 0, set()
-    for dia in ranked:
-        cost = estimate_tokens(text_of[dia]) + LINE_OVERHEAD
-        if spent + cost > BUDGET_TOKENS:
-            break
-        spent += cost
-        got.add(dia)
-    return got
+def _ablation_section(runs: list[dict[str, Any]]) -> list[str]:
+    names = [n for n in runs[0]["results"] if n not in (OURS_ON,)]
+    head = " | ".join(f"{r['data'].name} r@10 | in budget" for r in runs)
+    parts = [
+        "### Ablation: the full pipeline minus one signal (extraction off)",
+        "",
+        f"| variant | {head} |",
+        "| --- |" + " ---: | ---: |" * len(runs),
+    ]
+    for name in names:
+        cells = " | ".join(_figures(r["results"][name][0], metrics=("r10", "budget")) for r in runs)
+        parts.append(f"| {name} | {cells} |")
+    return [*parts, ""]
 
 
-class _Tally:
-    def __init__(self) -> None:
-        self.sums: dict[tuple[str, int | str], float] = defaultdict(float)
-        self.counts: dict[int | str, int] = defaultdict(int)
-
-    def add(
-        self, category: int, gold: Sequence[str], ranked: Sequence[str], packed: set[str]
-    ) -> None:
-        gold_set = set(gold)
-        values = {
-            "r5": len(gold_set & set(ranked[:5])) / len(gold_set),
-            "r10": len(gold_set & set(ranked[:10])) / len(gold_set),
-            "budget": len(gold_set & packed) / len(gold_set),
-        }
-        for key in (category, "all"):
-            self.counts[key] += 1
-            for name, value in values.items():
-                self.sums[(name, key)] += value
-
-    def get(self, name: str, key: int | str) -> float:
-        return self.sums[(name, key)] / max(1, self.counts[key])
+NOTES = """Every weight is a config key (docs/config.md, docs/search.md says what each does).
+Length normalisation (`bm25B` 0.5 against a pivot of `lengthPivotChars` 200, a length
+counted at most `lengthCap` 8 times the pivot) was chosen on LongMemEval-S dev and
+confirmed on LoCoMo; the assistant role weight 0.5 was chosen on LongMemEval-S dev
+(LoCoMo has no assistant turns, so it is confirmed by halves of the dev set instead).
+Quoting assistant answers (`assembly.evidenceTypes`) is what lets a question about
+what the assistant said be answered from the injected message; each quoted line names
+its role. With extraction on, a memory hit takes the place of its best-ranked source
+event and carries `sources`, so an item and its event never take two slots."""
 
 
-def locomo(shared: Path) -> dict[str, Any]:
-    conversations, notes = load_locomo(shared / "data" / "locomo" / "locomo10.json")
-    ours, bm25, recency = _Tally(), _Tally(), _Tally()
-    times: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        config = {"extraction": {"enabled": False}}
-        with Memory.open(Path(tmp) / "locomo.sqlite", config=config) as memory:
-            lines = []
-            for conv in conversations:
-                for turn in conv["turns"]:
-                    event = {
-                        "session_id": f"{conv['id']}-{turn['session']}",
-                        "seq": turn["seq"],
-                        "type": "user/message",
-                        "role": "user",
-                        "text": turn["text"],
-                        "cwd": f"/eval/locomo/{conv['id']}",
-                    }
-                    if turn["time"]:
-                        event["time"] = turn["time"]
-                    lines.append(json.dumps(event, ensure_ascii=False))
-            data = ("\n".join(lines) + "\n").encode("utf-8")
-            memory.import_jsonl([("-", io.BytesIO(data))])
-            retriever = Retriever(memory.store, memory.config)
-            for conv in conversations:
-                text_of = {t["dia_id"]: t["text"] for t in conv["turns"]}
-                dia_of = {
-                    (f"{conv['id']}-{t['session']}", t["seq"]): t["dia_id"] for t in conv["turns"]
-                }
-                last_session = f"{conv['id']}-{conv['turns'][-1]['session']}"
-                baseline = sqlite3.connect(":memory:")
-                baseline.execute(
-                    "CREATE VIRTUAL TABLE t USING fts5(d UNINDEXED, body, tokenize='porter unicode61')"
-                )
-                baseline.executemany(
-                    "INSERT INTO t VALUES (?, ?)", [(t["dia_id"], t["text"]) for t in conv["turns"]]
-                )
-                newest_first = [t["dia_id"] for t in reversed(conv["turns"])]
-                recency_packed = _pack(newest_first, text_of)
-                for qa in conv["questions"]:
-                    t0 = time.perf_counter()
-                    result = retriever.retrieve(last_session, qa["question"], limit=100)
-                    times.append((time.perf_counter() - t0) * 1000)
-                    ranked = [
-                        dia_of[(e.session_id, e.seq)]
-                        for e in result.evidence
-                        if (e.session_id, e.seq) in dia_of
-                    ]
-                    ours.add(qa["category"], qa["gold"], ranked, _pack(ranked, text_of))
-                    words = [
-                        w
-                        for w in re.findall(r"[a-z0-9]+", qa["question"].lower())
-                        if w not in BASELINE_STOP
-                    ]
-                    rows = (
-                        baseline.execute(
-                            "SELECT d FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 200",
-                            (" OR ".join(f'"{w}"' for w in words),),
-                        ).fetchall()
-                        if words
-                        else []
-                    )
-                    base_ranked = [r[0] for r in rows]
-                    bm25.add(qa["category"], qa["gold"], base_ranked, _pack(base_ranked, text_of))
-                    recency.add(qa["category"], qa["gold"], newest_first, recency_packed)
-                baseline.close()
-    return {
-        "ours": ours,
-        "bm25": bm25,
-        "recency": recency,
-        "notes": notes,
-        "latency": percentiles(times),
-    }
-
-
-# -- report ---------------------------------------------------------------------------------
-
-NOTES = """What the ranking is (docs/search.md): trigram candidates, naive prefix stems counted
-at word starts, BM25 re-scored with `b = 0`, session aggregation (+0.5 × the session's
-best) and neighbour spread (+0.6 next, +0.3 previous) — the techniques DESIGN.md's
-ranking facts measured as helpful, none specific to LoCoMo. Measured alone on this run's
-data (full pipeline minus one): without session aggregation r@10 −0.035 and in-budget
-−0.03; without neighbour spread r@10 −0.04; without the whole-word bonus −0.005.
-What held recall@10 under 0.72: vocabulary gaps (the question says "destress", the turn
-"stress relief"; "charity event" against "benefit game"), which no lexical signal
-closes. Tried and dropped, because they measured no better or worse: FTS5's own IDF
-form, a coordination factor, a larger candidate budget, re-scoring every candidate,
-pulling whole sessions into the pool, and pseudo-relevance feedback (−0.01 to −0.04).
-Extracted items (none on LoCoMo: its turns carry no cues) or a semantic provider are
-what DESIGN.md names as the way past this."""
-
-
-def render(lat: list[dict[str, Any]], quality: dict[str, Any] | None, command: str) -> str:
+def render(lat: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
     parts = [
         f"Command: `{command}` (part of `make bench`).",
         f"Machine: {machine()}; load average at the end {os.getloadavg()[0]:.1f}.",
         "",
     ]
     if lat:
+        parts += _latency_section(lat)
+    if runs:
         parts += [
-            "### Search latency (synthetic events, `../shared/acceptance/gen_events.py`)",
-            "",
-            "Each row: a fresh database, 300 seeded queries (1–6 vocabulary words in a "
-            "sentence; every 6th with a port number, a path, a Chinese question or an "
-            "absent word). `retrieve` is the pre-step call (project scope, generated text "
-            "excluded, neighbour spread); `search` is `memory search` (global scope, one "
-            "page of 20). Milliseconds, in process: wall time, and the process's CPU time "
-            "beside it (on a shared, loaded machine wall time is mostly waiting for a core).",
-            "",
-            "| events | retrieve wall p50 / p95 / p99 | retrieve CPU p50 / p95 / p99 | search wall p50 / p95 / p99 | search CPU p50 / p95 / p99 | incomplete coverage | target (whole pre_step p95) |",
-            "| ---: | --- | --- | --- | --- | ---: | --- |",
-        ]
-        for row in lat:
-            r, rc, s, sc = row["retrieve"], row["retrieve_cpu"], row["search"], row["search_cpu"]
-            target = {100_000: "≤ 25 ms", 1_000_000: "≤ 100 ms"}
-            parts.append(
-                f"| {row['events']:,} | {r['p50']} / {r['p95']} / {r['p99']} | "
-                f"{rc['p50']} / {rc['p95']} / {rc['p99']} | "
-                f"{s['p50']} / {s['p95']} / {s['p99']} | {sc['p50']} / {sc['p95']} / {sc['p99']} | "
-                f"{row['incomplete']}/{row['queries']} | {target.get(row['events'], '')} |"
-            )
-        parts += [
-            "",
-            "Incomplete coverage here is the candidate budget: in this corpus every "
-            "vocabulary word occurs in most events, so each is read only for its newest "
-            "matches (`retrieval.candidateBudget` = 400, shared down to 100 a term when a "
-            "query has many) and the result says so (`candidate_budget`).",
+            "Quality (`bench/quality.py`): each memory (a LoCoMo conversation, or one "
+            "LongMemEval question's ~50 sessions) imported into a fresh database; r@5 / "
+            "r@10 from `memory search` (global scope, a page of 10; a memory hit counts "
+            "the turns in its `sources`); in budget = gold turns quoted in what `memory "
+            f"assemble` injects at {BUDGET_TOKENS:,} tokens. BM25 and recency pack their "
+            "ranked turns (tokens + 8 each) into the same budget.",
             "",
         ]
-    if quality:
-        ours, bm25, recency = quality["ours"], quality["bm25"], quality["recency"]
-        notes = quality["notes"]
-        parts += [
-            "### LoCoMo evidence recall (categories 1–4)",
-            "",
-            f"{notes['questions']} questions. Evidence normalised: {notes['split_or_padded']} "
-            f'malformed references split or unpadded (`"D8:6; D9:17"`, `"D30:05"`), '
-            f"{notes['dangling_refs']} pointing at turns that do not exist dropped, "
-            f"{notes['skipped_no_evidence']} questions left with no evidence skipped. "
-            f"In-budget recall packs ranked turns (estimated tokens + {LINE_OVERHEAD} each) "
-            f"into {BUDGET_TOKENS:,} tokens.",
-            "",
-            "| category | n | memplug r@5 | memplug r@10 | memplug in budget | BM25 r@5 | BM25 r@10 | BM25 in budget | recency in budget |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for key in (*CATEGORIES, "all"):
-            label = f"{key} {CATEGORY_NAMES[key]}" if key in CATEGORY_NAMES else "**1–4**"
-            parts.append(
-                f"| {label} | {ours.counts[key]} | {ours.get('r5', key):.3f} | "
-                f"{ours.get('r10', key):.3f} | {ours.get('budget', key):.3f} | "
-                f"{bm25.get('r5', key):.3f} | {bm25.get('r10', key):.3f} | "
-                f"{bm25.get('budget', key):.3f} | {recency.get('budget', key):.3f} |"
-            )
-        lat_q = quality["latency"]
-        parts += [
-            "",
-            f"Targets: r@10 ≥ 0.72 and in-budget ≥ 0.85 (baseline 0.605 / 0.770). "
-            f"Retrieve per question: p50 {lat_q['p50']} ms, p95 {lat_q['p95']} ms.",
-            "",
-            NOTES,
-        ]
+        for run in runs:
+            parts += _dataset_section(run)
+        if any(len(r["results"]) > 2 for r in runs):
+            parts += _ablation_section(runs)
+        parts += [NOTES]
     return "\n".join(parts)
 
 
-def run(
-    shared: Path, sizes: Sequence[int] = (10_000, 100_000), with_locomo: bool = True
-) -> dict[str, Any]:
-    """Run both parts; return ``{"latency": [...], "locomo": {...}, "markdown": str}``."""
-    quality = locomo(shared) if with_locomo else None
-    lat = latency(shared, sizes) if sizes else []
-    sizes_arg = ",".join(str(s) for s in sizes)
-    command = f"python -m bench.retrieval --shared {shared} --sizes {sizes_arg}"
-    if not with_locomo:
-        command += " --no-locomo"
-    summary: dict[str, Any] = {"latency": lat, "markdown": render(lat, quality, command)}
-    if quality:
-        summary["locomo"] = {
-            name: {
-                str(key): {m: round(quality[name].get(m, key), 4) for m in ("r5", "r10", "budget")}
-                for key in (*CATEGORIES, "all")
-            }
-            for name in ("ours", "bm25", "recency")
+def _latency_section(lat: list[dict[str, Any]]) -> list[str]:
+    parts = [
+        "### Search latency (synthetic events, `../shared/acceptance/gen_events.py`)",
+        "",
+        "Each row: a fresh database, 300 seeded queries (1–6 vocabulary words in a "
+        "sentence; every 6th with a port number, a path, a Chinese question or an "
+        "absent word). `retrieve` is the pre-step call (project scope, generated text "
+        "excluded, neighbour spread); `search` is `memory search` (global scope, one "
+        "page of 20). Milliseconds, in process: wall time, and the process's CPU time "
+        "beside it (on a shared, loaded machine wall time is mostly waiting for a core).",
+        "",
+        "| events | retrieve wall p50 / p95 / p99 | retrieve CPU p50 / p95 / p99 | search wall p50 / p95 / p99 | search CPU p50 / p95 / p99 | incomplete coverage | target (whole pre_step p95) |",
+        "| ---: | --- | --- | --- | --- | ---: | --- |",
+    ]
+    target = {100_000: "≤ 25 ms", 1_000_000: "≤ 100 ms"}
+    for row in lat:
+        cells = [
+            " / ".join(str(row[k][p]) for p in ("p50", "p95", "p99"))
+            for k in ("retrieve", "retrieve_cpu", "search", "search_cpu")
+        ]
+        parts.append(
+            f"| {row['events']:,} | {' | '.join(cells)} | "
+            f"{row['incomplete']}/{row['queries']} | {target.get(row['events'], '')} |"
+        )
+    return [
+        *parts,
+        "",
+        "Incomplete coverage here is the candidate budget: in this corpus every "
+        "vocabulary word occurs in most events, so each is read only for its newest "
+        "matches (`retrieval.candidateBudget` = 400, shared down to 100 a term when a "
+        "query has many) and the result says so (`candidate_budget`).",
+        "",
+    ]
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{dataset: {variant or baseline: {metric: value}}}`` over all questions."""
+    out: dict[str, Any] = {}
+    for run in runs:
+        tallies = {**run["base"], **{k: v[0] for k, v in run["results"].items()}}
+        out[run["data"].name] = {
+            name: {m: round(t.get(m), 4) for m in METRICS} for name, t in tallies.items()
         }
-    return summary
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", default="../shared")
+    parser.add_argument("--dataset", default="all", choices=("locomo", "lme-dev", "all", "none"))
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated event counts")
-    parser.add_argument("--no-locomo", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="a fixed subset of each dataset")
+    parser.add_argument("--no-ablation", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch the docs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    result = run(Path(args.shared), sizes, not args.no_locomo)
-    print(result["markdown"])
-    if "locomo" in result:
-        print(
-            json.dumps(result["locomo"]["ours"]["all"]), json.dumps(result["locomo"]["bm25"]["all"])
-        )
-    if not args.no_write:
-        write_section("Retrieval", result["markdown"])
+    names = {"all": ["locomo", "lme-dev"], "none": []}.get(args.dataset, [args.dataset])
+    shared = Path(args.shared)
+    runs = quality(shared, names, args.quick, not args.no_ablation)
+    lat = latency(shared, sizes) if sizes else []
+    command = " ".join(["python -m bench.retrieval", *sys.argv[1:]])
+    markdown = render(lat, runs, command)
+    print(markdown)
+    print(json.dumps(summary(runs), indent=1))
+    if not args.no_write and not args.quick:
+        write_section("Retrieval", markdown)
 
 
 if __name__ == "__main__":
