@@ -95,9 +95,18 @@ class EventCandidate:
 
 
 class LightEvent:
-    """What the first ranking pass needs of an event: identity, role, no text."""
+    """What the first ranking pass needs of an event: identity, role, length, no text."""
 
-    __slots__ = ("generated", "id", "role", "seq", "session_id", "source_kind", "type")
+    __slots__ = (
+        "generated",
+        "id",
+        "role",
+        "seq",
+        "session_id",
+        "source_kind",
+        "text_chars",
+        "type",
+    )
     text: None = None
 
     def __init__(
@@ -109,6 +118,7 @@ class LightEvent:
         role: str | None,
         generated: int,
         source_kind: str | None,
+        text_chars: int,
     ) -> None:
         self.id = id
         self.session_id = session_id
@@ -117,13 +127,16 @@ class LightEvent:
         self.role = role
         self.generated = generated
         self.source_kind = source_kind
+        self.text_chars = text_chars
 
     @property
     def ref(self) -> str:
         return event_ref(self.session_id, self.seq)
 
 
-_LIGHT_SELECT = "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind"
+_LIGHT_SELECT = (
+    "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind, e.text_chars"
+)
 
 
 # Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
