@@ -91,16 +91,20 @@ class RetrievalConfig(_Section):
     role_weights: dict[str, float] = Field(
         default_factory=lambda: {
             "user": 1.0,
-            "assistant": 0.9,
+            "assistant": 0.5,
             "tool": 0.5,
             "system": 0.4,
             "command": 0.4,
         }
     )
-    # Lexical ranking shape, measured on LoCoMo (DESIGN.md, "Ranking facts"): BM25
-    # re-scored in code (FTS5's bm25() fixes b = 0.75; short turns rank better with 0).
+    # Lexical ranking shape, measured on LoCoMo and LongMemEval-S dev (docs/search.md,
+    # docs/benchmarks.md): BM25 re-scored in code, a text's length measured against a
+    # fixed pivot and capped, so that a long answer that mentions everything does not
+    # outrank the short turn that holds the fact, nor is buried for being long.
     bm25_k1: float = 1.2
-    bm25_b: float = 0.0
+    bm25_b: float = 0.5
+    length_pivot_chars: int = 200
+    length_cap: float = 8.0
     # A hit's session adds this share of its best score; a hit lends these shares of
     # its score to the next and the previous event: evidence sits next to what matches.
     session_weight: float = 0.5
@@ -116,12 +120,15 @@ class RetrievalConfig(_Section):
 
     _clamp_limit = field_validator("limit")(_clamp(1, 100))
     _clamp_budget = field_validator("candidate_budget")(_clamp(10, 100_000))
+    _clamp_b = field_validator("bm25_b")(_clamp(0.0, 1.0))
+    _clamp_pivot = field_validator("length_pivot_chars")(_clamp(1, 1_000_000))
+    _clamp_cap = field_validator("length_cap")(_clamp(1.0, 1_000.0))
 
 
 class AssemblyConfig(_Section):
     min_budget_tokens: int = 600
     soft_budget_tokens: int = 3000
-    evidence_types: tuple[str, ...] = ("user/message",)
+    evidence_types: tuple[str, ...] = ("user/message", "assistant/message")
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
     snippet_chars: int = 600

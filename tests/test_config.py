@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert config.assembly.min_budget_tokens == 600
     assert config.assembly.soft_budget_tokens == 3000
     assert config.assembly.budget_tokens == 3000
-    assert config.assembly.evidence_types == ("user/message",)
+    assert config.assembly.evidence_types == ("user/message", "assistant/message")
     assert config.assembly.locale == "en"
     assert config.retrieval.limit == 24
     assert config.diagnostics.assembly_log_retention == 1000

@@ -77,6 +77,12 @@ def refs(page: SearchPage) -> list[str]:
     return [h.id if h.kind == "memory" else f"{h.session_id}:{h.seq}" for h in page.hits]
 
 
+def turns(page: SearchPage) -> set[str]:
+    """The events a page points at: event hits, and the sources of memory hits."""
+    out = {f"{h.session_id}:{h.seq}" for h in page.hits if h.kind == "event"}
+    return out | {f"{s['session_id']}:{s['seq']}" for h in page.hits for s in h.sources or ()}
+
+
 # -- golden rankings -----------------------------------------------------------------------
 
 GOLDEN_QUERIES: list[dict[str, Any]] = [
@@ -108,6 +114,90 @@ def test_golden_rankings_on_the_fixture_sessions(retriever: Retriever) -> None:
     assert got == json.loads(GOLDEN.read_text(encoding="utf-8"))
 
 
+@pytest.mark.parametrize("case", GOLDEN_QUERIES, ids=lambda c: c["query"])
+def test_an_item_and_its_source_event_never_take_two_slots(
+    retriever: Retriever, case: dict[str, Any]
+) -> None:
+    args = {k: v for k, v in case.items() if k != "query"}
+    page = retriever.search(case["query"], limit=HARD_LIMIT, **args)
+    events = {f"{h.session_id}:{h.seq}" for h in page.hits if h.kind == "event"}
+    for hit in page.hits:
+        if hit.kind == "memory":
+            assert hit.sources, hit.id
+            assert not events & {f"{s['session_id']}:{s['seq']}" for s in hit.sources}
+
+
+def _repeats(page: SearchPage) -> int:
+    """Memory hits after the first from the same source event (each takes a slot)."""
+    seen: set[tuple[str, int]] = set()
+    count = 0
+    for hit in page.hits:
+        refs_ = {(s["session_id"], s["seq"]) for s in hit.sources or ()}
+        count += bool(refs_ & seen)
+        seen |= refs_
+    return count
+
+
+def test_extraction_keeps_the_turns_a_search_finds(tmp_path: Path) -> None:
+    """With extraction on, a page points at every turn it did with extraction off (an
+    item takes its source event's slot); only a second item of one event costs a slot."""
+    pages = {}
+    for enabled in (False, True):
+        config = {"extraction": {"enabled": enabled}}
+        with Memory.open(tmp_path / f"{enabled}.sqlite", config=config) as memory:
+            _import(memory, ("shop.jsonl",))
+            retriever = Retriever(memory.store, memory.config)
+            pages[enabled] = [
+                retriever.search(c["query"], session="shop-1", limit=10) for c in GOLDEN_QUERIES
+            ]
+            if enabled:
+                assert memory.store.items.session_items("shop-1")
+                longer = [
+                    retriever.search(c["query"], session="shop-1", limit=10 + _repeats(p))
+                    for c, p in zip(GOLDEN_QUERIES, pages[True], strict=True)
+                ]
+    assert any(p.hits and any(h.kind == "memory" for h in p.hits) for p in pages[True])
+    for off, on in zip(pages[False], longer, strict=True):
+        assert turns(off) <= turns(on)
+
+
+def _long_and_short(memory: Memory) -> None:
+    filler = " ".join(f"Step {i}: feed it flour and water, keep it warm." for i in range(30))
+    answer = f"A sourdough starter needs care. {filler} That is all a sourdough starter needs."
+    _lines(
+        memory,
+        [
+            {"session_id": "b", "seq": 1, "type": "user/message", "role": "user",
+             "text": "My sourdough starter is called Bubbles.", "cwd": "/p"},
+            {"session_id": "b", "seq": 2, "type": "user/message", "role": "user",
+             "text": "How do I keep it alive?", "cwd": "/p"},
+            {"session_id": "b", "seq": 3, "type": "user/message", "role": "user",
+             "text": answer, "cwd": "/p"},
+        ],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("b, first", [(0.5, "b:1"), (0.0, "b:3")])
+def test_length_normalisation_keeps_a_long_text_from_outranking_the_fact(
+    tmp_path: Path, b: float, first: str
+) -> None:
+    # Same role for all three: only length separates them. With b = 0 the long text,
+    # which repeats the words, wins; with the default it ranks under the short turns.
+    config = {"extraction": {"enabled": False}, "retrieval": {"bm25B": b}}
+    with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
+        _long_and_short(memory)
+        page = Retriever(memory.store, memory.config).search("sourdough starter")
+    assert refs(page)[0] == first
+
+
+def test_length_normalisation_is_capped(tmp_path: Path) -> None:
+    config = {"retrieval": {"lengthPivotChars": 100, "lengthCap": 2.0}}
+    with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
+        ranking = Retriever(memory.store, memory.config).ranking
+    assert ranking.length_norm(50) == pytest.approx(0.75)
+    assert ranking.length_norm(200) == ranking.length_norm(10_000) == pytest.approx(1.5)
+
+
 def test_the_current_api_port_outranks_the_superseded_one(retriever: Retriever) -> None:
     result = retriever.retrieve("shop-1", "what port does the API listen on?")
     items = {item.content: item for item in result.items}
@@ -126,8 +216,10 @@ def test_the_current_api_port_outranks_the_superseded_one(retriever: Retriever) 
 def test_cjk_question_finds_the_extension_note(retriever: Retriever) -> None:
     page = retriever.search("值班室分机号是多少", session="shop-1")
     top = page.hits[:3]
-    assert any(h.kind == "memory" and "值班室分机号 4324" in h.snippet for h in top)
-    assert "shop-1:93" in refs(page)[:5]
+    item = next(h for h in top if h.kind == "memory" and "值班室分机号 4324" in h.snippet)
+    # The turn the note came from is folded under it: named, not given a slot of its own.
+    assert item.sources == [{"session_id": "shop-1", "seq": 93}]
+    assert "shop-1:93" not in refs(page)
     assert all(h.why == "word:值班室分机号" for h in page.hits[:5])
 
 
@@ -283,7 +375,7 @@ def test_active_branch_hides_the_abandoned_one(retriever: Retriever) -> None:
     active = retriever.search("zucchini", session="dag-1")
     assert active.total == 0 and active.coverage.complete
     every = retriever.search("zucchini", session="dag-1", branches="all")
-    assert {"dag-1:5", "dag-1:9"} <= set(refs(every))
+    assert {"dag-1:5", "dag-1:9"} <= turns(every)
     assert "mem_dag1_" in " ".join(h.id or "" for h in every.hits)
     assert retriever.search("pumpkin", session="dag-1").total > 0
     # The common prefix before the fork is on the active path.
@@ -454,9 +546,9 @@ def test_tokens_are_validated() -> None:
 
 def test_expand_gives_context_around_a_hit(retriever: Retriever) -> None:
     hit = retriever.search("值班室分机号", session="shop-1", scope="session").hits
-    event_hit = next(h for h in hit if h.kind == "event" and h.seq == 93)
+    event_hit = next(h for h in hit if h.kind == "event" and h.seq == 94)
     result = retriever.expand(event_hit.follow, before=1, after=1)
-    assert [e.seq for e in result.events] == [92, 93, 94]
+    assert [e.seq for e in result.events] == [93, 94, 95]
     assert [e.anchor for e in result.events] == [False, True, False]
     assert result.events[1].text_range.complete and "4324" in result.events[1].text
     by_ref = retriever.expand("shop-1:93", before=1, after=1)

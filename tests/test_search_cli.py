@@ -29,7 +29,10 @@ def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["score", "ref", "what", "why", "snippet"]
-    assert "shop-1:37" in lines[2] and "exact:8080" in lines[2] and "*" in lines[2]
+    # A memory hit names the turn it came from; that turn takes no slot of its own.
+    assert "mem_shop1_" in lines[2] and "from shop-1:34" in lines[2]
+    assert "exact:8080" in lines[2] and "*" in lines[2]
+    assert not any(line.split()[1:2] == ["shop-1:34"] for line in lines)
     assert any(line.startswith("hits 1–3 of ") for line in lines)
     assert "coverage: complete" in result.stdout
     assert "next page: memory search --next mp1." in result.stdout

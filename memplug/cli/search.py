@@ -23,7 +23,14 @@ def _render_page(data: dict[str, Any]) -> str:
     if hits:
         rows = []
         for hit in hits:
-            ref = hit["id"] if hit["kind"] == "memory" else event_ref(hit["session_id"], hit["seq"])
+            if hit["kind"] == "memory":
+                # The events the item came from: they are folded under it, not listed.
+                sources = ", ".join(
+                    event_ref(s["session_id"], s["seq"]) for s in hit["sources"] or ()
+                )
+                ref = hit["id"] + (f" from {sources}" if sources else "")
+            else:
+                ref = event_ref(hit["session_id"], hit["seq"])
             what = hit.get("item_kind") if hit["kind"] == "memory" else hit.get("type")
             rows.append(
                 [

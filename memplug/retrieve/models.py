@@ -54,6 +54,8 @@ class Hit(_Model):
     item_kind: str | None = None
     status: str | None = None
     evidence_type: str | None = None
+    # Memory hits: the events the item was extracted from, ``[{session_id, seq}]``.
+    sources: list[dict[str, Any]] | None = None
 
 
 class SearchPage(_Model):

@@ -17,7 +17,8 @@ HARD_LIMIT = 100
 @dataclass(frozen=True)
 class Ranking:
     """Ranking weights come from :class:`~memplug.config.RetrievalConfig` (defaults
-    measured on LoCoMo, DESIGN.md "Ranking facts"); the rest are work budgets."""
+    measured on LoCoMo and LongMemEval-S dev, docs/benchmarks.md "Retrieval"); the
+    rest are work budgets."""
 
     limit: int = 24
     min_score: float = 0.5
@@ -35,7 +36,11 @@ class Ranking:
     regex_max_haystack_chars: int = 2_000_000
     # BM25 re-scored in code: FTS5's bm25() hard-wires b = 0.75.
     k1: float = 1.2
-    b: float = 0.0
+    b: float = 0.5
+    # Length normalisation measures a text against this many characters, and never
+    # counts it as more than ``length_cap`` times as long.
+    length_pivot: int = 200
+    length_cap: float = 8.0
     session_weight: float = 0.5
     next_spread: float = 0.6
     prev_spread: float = 0.3
@@ -77,6 +82,8 @@ class Ranking:
             regex_max_haystack_chars=config.regex_max_haystack_chars,
             k1=config.bm25_k1,
             b=config.bm25_b,
+            length_pivot=config.length_pivot_chars,
+            length_cap=config.length_cap,
             session_weight=config.session_weight,
             next_spread=config.next_spread,
             prev_spread=config.prev_spread,
@@ -90,6 +97,11 @@ class Ranking:
         # the turns no weight at all, which measured no better on LoCoMo.
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def sat(self, tf: int, length_ratio: float = 1.0) -> float:
-        norm = 1.0 - self.b + self.b * length_ratio
+    def length_norm(self, chars: int) -> float:
+        """BM25's length factor ``1 - b + b * length / pivot`` (1.0 when ``b`` is 0)."""
+        if not self.b:
+            return 1.0
+        return 1.0 - self.b + self.b * min(chars / self.length_pivot, self.length_cap)
+
+    def sat(self, tf: int, norm: float = 1.0) -> float:
         return tf * (self.k1 + 1.0) / (tf + self.k1 * norm)

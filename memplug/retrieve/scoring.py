@@ -101,22 +101,23 @@ class ScoringContext:
             anchor=anchor,
         )
 
-    def match(self, text: str, regex_count: int | None) -> TextMatch:
+    def match(self, text: str, regex_count: int | None, chars: int) -> TextMatch:
         """What the query finds in a candidate's (lower-cased) text; ``regex_count``
-        is its match count in regex mode."""
+        is its match count in regex mode, ``chars`` its stored length."""
         matched: list[str] = []
         exact, needle = 0, None
         if regex_count is not None:
             lexical = self.regex_lexical(regex_count)
         else:
-            raw, matched, exact, needle = self.lexical(text)
+            raw, matched, exact, needle = self.lexical(text, chars)
             lexical = raw / self.mass
         pinned_by = self.pinned_by(text)
         boost = self.ranking.exact_boost * min(exact + len(pinned_by), 3) / 3
         return TextMatch(lexical, boost, matched, pinned_by, needle)
 
-    def lexical(self, text: str) -> tuple[float, list[str], int, str | None]:
-        """(raw BM25 with b = 0, matched spellings, exact symbol/phrase hits, best needle)."""
+    def lexical(self, text: str, chars: int) -> tuple[float, list[str], int, str | None]:
+        """(raw BM25, matched spellings, exact symbol/phrase hits, best needle), length
+        normalised by ``chars``."""
         counts, whole = self.counter.counts(text)
         if not counts:
             return 0.0, [], 0, None
@@ -127,8 +128,9 @@ class ScoringContext:
         exact = 0
         needle: str | None = None
         best_seen = 0.0
+        norm = self.ranking.length_norm(chars)
         for entries, bonus in self._plan:
-            best, best_term = self._best_term(entries, counts)
+            best, best_term = self._best_term(entries, counts, norm)
             if best_term is None:
                 continue
             if best_term.kind == "word" and self._whole(best_term, whole, text):
@@ -142,18 +144,21 @@ class ScoringContext:
         return raw, matched, exact, needle
 
     def _best_term(
-        self, entries: list[tuple[str, Term, float, float]], counts: dict[str, int]
+        self, entries: list[tuple[str, Term, float, float]], counts: dict[str, int], norm: float
     ) -> tuple[float, Term | None]:
         """A group's best-scoring term in the text: a group counts once."""
         best = 0.0
         best_term: Term | None = None
+        # Saturation is memoised by tf for texts at the pivot's length factor (all of
+        # them when b = 0); other lengths compute it.
+        memo = self._sat if norm == 1.0 else {}
         for term_text, term, term_idf_value, weight in entries:
             tf = counts.get(term_text)
             if not tf:
                 continue
-            s = self._sat.get(tf)
+            s = memo.get(tf)
             if s is None:
-                s = self._sat[tf] = self.ranking.sat(tf)
+                s = memo[tf] = self.ranking.sat(tf, norm)
             value = term_idf_value * s * weight
             if value > best:
                 best, best_term = value, term
@@ -238,7 +243,9 @@ def score_items(ctx: ScoringContext) -> list[Scored]:
         return []
     out = []
     for item in pool.items.values():
-        found = ctx.match(item.content.lower(), pool.item_regex_counts.get(item.rid))
+        found = ctx.match(
+            item.content.lower(), pool.item_regex_counts.get(item.rid), len(item.content)
+        )
         pinned_by = found.pinned_by
         score = ranking.kind_weights.get(item.kind, 0.8) + min(found.lexical, 1.5)
         score += found.exact_boost
@@ -343,6 +350,8 @@ def first_pass(ctx: ScoringContext) -> tuple[dict[int, float], set[int]]:
         else:
             value = lexical.get(event_id, 0.0)
             if value:
+                # Each term counted once: BM25's saturation at tf = 1, by length.
+                value *= ranking.sat(1, ranking.length_norm(event.text_chars))
                 value += ranking.exact_boost * min(exact.get(event_id, 0), 3) / 3
         value *= ctx.role_weight(event)
         if event.generated:
@@ -377,7 +386,9 @@ def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
     """``(lexical + exact boost) x role weight`` (x the generated factor), plus a share
     of recency for events of the anchor session; before any spread."""
     ranking = ctx.ranking
-    found = ctx.match((event.text or "").lower(), ctx.pool.regex_counts.get(event.id))
+    found = ctx.match(
+        (event.text or "").lower(), ctx.pool.regex_counts.get(event.id), event.text_chars
+    )
     base = found.lexical + found.exact_boost if found.lexical else 0.0
     base *= ctx.role_weight(event)
     if event.generated:

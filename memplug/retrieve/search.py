@@ -12,6 +12,7 @@ from memplug.retrieve.candidates import Collector, Pool
 from memplug.retrieve.coverage import coverage, stale
 from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.refs import parse_source_refs
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token
@@ -116,8 +117,7 @@ class Search:
         )
         # A search hit must match; what surrounds it is one `expand` away.
         scored += scorer.events(adjacency, anchor=resolved.anchor, neighbours_as_hits=False)
-        scored.sort(key=lambda s: s.key)
-        return scored, pool
+        return fold_sources(scored), pool
 
 
 def hit(scored: Scored, branches: str) -> Hit:
@@ -168,7 +168,49 @@ def hit(scored: Scored, branches: str) -> Hit:
         item_kind=item.kind,
         status=item.status,
         evidence_type=item.evidence_type,
+        sources=[
+            {"session_id": sid, "seq": seq}
+            for sid, seq in parse_source_refs(item.source_refs_json, item.session_id)
+        ],
     )
+
+
+def fold_sources(scored: list[Scored]) -> list[Scored]:
+    """One ranked list of items and events, sorted, in which an item and the event it
+    was extracted from never take two slots: the item takes its best-ranked source
+    event's place (and its source events leave the list). The event's rank is what the
+    query matched, on the events' scale; an item's own score adds a kind weight of
+    about 1.0 that would lift restatements over better evidence. Further items of the
+    same event follow it. Items whose sources are not hits keep their own rank."""
+    events = {(s.event.session_id, s.event.seq): s for s in scored if s.event is not None}
+    taken: set[tuple[str, int]] = set()
+    out: list[Scored] = []
+    for entry in scored:
+        item = entry.item
+        if item is None:
+            continue
+        refs = parse_source_refs(item.source_refs_json, item.session_id)
+        hits = sorted((events[r] for r in refs if r in events), key=lambda s: s.key)
+        if not hits:
+            out.append(entry)
+            continue
+        slot = hits[0]
+        taken.update(refs)
+        out.append(
+            Scored(
+                key=(min(entry.key[0], slot.key[0]), *slot.key[1:], item.id),
+                score=slot.score,
+                pinned=entry.pinned or slot.pinned,
+                why=entry.why,
+                needle=entry.needle,
+                item=item,
+            )
+        )
+    out.extend(
+        s for s in scored if s.event is not None and (s.event.session_id, s.event.seq) not in taken
+    )
+    out.sort(key=lambda s: s.key)
+    return out
 
 
 def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
