@@ -44,6 +44,7 @@ from memplug.text import estimate_tokens
 BUDGET_TOKENS = 3000
 LINE_OVERHEAD = 8
 SEARCH_PAGE = 10
+HALVES = ("half A", "half B")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 # The stop list the acceptance check uses for its BM25 baseline, so both sides agree.
 BASELINE_STOP = set(
@@ -216,14 +217,15 @@ def load(shared: Path, name: str, quick: bool = False) -> Dataset:
 
 
 class Tally:
-    """Sums of per-question recall by metric and category (``"all"`` for the total)."""
+    """Sums of per-question recall by metric and category (``"all"`` for the total,
+    ``HALVES`` for the memories of even and odd position, to cross-check a weight)."""
 
     def __init__(self) -> None:
         self.sums: dict[tuple[str, str], float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)
 
-    def add(self, category: str, values: dict[str, float]) -> None:
-        for key in (category, "all"):
+    def add(self, category: str, values: dict[str, float], *extra: str) -> None:
+        for key in (category, "all", *extra):
             self.counts[key] += 1
             for name, value in values.items():
                 self.sums[(name, key)] += value
@@ -282,7 +284,8 @@ def _bm25_ranked(index: sqlite3.Connection, question: str) -> list[str]:
 def baselines(data: Dataset) -> dict[str, Tally]:
     """Plain BM25 and recency over the same turns, packed into the same budget."""
     bm25, recency = Tally(), Tally()
-    for memory in data.memories:
+    for n, memory in enumerate(data.memories):
+        half = HALVES[n % 2]
         text_of = {t.key: t.text for t in memory.turns}
         newest = [t.key for t in reversed(memory.turns)]
         recent = pack(newest, text_of)
@@ -296,6 +299,7 @@ def baselines(data: Dataset) -> dict[str, Tally]:
                     "r10": _recall(q.gold, ranked[:10]),
                     "budget": _recall(q.gold, pack(ranked, text_of)),
                 },
+                half,
             )
             recency.add(
                 q.category,
@@ -304,6 +308,7 @@ def baselines(data: Dataset) -> dict[str, Tally]:
                     "r10": _recall(q.gold, newest[:10]),
                     "budget": _recall(q.gold, recent),
                 },
+                half,
             )
         index.close()
     return {"bm25": bm25, "recency": recency}
@@ -356,7 +361,12 @@ def _hit_turns(hit: Any, key_of: dict[tuple[str, int], str]) -> list[str]:
 
 
 def _ask(
-    memory: Memory, turns: MemorySet, variant: Variant, tally: Tally, times: list[float]
+    memory: Memory,
+    turns: MemorySet,
+    variant: Variant,
+    tally: Tally,
+    times: list[float],
+    half: str,
 ) -> None:
     key_of = {(t.session, t.seq): t.key for t in turns.turns}
     text_of = {t.key: t.text for t in turns.turns}
@@ -375,7 +385,7 @@ def _ask(
             result = memory.assemble(AssemblyRequest(last, query=q.question, trigger="bench"))
             values["budget"] = sum(quoted(text_of[g], result.text) for g in q.gold) / len(q.gold)
             values["used"] = result.used_tokens
-        tally.add(q.category, values)
+        tally.add(q.category, values, half)
 
 
 def evaluate(
@@ -402,6 +412,6 @@ def evaluate(
                         continue
                     tally, times = out[variant.name]
                     with Memory.open(path, config=_merge(build, variant.config)) as memory:
-                        _ask(memory, turns, variant, tally, times)
+                        _ask(memory, turns, variant, tally, times, HALVES[n % 2])
         progress(f"{data.name}: {n + 1}/{len(data.memories)} memories")
     return out

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.quality import BUDGET_TOKENS, Tally, Variant, baselines, evaluate, load
+from bench.quality import BUDGET_TOKENS, HALVES, Tally, Variant, baselines, evaluate, load
 from bench.report import machine, percentiles, write_section
 from memplug.config import Config
 from memplug.memory import Memory
@@ -141,14 +141,47 @@ def _ablations() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _grid() -> list[tuple[str, dict[str, Any]]]:
+    """The length normalisation and role prior settings the defaults were chosen from."""
+    roles = Config().retrieval.role_weights
+    length = [
+        (
+            f"b {b}, pivot {pivot}, cap {cap}",
+            {"bm25B": b, "lengthPivotChars": pivot, "lengthCap": cap},
+        )
+        for b, pivot, cap in (
+            (0.0, 200, 8),
+            (0.25, 200, 8),
+            (0.75, 200, 8),
+            (0.5, 100, 8),
+            (0.5, 400, 8),
+            (0.5, 200, 4),
+            (0.5, 200, 1000),
+        )
+    ]
+    role = [
+        (f"assistant role weight {w}", {"roleWeights": dict(roles, assistant=w)})
+        for w in (0.3, 0.7, 0.9, 1.0)
+    ]
+    return [(name, {"retrieval": config}) for name, config in (*length, *role)]
+
+
+TABLES = {"ablation": _ablations, "grid": _grid, "none": list}
+TITLES = {
+    "ablation": "Ablation: the full pipeline minus one signal (extraction off)",
+    "grid": "Length normalisation and role prior: the settings measured (extraction off)",
+    "none": "",
+}
+
+
 def quality(
-    shared: Path, names: Sequence[str], quick: bool = False, ablation: bool = True
+    shared: Path, names: Sequence[str], quick: bool = False, table: str = "ablation"
 ) -> list[dict[str, Any]]:
     """Per dataset: its baselines and every variant's tally, and search latency."""
     variants = [
         Variant(OURS),
         Variant(OURS_ON, extraction=True),
-        *(Variant(name, config) for name, config in (_ablations() if ablation else [])),
+        *(Variant(name, config) for name, config in TABLES[table]()),
     ]
     out = []
     for name in names:
@@ -212,18 +245,23 @@ def _dataset_section(run: dict[str, Any]) -> list[str]:
     return parts
 
 
-def _ablation_section(runs: list[dict[str, Any]]) -> list[str]:
-    names = [n for n in runs[0]["results"] if n not in (OURS_ON,)]
-    head = " | ".join(f"{r['data'].name} r@10 | in budget" for r in runs)
-    parts = [
-        "### Ablation: the full pipeline minus one signal (extraction off)",
-        "",
-        f"| variant | {head} |",
-        "| --- |" + " ---: | ---: |" * len(runs),
-    ]
-    for name in names:
-        cells = " | ".join(_figures(r["results"][name][0], metrics=("r10", "budget")) for r in runs)
-        parts.append(f"| {name} | {cells} |")
+def _variants_section(runs: list[dict[str, Any]], title: str) -> list[str]:
+    """Every variant beside the defaults: r@10 and in budget on each data set, and
+    r@10 on each half of it (even and odd memories), so a weight chosen on one half
+    or one data set can be checked on the other."""
+    names = [n for n in runs[0]["results"] if n != OURS_ON]
+    head = " | ".join(f"{r['data'].name} r@10 / in budget | halves A / B r@10" for r in runs)
+    parts = [f"### {title}", "", f"| variant | {head} |", "| --- |" + " --- | --- |" * len(runs)]
+    for name in [*names, "plain BM25"]:
+        cells = []
+        for run in runs:
+            tally = run["base"]["bm25"] if name == "plain BM25" else run["results"][name][0]
+            cells.append(
+                f"{tally.get('r10'):.3f} / {tally.get('budget'):.3f} | "
+                + " / ".join(f"{tally.get('r10', h):.3f}" for h in HALVES)
+            )
+        label = f"**{name}** (defaults)" if name == OURS else name
+        parts.append(f"| {label} | {' | '.join(cells)} |")
     return [*parts, ""]
 
 
@@ -238,7 +276,12 @@ its role. With extraction on, a memory hit takes the place of its best-ranked so
 event and carries `sources`, so an item and its event never take two slots."""
 
 
-def render(lat: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
+def render(
+    lat: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    command: str,
+    title: str = TITLES["ablation"],
+) -> str:
     parts = [
         f"Command: `{command}` (part of `make bench`).",
         f"Machine: {machine()}; load average at the end {os.getloadavg()[0]:.1f}.",
@@ -259,7 +302,7 @@ def render(lat: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) 
         for run in runs:
             parts += _dataset_section(run)
         if any(len(r["results"]) > 2 for r in runs):
-            parts += _ablation_section(runs)
+            parts += _variants_section(runs, title)
         parts += [NOTES]
     return "\n".join(parts)
 
@@ -316,16 +359,22 @@ def main() -> None:
     parser.add_argument("--dataset", default="all", choices=("locomo", "lme-dev", "all", "none"))
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated event counts")
     parser.add_argument("--quick", action="store_true", help="a fixed subset of each dataset")
-    parser.add_argument("--no-ablation", action="store_true")
+    parser.add_argument(
+        "--table",
+        default="ablation",
+        choices=sorted(TABLES),
+        help="ablation: the defaults minus one signal each; grid: the length and role "
+        "settings the defaults were chosen from",
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not touch the docs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     names = {"all": ["locomo", "lme-dev"], "none": []}.get(args.dataset, [args.dataset])
     shared = Path(args.shared)
-    runs = quality(shared, names, args.quick, not args.no_ablation)
+    runs = quality(shared, names, args.quick, args.table)
     lat = latency(shared, sizes) if sizes else []
     command = " ".join(["python -m bench.retrieval", *sys.argv[1:]])
-    markdown = render(lat, runs, command)
+    markdown = render(lat, runs, command, TITLES[args.table])
     print(markdown)
     print(json.dumps(summary(runs), indent=1))
     if not args.no_write and not args.quick:
