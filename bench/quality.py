@@ -21,7 +21,6 @@ Nothing here is keyed to a dataset: both go through the same import and the same
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import io
 import json
@@ -36,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.prestep import quoted
 from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
 from memplug.retrieve import Retriever
@@ -232,17 +232,6 @@ class Tally:
 
     def get(self, name: str, key: str = "all") -> float:
         return self.sums[(name, key)] / max(1, self.counts[key])
-
-
-def quoted(turn: str, text: str) -> bool:
-    """A turn counts as injected when a long run of it is quoted verbatim."""
-    turn, text = " ".join(turn.split()), " ".join(text.split())
-    if turn[:60] in text:
-        return True
-    match = difflib.SequenceMatcher(None, turn, text, autojunk=False).find_longest_match(
-        0, len(turn), 0, len(text)
-    )
-    return match.size >= min(60, int(0.6 * len(turn)))
 
 
 def pack(ranked: Iterable[str], text_of: dict[str, str], budget: int = BUDGET_TOKENS) -> set[str]:
