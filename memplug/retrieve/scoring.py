@@ -129,8 +129,11 @@ class ScoringContext:
         needle: str | None = None
         best_seen = 0.0
         norm = self.ranking.length_norm(chars)
+        # Saturation memoised by tf: across texts at the pivot's length factor (all of
+        # them when b = 0), else within this text.
+        memo = self._sat if norm == 1.0 else {}
         for entries, bonus in self._plan:
-            best, best_term = self._best_term(entries, counts, norm)
+            best, best_term = self._best_term(entries, counts, norm, memo)
             if best_term is None:
                 continue
             if best_term.kind == "word" and self._whole(best_term, whole, text):
@@ -144,14 +147,15 @@ class ScoringContext:
         return raw, matched, exact, needle
 
     def _best_term(
-        self, entries: list[tuple[str, Term, float, float]], counts: dict[str, int], norm: float
+        self,
+        entries: list[tuple[str, Term, float, float]],
+        counts: dict[str, int],
+        norm: float,
+        memo: dict[int, float],
     ) -> tuple[float, Term | None]:
         """A group's best-scoring term in the text: a group counts once."""
         best = 0.0
         best_term: Term | None = None
-        # Saturation is memoised by tf for texts at the pivot's length factor (all of
-        # them when b = 0); other lengths compute it.
-        memo = self._sat if norm == 1.0 else {}
         for term_text, term, term_idf_value, weight in entries:
             tf = counts.get(term_text)
             if not tf:

@@ -182,6 +182,8 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
     query matched, on the events' scale; an item's own score adds a kind weight of
     about 1.0 that would lift restatements over better evidence. Further items of the
     same event follow it. Items whose sources are not hits keep their own rank."""
+    if not any(s.item is not None for s in scored):
+        return sorted(scored, key=lambda s: s.key)
     events = {(s.event.session_id, s.event.seq): s for s in scored if s.event is not None}
     taken: set[tuple[str, int]] = set()
     out: list[Scored] = []
