@@ -160,7 +160,7 @@ def run(db_dir: Path, turn: int) -> str:
         step = _chosen(result, turn)
         assert step.injection is not None and step.injection.assembly_id is not None
         record = find_assembly(plugin.memory.store, assembly_id=step.injection.assembly_id)
-        explained = render_explain(explain(record), max_omitted=4)
+        explained = render_explain(explain(record), max_omitted=4, max_included=12)
         counts = plugin.memory.store.counts()
     injected = sum(1 for s in result.steps if s.injection is not None)
     shown = str(db_path) if db_path.is_absolute() else f"./{db_path}"

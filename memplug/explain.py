@@ -85,11 +85,14 @@ def _section_meta(record: LogRecord) -> list[dict[str, Any]]:
     return [logged.get(name, {"name": name, "title": name, "tokens": 0}) for name in SECTIONS]
 
 
-def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> str:
+def render_explain(
+    data: dict[str, Any], *, max_omitted: int | None = None, max_included: int | None = None
+) -> str:
     """``memory explain`` for people: the decision first, the injected text last.
 
     ``max_omitted`` shortens each section's list of omissions to that many lines plus
-    a count by reason (the demo uses it; the command shows every omission).
+    a count by reason, ``max_included`` its inclusions to that many plus a count (the
+    demo uses them; the command shows every line).
     """
     head = [f"assembly {data['id']}", f"session {data['session_id']}"]
     if data["turn"] is not None:
@@ -128,7 +131,10 @@ def render_explain(data: dict[str, Any], *, max_omitted: int | None = None) -> s
             f"{section['number']}. {section['title']}: {len(inc)} in, {len(out)} out, "
             f"{section['tokens']} tokens"
         )
-        lines.extend("   + " + _entry_line(entry) for entry in inc)
+        shown_in = inc if max_included is None else inc[:max_included]
+        lines.extend("   + " + _entry_line(entry) for entry in shown_in)
+        if len(shown_in) < len(inc):
+            lines.append(f"   … {len(inc) - len(shown_in)} more included")
         shown = out if max_omitted is None else out[:max_omitted]
         lines.extend("   - " + _omission_line(omission) for omission in shown)
         if len(shown) < len(out):
