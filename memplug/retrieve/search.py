@@ -181,11 +181,13 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
     event's place (and its source events leave the list). The event's rank is what the
     query matched, on the events' scale; an item's own score adds a kind weight of
     about 1.0 that would lift restatements over better evidence. Further items of the
-    same event follow it. Items whose sources are not hits keep their own rank."""
+    same event follow every ranked event. Items whose sources are not hits keep their
+    own rank."""
     if not any(s.item is not None for s in scored):
         return sorted(scored, key=lambda s: s.key)
     events = {(s.event.session_id, s.event.seq): s for s in scored if s.event is not None}
     taken: set[tuple[str, int]] = set()
+    seen: set[tuple[object, ...]] = set()
     out: list[Scored] = []
     for entry in scored:
         item = entry.item
@@ -197,10 +199,14 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
             out.append(entry)
             continue
         slot = hits[0]
+        # A further item of an event already on the list restates the same evidence:
+        # it follows every ranked event rather than take a slot among them.
+        band = 2 if slot.key[1:] in seen else slot.key[1]
+        seen.add(slot.key[1:])
         taken.update(refs)
         out.append(
             Scored(
-                key=(min(entry.key[0], slot.key[0]), *slot.key[1:], item.id),
+                key=(min(entry.key[0], slot.key[0]), band, *slot.key[2:], item.id),
                 score=slot.score,
                 pinned=entry.pinned or slot.pinned,
                 why=entry.why,
