@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memplug.query import parse_query
+from memplug.refs import parse_source_refs
 from memplug.retrieve.adjacency import Adjacency
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import Collector, Pool
 from memplug.retrieve.coverage import coverage, stale
 from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
-from memplug.retrieve.refs import parse_source_refs
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token
