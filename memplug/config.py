@@ -4,22 +4,25 @@ Keys are camelCase in files and docs (``assembly.softBudgetTokens``); an environ
 variable names a key as ``MEMPLUG_<SECTION>__<KEY>`` in upper snake case
 (``MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS=2000``). Unknown keys are errors that name the
 key; numbers are clamped to sane bounds rather than trusted.
+
+Sections are frozen dataclasses checked by :func:`validate_config` below, not pydantic models:
+every Claude Code hook is a fresh process that loads the configuration, and importing
+pydantic and building its validators cost that process more than the dozen scalar and
+list types here need (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import types
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
 
 from memplug.errors import ValidationError
 from memplug.paths import CONFIG_FILENAME, config_file
@@ -29,47 +32,36 @@ ENV_PREFIX = "MEMPLUG_"
 _ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        defer_build=True,
-    )
+def _bounded(default: float, low: float, high: float) -> Any:
+    """A number field whose value is clamped into ``[low, high]`` rather than refused."""
+    return field(default=default, metadata={"clamp": (low, high)})
 
 
-def _clamp(low: float, high: float) -> Any:
-    def clamp(value: Any) -> Any:
-        return min(max(value, low), high)
-
-    return clamp
-
-
-class CaptureConfig(_Section):
+@dataclass(frozen=True)
+class CaptureConfig:
     index_thinking: bool = False
     index_tool_output: bool = True
-    max_text_chars: int = 20_000
+    max_text_chars: int = _bounded(20_000, 1_000, 1_000_000)
     generated_source_kinds: tuple[str, ...] = ()
 
-    _clamp_chars = field_validator("max_text_chars")(_clamp(1_000, 1_000_000))
 
-
-class ExtractionConfig(_Section):
+@dataclass(frozen=True)
+class ExtractionConfig:
     enabled: bool = True
     extract_proposals: bool = True
 
 
-class RetrievalConfig(_Section):
-    limit: int = 24
+@dataclass(frozen=True)
+class RetrievalConfig:
+    limit: int = _bounded(24, 1, 100)
     min_score: float = 0.5
-    candidate_budget: int = 400
+    candidate_budget: int = _bounded(400, 10, 100_000)
     like_fallback_cap: int = 2_000
     exact_match_boost: float = 0.5
     recency_boost: float = 0.1
     recency_window: int = 40
     superseded_factor: float = 0.4
-    kind_weights: dict[str, float] = Field(
+    kind_weights: dict[str, float] = field(
         default_factory=lambda: {
             "decision": 1.0,
             "constraint": 1.0,
@@ -79,7 +71,7 @@ class RetrievalConfig(_Section):
             "proposal": 0.5,
         }
     )
-    evidence_weights: dict[str, float] = Field(
+    evidence_weights: dict[str, float] = field(
         default_factory=lambda: {
             "user_explicit": 1.0,
             "artifact_verified": 0.95,
@@ -88,7 +80,7 @@ class RetrievalConfig(_Section):
             "inferred": 0.4,
         }
     )
-    role_weights: dict[str, float] = Field(
+    role_weights: dict[str, float] = field(
         default_factory=lambda: {
             "user": 1.0,
             "assistant": 0.5,
@@ -102,9 +94,9 @@ class RetrievalConfig(_Section):
     # fixed pivot and capped, so that a long answer that mentions everything does not
     # outrank the short turn that holds the fact, nor is buried for being long.
     bm25_k1: float = 1.2
-    bm25_b: float = 0.5
-    length_pivot_chars: int = 200
-    length_cap: float = 8.0
+    bm25_b: float = _bounded(0.5, 0.0, 1.0)
+    length_pivot_chars: int = _bounded(200, 1, 1_000_000)
+    length_cap: float = _bounded(8.0, 1.0, 1_000.0)
     # A hit's session adds this share of its best score; a hit lends these shares of
     # its score to the next and the previous event: evidence sits next to what matches.
     session_weight: float = 0.5
@@ -118,62 +110,51 @@ class RetrievalConfig(_Section):
     regex_max_pattern_bytes: int = 512
     regex_max_haystack_chars: int = 2_000_000
 
-    _clamp_limit = field_validator("limit")(_clamp(1, 100))
-    _clamp_budget = field_validator("candidate_budget")(_clamp(10, 100_000))
-    _clamp_b = field_validator("bm25_b")(_clamp(0.0, 1.0))
-    _clamp_pivot = field_validator("length_pivot_chars")(_clamp(1, 1_000_000))
-    _clamp_cap = field_validator("length_cap")(_clamp(1.0, 1_000.0))
 
-
-class AssemblyConfig(_Section):
-    min_budget_tokens: int = 600
-    soft_budget_tokens: int = 3000
+@dataclass(frozen=True)
+class AssemblyConfig:
+    min_budget_tokens: int = _bounded(600, 50, 200_000)
+    soft_budget_tokens: int = _bounded(3000, 0, 200_000)
     evidence_types: tuple[str, ...] = ("user/message", "assistant/message")
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
-    snippet_chars: int = 600
+    snippet_chars: int = _bounded(600, 80, 20_000)
     # How many ranked items and events assembly asks retrieval for; the budget decides
     # how many are used, so this is set to fill it rather than to retrieval.limit.
-    candidate_limit: int = 100
+    candidate_limit: int = _bounded(100, 1, 100)
     # Which sessions a step's memory comes from: its own, its project's, or all.
     scope: Literal["session", "project", "global"] = "project"
-
-    _clamp_min = field_validator("min_budget_tokens")(_clamp(50, 200_000))
-    _clamp_soft = field_validator("soft_budget_tokens")(_clamp(0, 200_000))
-    _clamp_snippet = field_validator("snippet_chars")(_clamp(80, 20_000))
-    _clamp_candidates = field_validator("candidate_limit")(_clamp(1, 100))
 
     @property
     def budget_tokens(self) -> int:
         return max(self.min_budget_tokens, self.soft_budget_tokens)
 
 
-class DiagnosticsConfig(_Section):
-    assembly_log_retention: int = 1000
+@dataclass(frozen=True)
+class DiagnosticsConfig:
+    assembly_log_retention: int = _bounded(1000, 1, 1_000_000)
     error_log_retention: int = 500
 
-    _clamp_ret = field_validator("assembly_log_retention")(_clamp(1, 1_000_000))
 
-
-class HookConfig(_Section):
-    max_context_chars: int = 9_000
+@dataclass(frozen=True)
+class HookConfig:
+    max_context_chars: int = _bounded(9_000, 500, 100_000)
     deadline_ms: int = 4_000
-
-    _clamp_chars = field_validator("max_context_chars")(_clamp(500, 100_000))
 
 
 # Rule categories, in the order the docs list them (docs/skills.md maps headings to them).
 RULE_CATEGORIES: tuple[str, ...] = ("workflow", "constraint", "style", "current_state", "reference")
 
 
-class SkillsConfig(_Section):
+@dataclass(frozen=True)
+class SkillsConfig:
     include: tuple[str, ...] = ("**/SKILL.md",)
     exclude: tuple[str, ...] = ("**/.git/**", "**/node_modules/**")
     # Workflow lines per skill in the resident core; the rest are omitted "over limit".
-    core_max_lines: int = 6
-    rules_limit: int = 12
+    core_max_lines: int = _bounded(6, 0, 100)
+    rules_limit: int = _bounded(12, 0, 100)
     min_rule_score: float = 0.05
-    category_weights: dict[str, float] = Field(
+    category_weights: dict[str, float] = field(
         default_factory=lambda: {
             "constraint": 1.0,
             "current_state": 0.9,
@@ -183,11 +164,9 @@ class SkillsConfig(_Section):
         }
     )
 
-    _clamp_core = field_validator("core_max_lines")(_clamp(0, 100))
-    _clamp_rules = field_validator("rules_limit")(_clamp(0, 100))
 
-
-class PreconditionConfig(_Section):
+@dataclass(frozen=True)
+class PreconditionConfig:
     """Before a tool touches a path matching a pattern, that path must (not) exist."""
 
     name: str = ""
@@ -197,7 +176,8 @@ class PreconditionConfig(_Section):
     reason: str | None = None
 
 
-class ValidationConfig(_Section):
+@dataclass(frozen=True)
+class ValidationConfig:
     # Run the checks on each committed assistant message (hosts and hooks).
     enabled: bool = True
     # Each check is a table with a `type`; unknown types are reported and skipped when
@@ -205,27 +185,38 @@ class ValidationConfig(_Section):
     checks: tuple[dict[str, Any], ...] = ()
     preconditions: tuple[PreconditionConfig, ...] = ()
     block_on_violation: bool = False
-    max_repair_attempts: int = 2
-    reminder_max_chars: int = 600
-
-    _clamp_attempts = field_validator("max_repair_attempts")(_clamp(0, 20))
-    _clamp_reminder = field_validator("reminder_max_chars")(_clamp(80, 4_000))
+    max_repair_attempts: int = _bounded(2, 0, 20)
+    reminder_max_chars: int = _bounded(600, 80, 4_000)
 
 
-class Config(_Section):
-    # Defaults are built without validation: they are valid by construction, and a
-    # hook process that changes nothing should not pay for building validators.
-    capture: CaptureConfig = Field(default_factory=CaptureConfig.model_construct)
-    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig.model_construct)
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig.model_construct)
-    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig.model_construct)
-    diagnostics: DiagnosticsConfig = Field(default_factory=DiagnosticsConfig.model_construct)
-    hook: HookConfig = Field(default_factory=HookConfig.model_construct)
-    skills: SkillsConfig = Field(default_factory=SkillsConfig.model_construct)
-    validation: ValidationConfig = Field(default_factory=ValidationConfig.model_construct)
+@dataclass(frozen=True)
+class Config:
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    assembly: AssemblyConfig = field(default_factory=AssemblyConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
+    hook: HookConfig = field(default_factory=HookConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
+        """``{section: {camelKey: value}}`` as JSON types (tuples become lists)."""
+        data: dict[str, Any] = _as_json(self)
+        return data
+
+
+def _as_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            config_key(entry.name): _as_json(getattr(value, entry.name))
+            for entry in dataclasses.fields(value)
+        }
+    if isinstance(value, tuple | list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True)
@@ -236,7 +227,7 @@ class LoadedConfig:
     sources: dict[str, str]
     file: str | None = None
     # dotted key → the number given, for each value that was clamped into its bounds.
-    clamped: dict[str, Any] = dataclass_field(default_factory=dict)
+    clamped: dict[str, Any] = field(default_factory=dict)
 
     def clamp_warnings(self) -> list[str]:
         """One line per clamped value, naming where it was set."""
@@ -247,8 +238,10 @@ class LoadedConfig:
         ]
 
 
-def _snake_to_camel(name: str) -> str:
-    return to_camel(name.lower())
+def config_key(name: str) -> str:
+    """A field's key in files and docs: ``soft_budget_tokens`` → ``softBudgetTokens``."""
+    first, *rest = name.lower().split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, str, Any]]:
@@ -269,22 +262,123 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, str, Any]
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        section_name, key_name = section.lower(), _snake_to_camel(key)
+        section_name, key_name = section.lower(), config_key(key)
         found[f"{section_name}.{key_name}"] = (section_name, key_name, value)
     return found
 
 
-def _describe(error: pydantic.ValidationError, sources: Mapping[str, str]) -> str:
-    first = error.errors()[0]
-    key = ".".join(str(p) for p in first.get("loc", ()))
-    # Name where the offending key was set (a file, a variable, the API) when known.
-    origin = sources.get(key) or next(
+class _Invalid(Exception):
+    """A value that failed validation, where (``loc``) and why."""
+
+    def __init__(self, loc: tuple[str, ...], message: str = "") -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+_TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
+_FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
+
+
+def validate_config(data: Mapping[str, Any], sources: Mapping[str, str] | None = None) -> Config:
+    """A :class:`Config` from a nested mapping of sections (camelCase or snake_case keys);
+    :class:`ValidationError` names the first bad key and where it was set."""
+    try:
+        return _section(Config, data, ())
+    except _Invalid as error:
+        raise ValidationError(_describe(error, sources or {})) from None
+
+
+def _section(cls: type[Any], data: Mapping[str, Any], loc: tuple[str, ...]) -> Any:
+    fields = {entry.name: entry for entry in dataclasses.fields(cls)}
+    by_key = {config_key(name): name for name in fields} | {name: name for name in fields}
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = by_key.get(key)
+        if name is None:
+            raise _Invalid((*loc, str(key)))  # an unknown key: no message
+        values[name] = _check(hints[name], value, (*loc, key))
+        if "clamp" in fields[name].metadata:
+            low, high = fields[name].metadata["clamp"]
+            values[name] = min(max(values[name], low), high)
+    return cls(**values)
+
+
+def _check(hint: Any, value: Any, loc: tuple[str, ...]) -> Any:
+    """``value`` as the type ``hint`` names, converted as leniently as TOML and
+    environment variables need (``"yes"`` is a bool, ``3`` a float), or :class:`_Invalid`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin is types.UnionType:  # only ``X | None`` is used
+        if value is None and type(None) in args:
+            return None
+        return _check(next(a for a in args if a is not type(None)), value, loc)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise _Invalid(loc, "Input should be a table")
+        return _section(hint, value, loc)  # type: ignore[arg-type]
+    if origin is Literal:
+        if any(type(value) is type(option) and value == option for option in args):
+            return value
+        shown = [repr(option) for option in args]
+        listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+        raise _Invalid(loc, f"Input should be {listed}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise _Invalid(loc, "Input should be a valid list")
+        return tuple(_check(args[0], v, (*loc, str(i))) for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise _Invalid(loc, "Input should be a valid table")
+        return {
+            _check(args[0], k, loc): _check(args[1], v, (*loc, str(k))) for k, v in value.items()
+        }
+    return _scalar(hint, value, loc)
+
+
+def _scalar(hint: type, value: Any, loc: tuple[str, ...]) -> Any:
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int | str) and str(value).strip().lower() in _TRUE | _FALSE:
+            return str(value).strip().lower() in _TRUE
+        raise _Invalid(loc, "Input should be a valid boolean")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise _Invalid(loc, "Input should be a valid string")
+    if not isinstance(value, bool) and isinstance(value, int | float | str):
+        try:
+            number = float(value) if hint is float else _integer(value)
+        except ValueError:
+            pass
+        else:
+            return number
+    kind = "a valid integer" if hint is int else "a valid number"
+    raise _Invalid(loc, f"Input should be {kind}")
+
+
+def _integer(value: int | float | str) -> int:
+    if isinstance(value, str):
+        return int(value.strip())
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
+def _describe(error: _Invalid, sources: Mapping[str, str]) -> str:
+    key = ".".join(error.loc)
+    # Name where the offending key (or the table holding it) was set, when known.
+    within = (".".join(error.loc[:n]) for n in range(len(error.loc), 0, -1))
+    origin = next((sources[k] for k in within if k in sources), None) or next(
         (where for dotted, where in sorted(sources.items()) if dotted.startswith(key + ".")),
         "the configuration",
     )
-    if first.get("type") == "extra_forbidden":
+    if not error.message:
         return f"unknown config key '{key}' in {origin}"
-    return f"config key '{key}' in {origin}: {first.get('msg', 'is invalid')}"
+    return f"config key '{key}' in {origin}: {error.message}"
 
 
 def load_config(
@@ -321,13 +415,7 @@ def load_config(
         sources[dotted] = "env " + env_name(dotted)
     if overrides:
         _merge(merged, sources, dict(overrides), "api")
-    if merged:
-        try:
-            config = Config.model_validate(merged)
-        except pydantic.ValidationError as error:
-            raise ValidationError(_describe(error, sources)) from None
-    else:
-        config = Config.model_construct()
+    config = validate_config(merged, sources) if merged else Config()
     for dotted in _all_keys(config):
         sources.setdefault(dotted, "default")
     return LoadedConfig(
@@ -355,7 +443,7 @@ def _clamped(config: Config, merged: Mapping[str, Mapping[str, Any]]) -> dict[st
         for key, given in sorted(values.items()):
             if isinstance(given, bool) or not isinstance(given, int | float):
                 continue
-            dotted = f"{section}.{to_camel(_snake(key))}"
+            dotted = f"{section}.{config_key(_snake(key))}"
             if _value(config, dotted) != given:
                 found[dotted] = given
     return found
@@ -373,15 +461,11 @@ def _merge(
 
 
 def _all_keys(config: Config) -> list[str]:
-    # From the classes' field tables, not model_dump(): dumping builds a serializer.
-    keys: list[str] = []
-    for section, field in type(config).model_fields.items():
-        section_type = type(getattr(config, section))
-        keys.extend(
-            f"{field.alias or section}.{entry.alias or name}"
-            for name, entry in section_type.model_fields.items()
-        )
-    return keys
+    return [
+        f"{config_key(section)}.{key}"
+        for section, values in config.to_dict().items()
+        for key in values
+    ]
 
 
 def config_path_beside(db_path: Path) -> Path:

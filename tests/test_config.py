@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from conftest import CliResult, run_cli_here
 
-from memplug.config import Config, env_name, load_config
+from memplug.config import env_name, load_config, validate_config
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
@@ -113,6 +114,66 @@ def test_config_show_with_a_bad_key_is_one_error_line(tmp_path: Path) -> None:
 def test_defaults_built_without_validation_equal_validated_defaults() -> None:
     """With nothing set, load_config skips validation; the result must be the same."""
     fast = load_config(None, environ={}).config
-    validated = Config.model_validate({})
+    validated = validate_config({})
     assert fast == validated
     assert fast.to_dict() == validated.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "kept"),
+    [
+        ({"retrieval": {"minScore": 1}}, ("retrieval", "min_score"), 1.0),
+        ({"retrieval": {"min_score": "0.25"}}, ("retrieval", "min_score"), 0.25),
+        ({"retrieval": {"limit": 5.0}}, ("retrieval", "limit"), 5),
+        ({"retrieval": {"limit": " 7 "}}, ("retrieval", "limit"), 7),
+        ({"capture": {"indexThinking": "yes"}}, ("capture", "index_thinking"), True),
+        ({"capture": {"indexToolOutput": 0}}, ("capture", "index_tool_output"), False),
+        ({"assembly": {"evidenceTypes": ["a", "b"]}}, ("assembly", "evidence_types"), ("a", "b")),
+        ({"retrieval": {"kindWeights": {"fact": 2}}}, ("retrieval", "kind_weights"), {"fact": 2.0}),
+    ],
+)
+def test_values_are_converted_as_toml_and_env_need(
+    given: dict[str, dict[str, object]], field: tuple[str, str], kept: object
+) -> None:
+    value = getattr(getattr(validate_config(given), field[0]), field[1])
+    assert value == kept
+    assert type(value) is type(kept)
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        (
+            {"retrieval": {"limit": "many"}},
+            "'retrieval.limit' in api: Input should be a valid integer",
+        ),
+        (
+            {"retrieval": {"limit": True}},
+            "'retrieval.limit' in api: Input should be a valid integer",
+        ),
+        (
+            {"retrieval": {"limit": 2.5}},
+            "'retrieval.limit' in api: Input should be a valid integer",
+        ),
+        (
+            {"retrieval": {"minScore": "high"}},
+            "'retrieval.minScore' in api: Input should be a valid number",
+        ),
+        (
+            {"capture": {"indexThinking": 2}},
+            "'capture.indexThinking' in api: Input should be a valid boolean",
+        ),
+        ({"assembly": {"scope": "team"}}, "Input should be 'session', 'project' or 'global'"),
+        ({"assembly": {"evidenceTypes": "user/message"}}, "Input should be a valid list"),
+        (
+            {"assembly": {"evidenceTypes": [1]}},
+            "'assembly.evidenceTypes.0' in api: Input should be a valid string",
+        ),
+        ({"retrieval": {"kindWeights": {"fact": "x"}}}, "'retrieval.kindWeights.fact' in api"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_problem(
+    given: dict[str, dict[str, object]], error: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(error)):
+        load_config(None, environ={}, overrides=given)

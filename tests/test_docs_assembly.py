@@ -8,6 +8,7 @@ events may hold three). ``UPDATE_GOLDEN=1`` rewrites the blocks from the golden 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memplug.assemble import LABELS, OMISSION_REASONS, SECTIONS
-from memplug.config import AssemblyConfig
+from memplug.config import AssemblyConfig, config_key
 from memplug.explain import explain
 from memplug.store.logs import LogRecord
 
@@ -71,8 +72,8 @@ def test_assembly_doc_names_every_section_label_and_reason() -> None:
 
 def test_assembly_doc_lists_every_assembly_setting() -> None:
     text = doc("assembly.md")
-    for name, info in AssemblyConfig.model_fields.items():
-        key = info.alias or name
+    for entry in dataclasses.fields(AssemblyConfig):
+        key = config_key(entry.name)
         assert f"`assembly.{key}`" in text, f"docs/assembly.md lacks assembly.{key}"
 
 

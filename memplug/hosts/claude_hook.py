@@ -21,6 +21,7 @@ take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -432,13 +433,12 @@ def capped(memory: Memory, cap: int) -> Memory:
     config = memory.config
     if config.assembly.budget_tokens <= limit:
         return memory
-    assembly = config.assembly.model_copy(
-        update={
-            "min_budget_tokens": min(config.assembly.min_budget_tokens, limit),
-            "soft_budget_tokens": limit,
-        }
+    assembly = dataclasses.replace(
+        config.assembly,
+        min_budget_tokens=min(config.assembly.min_budget_tokens, limit),
+        soft_budget_tokens=limit,
     )
-    return memory.with_config(config.model_copy(update={"assembly": assembly}))
+    return memory.with_config(dataclasses.replace(config, assembly=assembly))
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:
