@@ -9,6 +9,7 @@ import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.refs import event_ref
+from memplug.retrieve import result_json
 from memplug.text import clip
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
@@ -164,7 +165,7 @@ def search_cmd(
                 branches=branches,
                 limit=limit,
             )
-    data = page.model_dump(mode="json", exclude_none=True)
+    data = result_json(page)
     data.setdefault("next", None)
     _finish(data, as_json, _render_page)
 
@@ -196,6 +197,6 @@ def expand_cmd(
         result = memory.retriever.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
-    data = result.model_dump(mode="json", exclude_none=True)
+    data = result_json(result)
     data.setdefault("next", None)
     _finish(data, as_json, _render_expand)

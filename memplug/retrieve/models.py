@@ -1,37 +1,53 @@
 """What retrieval returns: search pages and hits, expand results, ranked items and
-events for assembly, and the coverage every result carries."""
+events for assembly, and the coverage every result carries.
+
+Plain frozen dataclasses: retrieval builds them, it never parses them, and a hook
+process that imported pydantic for them would pay more than it ever checks.
+:func:`result_json` is the one way they become JSON.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
 from memplug.store.search import EventCandidate, ItemCandidate
 
 
-class _Model(BaseModel):
-    # Built on first use, not at import: the pre-step path never builds these.
-    model_config = ConfigDict(frozen=True, defer_build=True)
+def result_json(result: Any) -> Any:
+    """A result as JSON types, leaving out its fields that are None (not None values
+    inside a plain dict, such as an expanded item's)."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return {
+            entry.name: result_json(value)
+            for entry in dataclasses.fields(result)
+            if (value := getattr(result, entry.name)) is not None
+        }
+    if isinstance(result, list | tuple):
+        return [result_json(value) for value in result]
+    return result
 
 
-class ErrorInfo(_Model):
+@dataclass(frozen=True, kw_only=True)
+class ErrorInfo:
     code: str
     message: str
 
 
-class Coverage(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Coverage:
     """``complete`` is false when anything was cut; ``reasons`` names what."""
 
     complete: bool = True
-    reasons: list[str] = []
+    reasons: list[str] = field(default_factory=list)
     error: ErrorInfo | None = None
 
 
-class Hit(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Hit:
     """One search hit: an event (``session_id`` + ``seq``) or a memory item (``id``)."""
 
     kind: Literal["event", "memory"]
@@ -58,7 +74,8 @@ class Hit(_Model):
     sources: list[dict[str, Any]] | None = None
 
 
-class SearchPage(_Model):
+@dataclass(frozen=True, kw_only=True)
+class SearchPage:
     total: int
     # Where this page's first hit stands in the whole ranking (0 on the first page).
     offset: int = 0
@@ -67,14 +84,16 @@ class SearchPage(_Model):
     coverage: Coverage
 
 
-class TextRange(_Model):
+@dataclass(frozen=True, kw_only=True)
+class TextRange:
     start: int
     end: int
     total: int
     complete: bool
 
 
-class ExpandedEvent(_Model):
+@dataclass(frozen=True, kw_only=True)
+class ExpandedEvent:
     session_id: str
     seq: int
     type: str
@@ -91,10 +110,11 @@ class ExpandedEvent(_Model):
     text_range: TextRange
 
 
-class ExpandResult(_Model):
+@dataclass(frozen=True, kw_only=True)
+class ExpandResult:
     anchor: str | None = None
     item: dict[str, Any] | None = None
-    events: list[ExpandedEvent] = []
+    events: list[ExpandedEvent] = field(default_factory=list)
     next: str | None = None
     coverage: Coverage
 
