@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.models import Message, TokenMeter
+from memplug.messages import Message, TokenMeter
 from memplug.refs import EventRef, event_ref
 from memplug.secrets import find_secrets
 from memplug.store.logs import LogRecord

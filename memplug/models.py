@@ -9,23 +9,32 @@ building them all at import would cost it tens of milliseconds.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from memplug.errors import ValidationError
+from memplug.messages import Message, Source, TokenMeter
+from memplug.text import format_time
 from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND, EventType, Outcome, Role
 
-
-class Source(BaseModel):
-    """Where a message's content came from (``kind`` decides whether it is evidence)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-    kind: str | None = None
-    form: str | None = None
+# The step's messages are plain dataclasses (memplug.messages); hosts import them here too.
+__all__ = [
+    "ContentBlock",
+    "Decision",
+    "HostEvent",
+    "Injection",
+    "Message",
+    "Source",
+    "StepContext",
+    "TokenMeter",
+    "ToolCall",
+    "describe_validation_error",
+    "format_time",
+    "parse_event",
+]
 
 
 class ContentBlock(BaseModel):
@@ -34,21 +43,6 @@ class ContentBlock(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     type: str
     text: str | None = None
-
-
-def format_time(value: datetime) -> str:
-    """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
-    # Formatted by hand: strftime('%Y') does not pad years before 1000 to four digits.
-    text = (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    )
-    if value.microsecond:
-        text += f".{value.microsecond:06d}"
-    return text + "Z"
 
 
 class HostEvent(BaseModel):
@@ -104,18 +98,6 @@ class HostEvent(BaseModel):
 
     def time_text(self) -> str | None:
         return format_time(self.time) if self.time is not None else None
-
-
-class Message(BaseModel):
-    """A message the model will see at this step (used for visible-text exclusion)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
-    role: str
-    text: str = ""
-    source: Source | None = None
-
-
-TokenMeter = Callable[[str], int]
 
 
 class StepContext(BaseModel):

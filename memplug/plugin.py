@@ -4,31 +4,25 @@
 most one labelled evidence message back), ``pre_tool`` before a tool runs. Anything
 that goes wrong is recorded (``memory status`` shows it) and the host carries on.
 
-This is the only module that turns an assembly into a host message.
+This is the only module that turns an assembly into a host message. It imports the
+pydantic boundary models where a call validates with them, not at import: a Claude Code
+prompt hook takes its request types from here and must not pay for pydantic.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
-
-import pydantic
+from typing import TYPE_CHECKING, Any
 
 from memplug.assemble import AssemblyRequest, AssemblyResult
 from memplug.config import Config
 from memplug.errors import DatabaseBusy
 from memplug.memory import Memory
-from memplug.models import (
-    Decision,
-    HostEvent,
-    Injection,
-    StepContext,
-    ToolCall,
-    describe_validation_error,
-    parse_event,
-)
 from memplug.vocab import MEMPLUG_SOURCE_KIND
+
+if TYPE_CHECKING:
+    from memplug.models import Decision, HostEvent, Injection, StepContext, ToolCall
 
 # Hosts that assemble with their own request (a hook with its own lock wait) take the
 # request and result types from here, not from the assembler.
@@ -73,6 +67,8 @@ class Plugin:
         event — the log must agree with the host's — but is marked generated, so it
         is never extracted from nor quoted; its assembly log gets the event's seq.
         """
+        from memplug.models import HostEvent, parse_event
+
         session_id = _get(event, "session_id")
         seq = _get(event, "seq")
         try:
@@ -93,6 +89,8 @@ class Plugin:
 
     def pre_step(self, ctx: StepContext | Mapping[str, Any]) -> Injection | None:
         """The evidence message for this step, or None (nothing relevant, or a failure)."""
+        from memplug.models import Injection, StepContext
+
         session_id = _get(ctx, "session_id")
         try:
             step = ctx if isinstance(ctx, StepContext) else _parse_ctx(ctx)
@@ -124,6 +122,7 @@ class Plugin:
     def pre_tool(self, call: ToolCall | Mapping[str, Any]) -> Decision:
         """Preconditions before a tool runs (``validation.preconditions``): deny with a
         reason when one is broken, else allow. A failure here allows and is recorded."""
+        from memplug.models import Decision, ToolCall
         from memplug.preconditions import check_preconditions
 
         try:
@@ -149,6 +148,10 @@ class Plugin:
     def _record(
         self, stage: str, error: Exception, session_id: Any = None, seq: Any = None
     ) -> None:
+        import pydantic
+
+        from memplug.models import describe_validation_error
+
         if isinstance(error, pydantic.ValidationError):
             message = describe_validation_error(error)
         else:
@@ -198,6 +201,8 @@ def _get(obj: Any, name: str) -> Any:
 
 
 def _parse_ctx(data: Mapping[str, Any]) -> StepContext:
+    from memplug.models import StepContext
+
     return StepContext.model_validate(dict(data))
 
 

@@ -1,4 +1,5 @@
-"""Text helpers shared by every layer: normalisation, scripts, token estimates, hashing.
+"""Text helpers shared by every layer: normalisation, scripts, token estimates, hashing,
+the one spelling of a timestamp.
 
 Normalisation is what makes capture idempotent and hashes comparable across hosts:
 NFC, line endings folded to ``\\n``, control characters other than tab and newline
@@ -12,6 +13,7 @@ import json
 import math
 import re
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -105,3 +107,18 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(pattern[i]))
             i += 1
     return re.compile("".join(out) + r"\Z")
+
+
+def format_time(value: datetime) -> str:
+    """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    # Formatted by hand: strftime('%Y') does not pad years before 1000 to four digits.
+    text = (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    )
+    if value.microsecond:
+        text += f".{value.microsecond:06d}"
+    return text + "Z"

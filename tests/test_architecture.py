@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.entities",
             "memplug.errors",
             "memplug.jsonl",
+            "memplug.messages",
             "memplug.models",
             "memplug.numbers",
             "memplug.paths",

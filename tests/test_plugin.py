@@ -9,6 +9,7 @@ Set ``UPDATE_GOLDEN=1`` to rewrite ``fixtures/golden/`` after an intended change
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -93,7 +94,7 @@ class ReferenceHost:
                     "turn": turn,
                     "step": step,
                     "text": injection.text,
-                    "source": injection.source.model_dump(),
+                    "source": dataclasses.asdict(injection.source),
                 }
             )
         assembly_id = self.plugin.last_result.assembly_id if self.plugin.last_result else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -159,9 +160,9 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
     write_skill(tmp_path, "a", "- one")
     write_skill(tmp_path, "node_modules/pkg", "- hidden")
     (tmp_path / "a" / "README.md").write_text("- not a skill")
-    config = Config.model_validate({}).skills
+    config = Config().skills
     assert find_skill_files(tmp_path, config) == [tmp_path / "a" / "SKILL.md"]
-    other = config.model_copy(update={"include": ("**/*.md",), "exclude": ()})
+    other = dataclasses.replace(config, include=("**/*.md",), exclude=())
     assert len(find_skill_files(tmp_path, other)) == 3
 
 

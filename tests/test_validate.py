@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from memplug.assemble import AssemblyRequest
 from memplug.cli import main
 from memplug.cli.app import cli
-from memplug.config import Config
+from memplug.config import Config, validate_config
 from memplug.memory import Memory
 from memplug.models import parse_event
 from memplug.plugin import Plugin
@@ -25,7 +25,7 @@ FORBID = {"type": "forbidden_terms", "name": "no-guess", "terms": ["probably"], 
 
 
 def config(**validation: Any) -> Config:
-    return Config.model_validate({"validation": validation})
+    return validate_config({"validation": validation})
 
 
 def findings(text: str, *checks: dict[str, Any], **validation: Any) -> list[dict[str, Any]]:

@@ -274,8 +274,6 @@ def capture_transcript(
     running at once take turns. Reads are bounded, so a long first capture stops at
     the deadline and resumes with the next hook.
     """
-    from memplug.models import parse_event
-
     hosts = memory.store.hosts
     session_id, path = transcript.session_id, transcript.path
     new = present = 0
@@ -286,6 +284,10 @@ def capture_transcript(
         if wait <= 0:
             report.errors.append(f"capture of {path.name} stopped at the deadline; resumes later")
             return new, present
+        # Imported once there is something to validate: pydantic is most of a hook's
+        # import time, and a prompt hook usually finds the transcript already read.
+        from memplug.models import parse_event
+
         try:
             with memory.store.lock_wait(wait), memory.store.write_transaction():
                 state = cc.CursorState.from_dict(hosts.cursor(session_id))
@@ -376,7 +378,7 @@ def inject(
     memory: Memory, report: HookReport, prompt: str | None, deadline: Deadline
 ) -> dict[str, Any] | None:
     """Assemble for this step and wrap it as the hook's documented JSON output."""
-    from memplug.models import Message, Source
+    from memplug.messages import Message, Source
     from memplug.plugin import AssemblyRequest
 
     session_id, event = str(report.session_id), str(report.event)

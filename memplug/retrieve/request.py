@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memplug.errors import NotFound, ValidationError
-from memplug.models import format_time
 from memplug.query import scrub_surrogates
 from memplug.retrieve.ranking import HARD_LIMIT
+from memplug.text import format_time
 from memplug.vocab import EVENT_TYPES, OUTCOMES, ROLES
 
 if TYPE_CHECKING:
