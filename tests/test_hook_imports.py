@@ -1,0 +1,125 @@
+"""What a Claude Code hook process imports: the hook's latency floor is its imports
+(docs/benchmarks.md), so the set is asserted here, in a fresh process through the real
+entry point (``memory hook claude-code``), and a change that brings pydantic, click,
+package metadata or rule compilation back onto the path fails."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
+SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+# Run the console script's function, then write every loaded module's name to argv[1].
+RUN = """
+import sys, json
+from memplug.cli import main
+out = sys.argv.pop(1)
+try:
+    main(sys.argv[1:])
+finally:
+    open(out, "w").write(json.dumps(sorted(sys.modules)))
+"""
+# Costly or pointless on any hook path: validation models, the CLI framework, package
+# metadata scans (and the email parser they pull in), extraction and its rule tables.
+NEVER = (
+    "pydantic",
+    "pydantic_core",
+    "typing_extensions",
+    "click",
+    "importlib.metadata",
+    "email",
+    "memplug.models",
+    "memplug.cli.app",
+    "memplug.plugins",
+    "memplug.extract",
+    "memplug.cues",
+    "memplug.numbers",
+    "memplug.capture",
+    "memplug.jsonl",
+)
+# With nothing new and nothing to answer, the hook reads its cursors and stops.
+NOT_WHEN_IDLE = ("memplug.config", "memplug.assemble", "memplug.retrieve", "memplug.plugin")
+
+
+def loaded(args: list[str], stdin: str, tmp_path: Path) -> list[str]:
+    out = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(out), *args], input=stdin, capture_output=True, text=True
+    )
+    assert out.exists(), done.stderr
+    return list(json.loads(out.read_text()))
+
+
+def under(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
+@pytest.fixture
+def hook_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A database that has captured the fixture session (the Stop hook read it all)."""
+    project = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(FIXTURES, project)
+    db = tmp_path / "m.sqlite"
+    payload = {
+        "session_id": SID,
+        "transcript_path": str(project / f"{SID}.jsonl"),
+        "cwd": "/home/ana/shop",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "memplug.cli", "--db", str(db), "hook", "claude-code"],
+        input=json.dumps({**payload, "hook_event_name": "Stop"}),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return db, {k: str(v) for k, v in payload.items()}
+
+
+def floor(tmp_path: Path) -> set[str]:
+    """What the interpreter with apsw loads anyway (site hooks of the venv included)."""
+    out = tmp_path / "floor.json"
+    code = f"import sys, json, apsw; open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules)))"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return set(json.loads(out.read_text()))
+
+
+def third_party(modules: list[str], baseline: set[str]) -> list[str]:
+    allowed = set(sys.stdlib_module_names) | {"memplug", "apsw", "__main__"}
+    return sorted(m for m in modules if m not in baseline and m.split(".")[0] not in allowed)
+
+
+def test_a_prompt_hook_imports_only_the_stdlib_apsw_and_what_it_uses(
+    hook_run: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    db, payload = hook_run
+    stdin = json.dumps(
+        {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "which port for checkout?"}
+    )
+    modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
+    assert "memplug.assemble" in modules, "the prompt hook did not assemble"
+    assert under(modules, NEVER) == []
+    assert third_party(modules, floor(tmp_path)) == []
+
+
+def test_a_hook_with_nothing_new_stops_before_the_configuration(
+    hook_run: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    db, payload = hook_run
+    stdin = json.dumps({**payload, "hook_event_name": "PostToolUse"})
+    modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
+    assert "memplug.hosts.claude_hook" in modules
+    assert under(modules, NEVER + NOT_WHEN_IDLE) == []
+    assert third_party(modules, floor(tmp_path)) == []
+
+
+def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:
+    """The assertions above can fail: the click CLI and the JSONL importer are seen."""
+    modules = loaded(["--db", str(tmp_path / "m.sqlite"), "import", "-"], "{}\n", tmp_path)
+    assert {"click", "pydantic", "memplug.models"} <= set(under(modules, NEVER))
+    assert "pydantic" in third_party(modules, floor(tmp_path))
