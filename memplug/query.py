@@ -90,10 +90,18 @@ _UNITS = (
 _QUOTED = re.compile(
     r'"([^"\n]{1,400})"|“([^”\n]{1,400})”|「([^」\n]{1,400})」|『([^』\n]{1,400})』'
 )
+# Both run in linear time on one long word (a pasted 10 KB token once cost the prompt
+# hook ~2 s): a relative path or a URL scheme can only start where its run of word
+# characters starts, so the lookbehind rules out every start inside the run, and the
+# possessive runs (`++`, `*+`) never give characters back, since what follows each
+# (`/`, `:`) is not in the run. They find exactly what the plain patterns found
+# (tests/test_query.py compares them).
 _PATH = re.compile(
-    r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|[\w.@+-]+(?:/[\w.@+-]+)+/?",
+    r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+-]++)+/?"
+    r"|(?<![\w.@+-])[\w.@+-]++(?:/[\w.@+-]++)+/?",
 )
-_URLISH = re.compile(r"[A-Za-z][\w+.-]*://\S+")
+# The scheme is group 1: it starts at its run's first ASCII letter.
+_URLISH = re.compile(r"(?<![\w+.-])(?:[^\WA-Za-z]|[+.-])*+([A-Za-z][\w+.-]*+://\S+)")
 _VERSION = re.compile(
     r"(?<![\w.])[vV]?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w])"
 )
@@ -284,7 +292,7 @@ def _symbols(text: str) -> list[tuple[int, str]]:
     """Exact symbols with their offsets; overlapping spellings are all kept."""
     found: list[tuple[int, str]] = []
     for match in _URLISH.finditer(text):
-        found.append((match.start(), _clean_symbol(match.group(0))))
+        found.append((match.start(1), _clean_symbol(match.group(1))))
     for match in _PATH.finditer(text):
         value = _clean_symbol(match.group(0))
         if "/" in value.strip("/") or value.startswith(("/", "~/", "./", "../")):

@@ -3,12 +3,16 @@ functions, checked against a real index."""
 
 from __future__ import annotations
 
+import re
+import time
+
 import apsw
 import apsw.fts5query
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memplug import query as query_module
 from memplug.query import MAX_TERMS, cjk_windows, is_numeric_symbol, parse_query, stem
 from memplug.store.fts import (
     MatchPlan,
@@ -257,7 +261,6 @@ def test_hostile_queries_build_valid_match_strings(
     assert build_match(parse_query(query, mode=mode), match=match) == plan
 
 
-@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -274,3 +277,31 @@ def test_ten_kilobytes_of_distinct_words_is_capped(fts: apsw.Connection) -> None
     signals = parse_query(query)
     assert len(signals.terms) == MAX_TERMS and signals.capped
     assert_valid(fts, build_match(signals))
+
+
+# The symbol patterns as they were before they were made linear: the reference the
+# linear ones must agree with (they took seconds on one 10 KB word).
+_PLAIN_PATH = re.compile(
+    r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?|[\w.@+-]+(?:/[\w.@+-]+)+/?"
+)
+_PLAIN_URLISH = re.compile(r"[A-Za-z][\w+.-]*://\S+")
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(text=st.text(alphabet="aZk1_:/.~@+- é3\n\t", max_size=200) | st.text(max_size=200))
+def test_linear_symbol_patterns_find_what_the_plain_ones_found(text: str) -> None:
+    assert [(m.start(1), m.group(1)) for m in query_module._URLISH.finditer(text)] == [
+        (m.start(), m.group(0)) for m in _PLAIN_URLISH.finditer(text)
+    ]
+    assert [(m.start(), m.group(0)) for m in query_module._PATH.finditer(text)] == [
+        (m.start(), m.group(0)) for m in _PLAIN_PATH.finditer(text)
+    ]
+
+
+@pytest.mark.parametrize("word", ["a" * 10_240, "a:" * 5_120, "./" * 5_120, "é" * 10_240])
+def test_one_long_word_is_parsed_in_linear_time(word: str) -> None:
+    started = time.process_time()
+    parse_query(word)
+    parse_query(word + " " + word)
+    # Quadratic patterns took 1.5–2 s on one such word; linear ones take milliseconds.
+    assert time.process_time() - started < 1.0
