@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,8 @@ def code_schema_version() -> int:
 
 def utc_now() -> str:
     """Wall-clock time for records about our own actions (never for derived state)."""
+    from datetime import UTC, datetime  # not at import: a hook with nothing new never asks
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

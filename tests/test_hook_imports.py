@@ -44,7 +44,14 @@ NEVER = (
     "memplug.jsonl",
 )
 # With nothing new and nothing to answer, the hook reads its cursors and stops.
-NOT_WHEN_IDLE = ("memplug.config", "memplug.assemble", "memplug.retrieve", "memplug.plugin")
+NOT_WHEN_IDLE = (
+    "memplug.config",
+    "memplug.assemble",
+    "memplug.retrieve",
+    "memplug.plugin",
+    "hashlib",
+    "datetime",
+)
 
 
 def loaded(args: list[str], stdin: str, tmp_path: Path) -> list[str]:

@@ -68,7 +68,6 @@ Choices, and why:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -341,6 +340,8 @@ def _same_prefix(stream: Any, offset: int, tail: str, size: int) -> bool:
 
 
 def _read_tail(stream: Any, offset: int) -> str:
+    import hashlib  # not at import: a hook with nothing new never reads a tail
+
     start = max(0, offset - TAIL_BYTES)
     stream.seek(start)
     return hashlib.blake2b(stream.read(offset - start), digest_size=12).hexdigest()
