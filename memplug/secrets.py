@@ -22,6 +22,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -36,15 +37,22 @@ class SecretSpan:
 @dataclass(frozen=True, slots=True)
 class _Rule:
     kind: str
-    pattern: re.Pattern[str]
+    # Compiled on first use (:func:`_compiled`): most texts hold no rule's hint, and
+    # compiling every rule at import cost each prompt hook process a few milliseconds.
+    pattern: str
     # Lower-case substrings one of which must occur for the pattern to be tried at all.
     hints: tuple[str, ...]
     # The capture group that holds the secret (0: the whole match).
     group: int = 0
 
 
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 def _rule(kind: str, pattern: str, hints: tuple[str, ...], group: int = 0) -> _Rule:
-    return _Rule(kind, re.compile(pattern), hints, group)
+    return _Rule(kind, pattern, hints, group)
 
 
 # Boundaries: a token must not be glued to more token characters on either side, or
@@ -158,7 +166,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
     for rule in RULES:
         if not any(hint in lowered for hint in rule.hints):
             continue
-        for match in rule.pattern.finditer(text):
+        for match in _compiled(rule.pattern).finditer(text):
             value = match.group(rule.group)
             if rule.kind == "assigned_secret" and not _looks_random(value):
                 continue
