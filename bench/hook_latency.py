@@ -109,7 +109,10 @@ def measure(count: int, runs: int) -> dict[str, dict[str, float]]:
         prompt = _payload(projects, "UserPromptSubmit", prompt=PROMPT)
         answer = _hook(db, projects, "UserPromptSubmit", prompt=PROMPT)
         assert "additionalContext" in answer.stdout, "the prompt hook injected nothing"
-        imports = "import memplug.memory, memplug.assemble, memplug.hosts.claude_hook"
+        imports = (
+            "import memplug.cli, memplug.hosts.claude_hook, memplug.memory, memplug.config, "
+            "memplug.assemble, memplug.retrieve, memplug.plugin"
+        )
         hook = [MEMORY, "hook", "claude-code"]
         search = [MEMORY, "search", "checkout API port", "--scope", "global"]
         return {
