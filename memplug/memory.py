@@ -228,7 +228,7 @@ class Memory:
                 session = context_session(self.store, cwd)
                 scope = "project" if session else "global"
             page = self.retriever.search(query, session=session, scope=scope, **options)
-        data = page.model_dump(mode="json", exclude_none=True)
+        data = page.as_json()
         data.setdefault("next", None)
         data["scope"] = searched(self.store, scope, session)
         return data

@@ -9,7 +9,6 @@ import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.refs import event_ref
-from memplug.retrieve import result_json
 from memplug.text import clip
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
@@ -165,7 +164,7 @@ def search_cmd(
                 branches=branches,
                 limit=limit,
             )
-    data = result_json(page)
+    data = page.as_json()
     data.setdefault("next", None)
     _finish(data, as_json, _render_page)
 
@@ -197,6 +196,6 @@ def expand_cmd(
         result = memory.retriever.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
-    data = result_json(result)
+    data = result.as_json()
     data.setdefault("next", None)
     _finish(data, as_json, _render_expand)

@@ -120,7 +120,7 @@ def _expand(memory: Memory, args: ExpandArgs, cwd: str) -> dict[str, Any]:
     result = memory.retriever.expand(
         args.target, before=args.before, after=args.after, max_chars=args.max_chars
     )
-    data = result.model_dump(mode="json", exclude_none=True)
+    data = result.as_json()
     data.setdefault("next", None)
     return data
 

@@ -87,7 +87,6 @@ from memplug.retrieve.models import (
     RankedItem,
     RetrievalResult,
     SearchPage,
-    result_json,
 )
 from memplug.retrieve.ranking import HARD_LIMIT
 from memplug.retrieve.request import parse_time
@@ -119,5 +118,4 @@ __all__ = [
     "decode_token",
     "encode_token",
     "parse_time",
-    "result_json",
 ]

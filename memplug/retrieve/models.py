@@ -3,7 +3,7 @@ events for assembly, and the coverage every result carries.
 
 Plain frozen dataclasses: retrieval builds them, it never parses them, and a hook
 process that imported pydantic for them would pay more than it ever checks.
-:func:`result_json` is the one way they become JSON.
+:func:`result_json` is the one way they become JSON (``page.as_json()``).
 """
 
 from __future__ import annotations
@@ -83,6 +83,11 @@ class SearchPage:
     next: str | None = None
     coverage: Coverage
 
+    def as_json(self) -> dict[str, Any]:
+        """The page as ``memory search --json`` prints it (fields that are None left out)."""
+        data: dict[str, Any] = result_json(self)
+        return data
+
 
 @dataclass(frozen=True, kw_only=True)
 class TextRange:
@@ -117,6 +122,11 @@ class ExpandResult:
     events: list[ExpandedEvent] = field(default_factory=list)
     next: str | None = None
     coverage: Coverage
+
+    def as_json(self) -> dict[str, Any]:
+        """The result as ``memory expand --json`` prints it (fields that are None left out)."""
+        data: dict[str, Any] = result_json(self)
+        return data
 
 
 @dataclass(frozen=True)
