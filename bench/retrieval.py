@@ -174,13 +174,22 @@ TITLES = {
 }
 
 
+SEMANTIC = "memplug + semantic (`builtin`)"
+
+
 def quality(
-    shared: Path, names: Sequence[str], quick: bool = False, table: str = "ablation"
+    shared: Path,
+    names: Sequence[str],
+    quick: bool = False,
+    table: str = "ablation",
+    semantic: bool = False,
 ) -> list[dict[str, Any]]:
-    """Per dataset: its baselines and every variant's tally, and search latency."""
+    """Per dataset: its baselines and every variant's tally, and search latency; with
+    ``semantic``, also the hybrid ranking (needs ``memplug[semantic]``)."""
     variants = [
         Variant(OURS),
         Variant(OURS_ON, extraction=True),
+        *([Variant(SEMANTIC, {"semantic": {"provider": "builtin"}})] if semantic else []),
         *(Variant(name, config) for name, config in TABLES[table]()),
     ]
     out = []
@@ -367,12 +376,15 @@ def main() -> None:
         help="ablation: the defaults minus one signal each; grid: the length and role "
         "settings the defaults were chosen from",
     )
+    parser.add_argument(
+        "--semantic", action="store_true", help="also the hybrid ranking with the builtin provider"
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not touch the docs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     names = {"all": ["locomo", "lme-dev"], "none": []}.get(args.dataset, [args.dataset])
     shared = Path(args.shared)
-    runs = quality(shared, names, args.quick, args.table)
+    runs = quality(shared, names, args.quick, args.table, args.semantic)
     lat = latency(shared, sizes) if sizes else []
     command = " ".join(["python -m bench.retrieval", *sys.argv[1:]])
     markdown = render(lat, runs, command, TITLES[args.table])

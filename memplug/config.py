@@ -190,6 +190,24 @@ class ValidationConfig:
 
 
 @dataclass(frozen=True)
+class SemanticConfig:
+    # "off", or the name of a provider registered under the `memplug.embedders` entry
+    # points ("builtin" with `pip install 'memplug[semantic]'`).
+    provider: str = "off"
+    batch_size: int = _bounded(256, 1, 10_000)
+    # How long a live capture (a hook, an on_event) may spend embedding new events; the
+    # rest waits for the next capture, an import or `memory rebuild --vectors`.
+    capture_budget_ms: int = _bounded(30, 0, 60_000)
+    # Semantic candidates a query adds, and the similarity below which none is taken.
+    candidates: int = _bounded(20, 1, 1_000)
+    min_similarity: float = 0.2
+    # The candidate of rank r (0 first) adds weight x rankK / (rankK + r) to its score
+    # (lexical scores run ~0–2): measured on LoCoMo (docs/semantic.md).
+    weight: float = 0.15
+    rank_k: float = _bounded(10.0, 1.0, 1_000.0)
+
+
+@dataclass(frozen=True)
 class Config:
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
@@ -199,6 +217,7 @@ class Config:
     hook: HookConfig = field(default_factory=HookConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """``{section: {camelKey: value}}`` as JSON types (tuples become lists)."""

@@ -11,6 +11,7 @@ from memplug.db import code_schema_version
 
 if TYPE_CHECKING:
     from memplug.config import Config, LoadedConfig
+    from memplug.semantic.service import Semantic
     from memplug.store.ports import Storage
 
 
@@ -24,6 +25,8 @@ class Opened(Protocol):
     def config(self) -> Config: ...
     @property
     def loaded(self) -> LoadedConfig: ...
+    @property
+    def semantic(self) -> Semantic: ...
 
 
 def file_modes(path: Path) -> dict[str, Any]:
@@ -86,6 +89,8 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
         },
         "latest_assembly": latest_assembly,
         "latest_validation": latest_validation(memory) if counts["validation_logs"] else None,
+        # The semantic provider, its model, vector counts and lag (docs/semantic.md).
+        "semantic": memory.semantic.status(),
         # Where each host transcript was last read (Claude Code hooks).
         "host_cursors": store.hosts.cursors(),
         "latest_errors": store.events.latest_errors(),

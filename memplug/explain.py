@@ -121,6 +121,10 @@ def render_explain(
         lines.append(f"coverage   INCOMPLETE: {'; '.join(coverage.get('reasons', []))}")
     for error in data["errors"]:
         lines.append(f"error      {error}")
+    # With a semantic provider on, each ranked line says how it was found.
+    semantic = bool(query.get("semantic"))
+    if semantic:
+        lines.append(f"semantic   {query['semantic']}")
     lines.append("")
     for section in data["sections"]:
         inc, out = section["included"], section["omitted"]
@@ -132,7 +136,7 @@ def render_explain(
             f"{section['tokens']} tokens"
         )
         shown_in = inc if max_included is None else inc[:max_included]
-        lines.extend("   + " + _entry_line(entry) for entry in shown_in)
+        lines.extend("   + " + _entry_line(entry, semantic=semantic) for entry in shown_in)
         if len(shown_in) < len(inc):
             lines.append(f"   … {len(inc) - len(shown_in)} more included")
         shown = out if max_omitted is None else out[:max_omitted]
@@ -161,12 +165,21 @@ def render_explain(
     return "\n".join(lines)
 
 
-def _entry_line(entry: dict[str, Any]) -> str:
+def found_via(why: str) -> str:
+    """``lexical``, ``semantic`` or ``both``: how a ranked line was found, from its why."""
+    if why.startswith("semantic:"):
+        return "semantic"
+    return "both" if " +semantic:" in why else "lexical"
+
+
+def _entry_line(entry: dict[str, Any], *, semantic: bool = False) -> str:
     parts = [entry["ref"]]
     if entry.get("kind"):
         parts.append(str(entry["kind"]))
     if entry.get("score") is not None:
         parts.append(f"score {entry['score']:.3f}")
+        if semantic:
+            parts.append(f"via {found_via(str(entry.get('why') or ''))}")
     parts.append(f"{entry.get('tokens', 0)} tok")
     line = "  ".join(parts)
     if entry.get("why"):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
     from memplug.scopes import Scope
+    from memplug.semantic.service import EmbedReport, Semantic
     from memplug.timeline import Timeline
     from memplug.validate import Validator
 
@@ -45,6 +46,7 @@ class ImportSummary:
     sessions: set[str] = field(default_factory=set)
     # Set when extraction crashed after the events were committed (they are kept).
     extraction_error: str | None = None
+    vectors: EmbedReport | None = None
 
     def add(self, result: InsertResult) -> None:
         self.new += result.new
@@ -59,6 +61,8 @@ class ImportSummary:
         }
         if self.extraction_error is not None:
             data["extraction_error"] = self.extraction_error
+        if self.vectors is not None:
+            data["vectors"] = self.vectors.as_dict()
         return data
 
 
@@ -146,7 +150,8 @@ class Memory:
     def retriever(self) -> Retriever:
         from memplug.retrieve import Retriever
 
-        return Retriever(self.store, self.config)
+        semantic = self.semantic if self.config.semantic.provider != "off" else None
+        return Retriever(self.store, self.config, semantic)
 
     @cached_property
     def assembler(self) -> Assembler:
@@ -233,6 +238,26 @@ class Memory:
         data["scope"] = searched(self.store, scope, session)
         return data
 
+    @cached_property
+    def semantic(self) -> Semantic:
+        from memplug.semantic.service import Semantic
+
+        return Semantic(self.store, self.config.semantic)
+
+    def embed_vectors(
+        self, *, budget_ms: float | None = None, progress: ProgressCallback | None = None
+    ) -> EmbedReport | None:
+        """Bring vectors up to date (within ``budget_ms``); ``None`` when semantic is off.
+
+        A provider that fails is recorded and reported, never raised: the events are
+        already committed and lexical search goes on without vectors."""
+        if self.config.semantic.provider == "off":
+            return None
+        report = self.semantic.embed_pending(budget_ms=budget_ms, progress=progress)
+        if report.error:
+            self.record_error("semantic", report.error)
+        return report
+
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
         """What a pre-step would inject now, logged in ``assembly_logs``; a failed
         attempt is logged too, then raised as :class:`~memplug.errors.AssemblyFailed`."""
@@ -247,6 +272,8 @@ class Memory:
         with self.store.write_transaction():
             result = self.store_events(events, origin=origin, bulk=bulk)
         self.derive(result.sessions)
+        if result.new:
+            self.embed_vectors(budget_ms=self.config.semantic.capture_budget_ms)
         return result
 
     def store_events(
@@ -290,6 +317,7 @@ class Memory:
         streams: Sequence[tuple[str, BinaryIO]],
         *,
         progress: ProgressCallback | None = None,
+        embed: bool = True,
     ) -> ImportSummary:
         """Import generic JSONL; bad lines are rejected by number, good ones kept.
 
@@ -297,11 +325,15 @@ class Memory:
         before it and a rerun completes the rest (duplicates are ignored). Ctrl-C raises
         :class:`ImportInterrupted` (a ``KeyboardInterrupt``) carrying what was committed;
         extraction then catches up on the next write (:meth:`derive` takes lagging
-        sessions too).
+        sessions too). With a semantic provider on, the new events are embedded afterwards
+        (``embed=False`` leaves that to the caller, as the CLI does to show its own
+        progress).
         """
         summary = ImportSummary()
         try:
             self._import_streams(streams, summary, progress)
+            if embed:
+                summary.vectors = self.embed_vectors()
         except KeyboardInterrupt:
             raise ImportInterrupted(summary) from None
         return summary

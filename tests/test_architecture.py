@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("graph", ("memplug.graph",)),
     ("scopes", ("memplug.scopes",)),
     ("services", ("memplug.retrieve.*", "memplug.extract", "memplug.skills")),
+    ("semantic", ("memplug.semantic.*",)),
     ("capture", ("memplug.capture",)),
     ("store", ("memplug.store.*",)),
     ("db", ("memplug.db",)),

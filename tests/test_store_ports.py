@@ -24,6 +24,7 @@ SUB_PORTS: dict[str, type[Any]] = {
     "logs": ports.LogPort,
     "hosts": ports.HostCursorPort,
     "timeline": ports.TimelinePort,
+    "vectors": ports.VectorPort,
     "admin": ports.AdminPort,
     "skills": ports.SkillPort,
 }

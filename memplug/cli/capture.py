@@ -6,12 +6,16 @@ import json
 import os
 import sys
 from contextlib import ExitStack
-from typing import BinaryIO, NoReturn
+from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 import click
 
 from memplug.cli.output import CliContext, emit, fail, json_option
 from memplug.memory import ImportInterrupted, ImportSummary
+
+if TYPE_CHECKING:
+    from memplug.memory import Memory
+    from memplug.semantic.service import EmbedReport
 
 
 @click.command("import")
@@ -44,11 +48,12 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
                 bar = stack.enter_context(
                     click.progressbar(length=total, label="importing", file=sys.stderr)
                 )
-                summary = memory.import_jsonl(streams, progress=bar.update)
+                summary = memory.import_jsonl(streams, progress=bar.update, embed=False)
             else:
-                summary = memory.import_jsonl(streams)
+                summary = memory.import_jsonl(streams, embed=False)
         except ImportInterrupted as interrupted:
             _interrupted(interrupted.summary, as_json)
+        summary.vectors = embed_with_bar(memory, show_bar)
     data = summary.as_dict()
     if as_json:
         emit(data, True)
@@ -84,6 +89,16 @@ def _interrupted(summary: ImportSummary, as_json: bool) -> NoReturn:
         err=True,
     )
     sys.exit(1)
+
+
+def embed_with_bar(memory: Memory, show_bar: bool) -> EmbedReport | None:
+    """Embed what the import added, with its own progress bar on a terminal."""
+    if not show_bar or not memory.semantic.enabled or memory.semantic.embedder is None:
+        return memory.embed_vectors()
+    with click.progressbar(
+        length=memory.semantic.lag(), label="embedding", file=sys.stderr
+    ) as bar:
+        return memory.embed_vectors(progress=bar.update)
 
 
 @click.command("export")

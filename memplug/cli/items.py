@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
+from memplug.cli.capture import embed_with_bar
 from memplug.cli.output import CliContext, emit, json_option, table, terminal_progress
+from memplug.errors import MemplugError, UsageError
 from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
 from memplug.refs import event_ref
 from memplug.text import clip
@@ -191,15 +194,45 @@ def _render_rebuild(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_vectors(data: dict[str, Any]) -> str:
+    v = data["vectors"]
+    line = f"embedded {v['embedded']:,} event(s); {v['remaining']:,} still without a vector"
+    return line + (f"\nprovider failed: {v['error']}" if v["error"] else "")
+
+
 @click.command("rebuild")
 @click.option("--session", help="Only this session.")
+@click.option(
+    "--vectors",
+    is_flag=True,
+    help="Instead: embed the events whose vector is missing or stale (semantic provider).",
+)
 @json_option
 @click.pass_obj
-def rebuild_cmd(ctx: CliContext, session: str | None, as_json: bool) -> None:
+def rebuild_cmd(ctx: CliContext, session: str | None, vectors: bool, as_json: bool) -> None:
     """Drop derived memory and derive it again from events.
 
     The items, their text, ids and links come out identical (docs/extraction.md)."""
+    if vectors:
+        _rebuild_vectors(ctx, session, as_json)
+        return
     with ctx.open(create=True) as memory:
         progress = terminal_progress("rebuilding session", quiet=as_json)
         report = memory.extractor.rebuild(session, progress=progress)
     emit(report.as_dict(), as_json, _render_rebuild)
+
+
+def _rebuild_vectors(ctx: CliContext, session: str | None, as_json: bool) -> None:
+    if session is not None:
+        raise UsageError("--vectors embeds every session; drop --session")
+    with ctx.open(create=False) as memory:
+        semantic = memory.semantic
+        if not semantic.enabled:
+            raise UsageError("semantic.provider is off: there are no vectors to rebuild")
+        if semantic.embedder is None:
+            raise MemplugError(str(semantic.unavailable))
+        report = embed_with_bar(memory, show_bar=not as_json and sys.stderr.isatty())
+    assert report is not None
+    emit({"vectors": report.as_dict()}, as_json, _render_vectors)
+    if report.error:
+        sys.exit(1)

@@ -22,6 +22,7 @@ def _render_status(data: dict[str, Any]) -> str:
         + ("" if perms["private"] else "  WARNING: readable by others"),
         f"integrity  {', '.join(data['integrity'] or ['not checked'])}",
         f"budget     {data['budget']['budget_tokens']} tokens",
+        f"semantic   {_semantic_line(data['semantic'])}",
         "",
         "counts     " + ", ".join(f"{k} {v:,}" for k, v in counts.items()),
     ]
@@ -73,6 +74,21 @@ def _render_status(data: dict[str, Any]) -> str:
         lines += ["", "latest errors:"]
         lines += [f"  {e['at']} [{e['stage']}] {e['message']}" for e in data["latest_errors"]]
     return "\n".join(lines)
+
+
+def _semantic_line(sem: dict[str, Any]) -> str:
+    if sem["state"] == "off":
+        return "off"
+    if "vectors" not in sem:
+        return f"{sem['provider']}: UNAVAILABLE — {sem['reason']}"
+    v = sem["vectors"]
+    line = (
+        f"{sem['provider']} ({sem['model']}, {sem['version']}): "
+        f"{v['current']:,} of {v['embeddable']:,} events embedded"
+    )
+    if v["missing"]:
+        line += f", lag {v['missing']:,} ({v['stale']:,} stale) — memory rebuild --vectors"
+    return line
 
 
 @click.command("status")

@@ -181,6 +181,11 @@ def handle(
         memory.store.set_lock_wait(LOG_WAIT_MS)
         _drain_pending(memory)
         capture_all(memory, transcripts, report, deadline)
+        # New events are embedded within a budget (a provider being on); the rest is
+        # caught up by later hooks, and until then searches say `vectors_incomplete`.
+        memory.embed_vectors(
+            budget_ms=min(memory.config.semantic.capture_budget_ms, deadline.left_ms())
+        )
         if answers:
             prompt = _str(payload.get("prompt"))
             report.output = inject(memory, report, prompt, deadline)

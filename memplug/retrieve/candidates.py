@@ -36,6 +36,7 @@ from memplug.store.search import (
 if TYPE_CHECKING:
     import regex
 
+    from memplug.semantic.service import SemanticHits
     from memplug.store.fts import MatchPlan
 
 AnyEvent = EventCandidate | LightEvent
@@ -59,6 +60,10 @@ class Pool:
     item_regex_counts: dict[int, int] = field(default_factory=dict)
     # Filled lazily, as of the snapshot (see ScoringContext.last_seq).
     last_seq: dict[str, int | None] = field(default_factory=dict)
+    # The events the semantic provider proposed (when it is on): cosine similarity
+    # (shown in `why`) and rank among its candidates (what scoring uses).
+    semantic: dict[int, float] = field(default_factory=dict)
+    semantic_rank: dict[int, int] = field(default_factory=dict)
 
 
 class Collector:
@@ -90,6 +95,7 @@ class Collector:
         *,
         regex_pattern: str | None = None,
         scope_size: float | None = None,
+        semantic: SemanticHits | None = None,
     ) -> Pool:
         pool = Pool()
         if signals.capped:
@@ -116,9 +122,19 @@ class Collector:
                 self._like(plan, pool)
             if match == "all":
                 self._keep_all(signals, pool)
+        if semantic is not None:
+            self._semantic(semantic, pool)
         if branches == "active":
             self.paths.filter(pool, self.snap)
         return pool
+
+    def _semantic(self, found: SemanticHits, pool: Pool) -> None:
+        """The provider's nearest events join the pool (read light, like index hits)."""
+        pool.reasons.update(found.reasons)
+        missing = [event_id for event_id, _ in found.hits if event_id not in pool.events]
+        pool.events.update(self.store.light_events(missing))
+        pool.semantic = {i: sim for i, sim in found.hits if i in pool.events}
+        pool.semantic_rank = {i: rank for rank, (i, _) in enumerate(found.hits) if i in pool.events}
 
     def _all(self, plan: MatchPlan, pool: Pool) -> None:
         """``--match all``: one expression over every group, read up to the pool cap."""

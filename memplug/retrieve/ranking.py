@@ -62,6 +62,10 @@ class Ranking:
     # evidence is spread over a conversation's whole history, a full boost cost 0.005
     # recall@10.
     event_recency_share: float = 0.5
+    # A semantic candidate of rank r adds ``semantic_weight x k / (k + r)`` to its
+    # lexical score (``semantic.weight``, ``semantic.rankK``); 0 when no provider is on.
+    semantic_weight: float = 0.0
+    semantic_rank_k: float = 10.0
 
     @classmethod
     def from_config(cls, config: RetrievalConfig) -> Ranking:

@@ -4,7 +4,8 @@ one database, each delegating to the module that does the work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from memplug.errors import NotFound, ValidationError
 from memplug.query import parse_query
@@ -25,21 +26,36 @@ from memplug.store.search import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
     from memplug.config import Config
+    from memplug.semantic.service import Semantic, SemanticHits
     from memplug.store.ports import Storage
 
 
 class Retriever:
     """Ranked retrieval over one database; see :mod:`memplug.retrieve` for the API."""
 
-    def __init__(self, store: Storage | SearchPort, config: Config | None = None) -> None:
+    def __init__(
+        self,
+        store: Storage | SearchPort,
+        config: Config | None = None,
+        semantic: Semantic | None = None,
+    ) -> None:
         self.search_store: SearchPort = store if isinstance(store, SearchPort) else store.search
         if config is None:
             from memplug.config import Config as _Config
 
             config = _Config()
         self.config = config
+        # The semantic provider's side (None when it is off): its candidates join the
+        # lexical ones, weighted by `semantic.weight`.
+        self.semantic = semantic if semantic is not None and semantic.enabled else None
         # Read at each call, not bound into helpers: tests and callers may replace it.
         self.ranking = Ranking.from_config(config.retrieval)
+        if self.semantic is not None:
+            self.ranking = replace(
+                self.ranking,
+                semantic_weight=config.semantic.weight,
+                semantic_rank_k=config.semantic.rank_k,
+            )
         self._paths = ActivePaths(self.search_store)
 
     def search(
@@ -128,7 +144,8 @@ class Retriever:
         event_scope = EventScope(session_ids=resolved.session_ids, include_generated=False)
         item_scope = ItemScope(session_ids=resolved.session_ids)
         collector = Collector(store, ranking, self._paths, event_scope, item_scope, snap)
-        pool = collector.collect(signals, "any", resolved, branches)
+        found = self._similar(task_text, event_scope, snap)
+        pool = collector.collect(signals, "any", resolved, branches, semantic=found)
         scorer = Scorer(signals, pool, ranking, store)
         adjacency = Adjacency(store, self._paths, event_scope, snap, branches)
         selection = Selection(store, ranking, limit)
@@ -141,7 +158,7 @@ class Retriever:
             evidence=tuple(evidence),
             omitted=tuple(selection.omitted),
             coverage=coverage(pool.reasons),
-            signals=signals.to_json(),
+            signals=self._signals(signals.to_json()),
             successors=successors(store, items),
         )
 
@@ -158,5 +175,16 @@ class Retriever:
         expander = Expander(self.search_store, self._paths)
         return expander.expand(target, before, after, max_chars, branches)
 
+    def _signals(self, signals: dict[str, Any]) -> dict[str, Any]:
+        """The query signals as logged; with a provider on, its name (explain uses it)."""
+        if self.semantic is not None:
+            signals["semantic"] = self.config.semantic.provider
+        return signals
+
+    def _similar(self, text: str, scope: EventScope, snap: Snapshot) -> SemanticHits | None:
+        if self.semantic is None:
+            return None
+        return self.semantic.similar(text, scope, snap, self.config.semantic.candidates)
+
     def _search(self) -> Search:
-        return Search(self.search_store, self.ranking, self._paths)
+        return Search(self.search_store, self.ranking, self._paths, self._similar)

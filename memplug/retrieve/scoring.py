@@ -101,6 +101,31 @@ class ScoringContext:
             anchor=anchor,
         )
 
+    def semantic(self, event_id: int) -> float:
+        """What the semantic provider adds to an event: ``weight x k / (k + rank)`` by
+        its rank among the provider's candidates (reciprocal rank: a static model's
+        similarities are not calibrated across queries, its order is)."""
+        rank = self.pool.semantic_rank.get(event_id)
+        if rank is None:
+            return 0.0
+        k = self.ranking.semantic_rank_k
+        return self.ranking.semantic_weight * k / (k + rank)
+
+    def lexically(self, event_id: int) -> bool:
+        """Whether the index (or the regex) found the event, not only the provider."""
+        pool = self.pool
+        return event_id in pool.regex_counts or any(
+            event_id in members for members in pool.members.values()
+        )
+
+    def via(self, event_id: int, lexical_why: str | None) -> str:
+        """The ``why`` of an event that may also (or only) have come semantically."""
+        similarity = self.pool.semantic.get(event_id)
+        if similarity is None:
+            return lexical_why or "lexical"
+        tag = f"semantic:{similarity:.3f}"
+        return f"{lexical_why} +{tag}" if lexical_why else tag
+
     def match(self, text: str, regex_count: int | None, chars: int) -> TextMatch:
         """What the query finds in a candidate's (lower-cased) text; ``regex_count``
         is its match count in regex mode, ``chars`` its stored length."""
@@ -307,12 +332,13 @@ def score_events(
         if value <= 0 and event.id not in first_pinned:
             continue
         pinned = event.id in first_pinned
+        lexical = pinned or ctx.lexically(event.id)
         out.append(
             Scored(
                 key=(0 if pinned else 1, 1, -round(value, 9), "1", event.session_id, event.seq),
                 score=value,
                 pinned=pinned,
-                why="lexical",
+                why=ctx.via(event.id, "lexical" if lexical else None),
                 needle=None,
                 event=event,
             )
@@ -357,6 +383,7 @@ def first_pass(ctx: ScoringContext) -> tuple[dict[int, float], set[int]]:
                 # Each term counted once: BM25's saturation at tf = 1, by length.
                 value *= ranking.sat(1, ranking.length_norm(event.text_chars))
                 value += ranking.exact_boost * min(exact.get(event_id, 0), 3) / 3
+        value += ctx.semantic(event_id)
         value *= ctx.role_weight(event)
         if event.generated:
             value *= ranking.generated_factor
@@ -394,6 +421,7 @@ def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
         (event.text or "").lower(), ctx.pool.regex_counts.get(event.id), event.text_chars
     )
     base = found.lexical + found.exact_boost if found.lexical else 0.0
+    base += ctx.semantic(event.id)
     base *= ctx.role_weight(event)
     if event.generated:
         base *= ranking.generated_factor
@@ -473,10 +501,15 @@ class _FullPass:
                 score += ranking.session_weight * session_best.get(event.session_id, 0.0)
             if score <= 0 and not pinned_by:
                 continue
-            if event_id in self.near and not matched and not pinned_by:
+            regex_mode = event_id in self.ctx.pool.regex_counts
+            if matched or pinned_by:
+                reason = self.ctx.via(event_id, why(pinned_by, matched, regex_mode=regex_mode))
+            elif event_id in self.ctx.pool.semantic:
+                reason = self.ctx.via(event_id, None)
+            elif event_id in self.near:
                 reason = f"near:{self.near[event_id]}"
             else:
-                reason = why(pinned_by, matched, regex_mode=event_id in self.ctx.pool.regex_counts)
+                reason = why(pinned_by, matched, regex_mode=regex_mode)
             out.append(
                 Scored(
                     key=(

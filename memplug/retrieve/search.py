@@ -3,7 +3,8 @@ pages whose ``next`` token pins the snapshot and the hits already handed out."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from memplug.query import parse_query
 from memplug.refs import parse_source_refs
@@ -21,14 +22,26 @@ from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
+if TYPE_CHECKING:
+    from memplug.semantic.service import SemanticHits
+
 SNIPPET_CHARS = 240
+SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]
 
 
 class Search:
-    def __init__(self, store: SearchPort, ranking: Ranking, paths: ActivePaths) -> None:
+    def __init__(
+        self,
+        store: SearchPort,
+        ranking: Ranking,
+        paths: ActivePaths,
+        similar: SimilarFn | None = None,
+    ) -> None:
         self.store = store
         self.ranking = ranking
         self.paths = paths
+        # The semantic provider's nearest events for a text, when one is on.
+        self.similar = similar
 
     def page(
         self,
@@ -105,6 +118,12 @@ class Search:
             request.branches,
             regex_pattern=request.query if request.mode == "regex" else None,
             scope_size=scope_size,
+            # Meaning only makes sense for words: phrase and regex modes stay exact.
+            semantic=(
+                self.similar(request.query, event_scope, snap)
+                if self.similar is not None and request.mode == "literal"
+                else None
+            ),
         )
         scorer = Scorer(signals, pool, self.ranking, self.store)
         scored = scorer.items() if item_scope is not None else []

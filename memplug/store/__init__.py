@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memplug.store.search import SearchStore
     from memplug.store.skills import SkillStore
     from memplug.store.timeline import TimelineStore
+    from memplug.store.vectors import VectorStore
 
 __all__ = ["EventRow", "InsertResult", "Store"]
 
@@ -114,6 +115,12 @@ class Store:
         from memplug.store.timeline import TimelineStore
 
         return TimelineStore(self.db)
+
+    @cached_property
+    def vectors(self) -> VectorStore:
+        from memplug.store.vectors import VectorStore
+
+        return VectorStore(self.db)
 
     @cached_property
     def admin(self) -> AdminStore:

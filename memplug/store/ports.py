@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         ScopeFilter,
         ToolCall,
     )
+    from memplug.store.vectors import VectorCounts, VectorScan
 
 
 @runtime_checkable
@@ -346,6 +347,26 @@ class TimelinePort(Protocol):
 
 
 @runtime_checkable
+class VectorPort(Protocol):
+    """The semantic provider's vectors: bytes per event, named by the model that made
+    them (the arithmetic over them lives above the store)."""
+
+    def model_id(
+        self, provider: str, version: str, dimensions: int, *, create: bool
+    ) -> int | None: ...
+    def models(self) -> list[dict[str, Any]]: ...
+    def counts(self, model_id: int | None) -> VectorCounts: ...
+    def pending(
+        self, model_id: int | None, limit: int, after_id: int, top_id: int
+    ) -> list[tuple[int, str, int, str]]: ...
+    def max_event_id(self) -> int: ...
+    def put(self, model_id: int, rows: Sequence[tuple[int, str, int, bytes]]) -> None: ...
+    def watermark(self, model_id: int) -> int: ...
+    def set_watermark(self, model_id: int, event_id: int) -> None: ...
+    def scan(self, model_id: int, scope: EventScope, snap: Snapshot) -> VectorScan: ...
+
+
+@runtime_checkable
 class AdminPort(Protocol):
     """`memory purge`: plan, delete for good, and leave no copy in indexes or logs."""
 
@@ -417,6 +438,8 @@ class Storage(Protocol):
     def hosts(self) -> HostCursorPort: ...
     @property
     def timeline(self) -> TimelinePort: ...
+    @property
+    def vectors(self) -> VectorPort: ...
     @property
     def admin(self) -> AdminPort: ...
     @property

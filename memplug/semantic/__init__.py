@@ -1,0 +1,66 @@
+"""The embedder seam: what a semantic provider is, and how one is found by name.
+
+Nothing heavy is imported here — no numpy, no model: the default install
+(``semantic.provider = "off"``) imports this module at most, and a hook that does not
+use a provider never pays for one. Providers register under the entry-point group
+``memplug.embedders`` (``builtin`` is memplug's own, installed by
+``pip install 'memplug[semantic]'``); :func:`load_embedder` resolves a name lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+ENTRY_POINT_GROUP = "memplug.embedders"
+OFF = "off"
+# The coverage reasons a degraded semantic side reports (docs/semantic.md).
+UNAVAILABLE = "semantic_unavailable"
+INCOMPLETE = "vectors_incomplete"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedder. ``embed`` returns one unit-length float32 row per text, shape
+    ``(len(texts), dimensions)``; ``name`` and ``version`` are stored with every vector,
+    so a changed model marks the old vectors stale."""
+
+    name: str
+    version: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+class SemanticUnavailable(Exception):
+    """The configured provider cannot be used: not installed, unknown, or failing."""
+
+
+def load_embedder(name: str) -> Embedder:
+    """The provider registered as ``name``, constructed; a clear error when it cannot be."""
+    from memplug.plugins import PluginError, entry_points, load
+
+    points = entry_points(ENTRY_POINT_GROUP)
+    found = [point for point in points if point.name == name]
+    if not found:
+        names = ", ".join(point.name for point in points) or "none"
+        raise SemanticUnavailable(
+            f"no semantic provider named {name!r} is installed (installed: {names})"
+        )
+    try:
+        embedder = load(found[0])()
+    except PluginError as error:
+        cause = error.__cause__
+        if isinstance(cause, ImportError):
+            raise SemanticUnavailable(
+                f"semantic provider {name!r} is not installed ({cause.name or cause}): "
+                "pip install 'memplug[semantic]'"
+            ) from None
+        raise SemanticUnavailable(str(error)) from None
+    except Exception as error:
+        raise SemanticUnavailable(
+            f"semantic provider {name!r} failed to start: {type(error).__name__}: {error}"
+        ) from None
+    if not isinstance(embedder, Embedder):
+        raise SemanticUnavailable(f"semantic provider {name!r} is not an Embedder")
+    return embedder

@@ -1,0 +1,439 @@
+"""The optional semantic provider: the seam, the packaged model, vectors in the file.
+
+These load the real builtin table that ships in the package (numpy comes with the
+``semantic`` extra, which ``make test`` installs). Test providers that fail or
+change version are registered as real entry points of the ``memplug.embedders`` group.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memplug.cli.app import cli as memory_cli
+from memplug.config import load_config
+from memplug.memory import Memory
+from memplug.purge import purge
+from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
+from memplug.semantic.builtin import Builtin
+from memplug.semantic.wordpiece import WordPiece, basic_words
+
+ON = {"semantic": {"provider": "builtin"}}
+
+
+def event(session: str, seq: int, text: str, **extra: Any) -> dict[str, Any]:
+    data = {
+        "session_id": session,
+        "seq": seq,
+        "type": "user/message",
+        "role": "user",
+        "time": f"2026-02-{seq % 28 + 1:02d}T10:00:00Z",
+        "text": text,
+        "cwd": "/home/ana/garden",
+    }
+    data.update(extra)
+    return data
+
+
+CHAT = [
+    event("s1", 1, "I have been so anxious lately, work is crushing me."),
+    event(
+        "s1",
+        2,
+        "Yoga and long walks help me with stress relief.",
+        role="assistant",
+        type="assistant/message",
+    ),
+    event("s1", 3, "We played a benefit basketball game for the children's hospital."),
+    event("s1", 4, "The deploy uses port 8080 on the staging host."),
+    event("s1", 5, "ran pytest", type="tool/result", role="tool", tool_name="bash"),
+    event("s2", 1, "My sister adopted a puppy named Biscuit last week."),
+    event("s2", 2, "We cooked pasta with tomatoes from the garden."),
+]
+
+
+def jsonl(events: Sequence[dict[str, Any]]) -> io.BytesIO:
+    return io.BytesIO("".join(json.dumps(e) + "\n" for e in events).encode())
+
+
+def imported(path: Path, events: Sequence[dict[str, Any]] = CHAT, **config: Any) -> Memory:
+    memory = Memory.open(path, config={**ON, **config})
+    memory.import_jsonl([("-", jsonl(events))])
+    return memory
+
+
+def vectors_of(memory: Memory) -> dict[tuple[str, int], bytes]:
+    rows = memory.db.conn.execute(
+        "SELECT e.session_id, e.seq, v.vector FROM event_vectors v "
+        "JOIN events e ON e.id = v.event_id"
+    )
+    return {(r[0], r[1]): bytes(r[2]) for r in rows}
+
+
+# -- providers registered the way a plugin would be --------------------------------------
+
+
+class Raising:
+    name = "raising"
+    version = "1"
+    dimensions = 8
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        raise RuntimeError("the model exploded")
+
+
+class BuiltinNext(Builtin):
+    version = "next-version"
+
+
+@pytest.fixture
+def providers(monkeypatch: pytest.MonkeyPatch):
+    """Register providers under the entry-point group for this test only."""
+    real = importlib.metadata.entry_points
+    registered: dict[str, str] = {}
+
+    def entry_points(**params: Any) -> Any:
+        if params.get("group") != ENTRY_POINT_GROUP:
+            return real(**params)
+        found = {ep.name: ep for ep in real(group=ENTRY_POINT_GROUP)}
+        for name, value in registered.items():
+            found[name] = importlib.metadata.EntryPoint(name, value, ENTRY_POINT_GROUP)
+        return importlib.metadata.EntryPoints(found.values())
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    return registered
+
+
+# -- the seam and the packaged model ------------------------------------------------------
+
+
+def test_provider_is_off_by_default_and_set_by_the_environment() -> None:
+    assert load_config(None, environ={}).config.semantic.provider == "off"
+    loaded = load_config(None, environ={"MEMPLUG_SEMANTIC__PROVIDER": "builtin"})
+    assert loaded.config.semantic.provider == "builtin"
+    assert loaded.sources["semantic.provider"] == "env MEMPLUG_SEMANTIC__PROVIDER"
+
+
+def test_the_builtin_provider_is_found_by_its_entry_point_and_loads_the_packaged_table() -> None:
+    embedder = load_embedder("builtin")
+    assert isinstance(embedder, Builtin)
+    assert (embedder.name, embedder.dimensions) == ("builtin", 256)
+    vectors = embedder.embed(["my dog is sick", "the puppy has a fever", "port 8080 on staging"])
+    assert vectors.shape == (3, 256) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Meaning, not spelling: the paraphrase (no word in common) is nearer than the
+    # unrelated sentence.
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+    assert embedder.embed([""]).tolist() == [[0.0] * 256]
+
+
+def test_an_unknown_provider_names_the_installed_ones() -> None:
+    with pytest.raises(SemanticUnavailable, match=r"no semantic provider named 'nope'.*builtin"):
+        load_embedder("nope")
+
+
+def test_a_missing_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "memplug.semantic.builtin", raising=False)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
+    with pytest.raises(SemanticUnavailable, match=r"not installed \(numpy\).*memplug\[semantic\]"):
+        load_embedder("builtin")
+
+
+def test_wordpiece_matches_bert_uncased_on_known_words() -> None:
+    vocab = ["[PAD]", "[UNK]", "un", "##aff", "##able", "hello", ",", "北", "naive", "!"]
+    tokenizer = WordPiece(vocab)
+    assert basic_words("Hello, NAÏVE 北京!") == ["hello", ",", "naive", "北", "京", "!"]
+    assert tokenizer.encode("Hello, unaffable naïve 北京!") == [5, 6, 2, 3, 4, 8, 7, 1, 9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_wordpiece_never_fails_and_stays_in_the_vocabulary(text: str) -> None:
+    tokenizer = _builtin()._tokenizer
+    ids = tokenizer.encode(text)
+    assert all(0 <= i < len(tokenizer.ids) for i in ids)
+    assert ids == tokenizer.encode(text)
+
+
+_CACHE: dict[str, Builtin] = {}
+
+
+def _builtin() -> Builtin:
+    if "b" not in _CACHE:
+        _CACHE["b"] = Builtin()
+    return _CACHE["b"]
+
+
+def test_the_default_install_never_imports_numpy(tmp_path: Path) -> None:
+    """Provider off: capture, assemble, search and status leave numpy unimported."""
+    code = f"""
+import io, json, sys
+from memplug.memory import Memory
+from memplug.assemble import AssemblyRequest
+from memplug.diagnostics import status
+events = {json.dumps(CHAT)}
+with Memory.open({str(tmp_path / "m.sqlite")!r}) as memory:
+    data = "".join(json.dumps(e) + "\\n" for e in events).encode()
+    memory.import_jsonl([("-", io.BytesIO(data))])
+    memory.assemble(AssemblyRequest(session_id="s1", query="how do I destress?"))
+    memory.retriever.search("stress")
+    assert status(memory)["semantic"]["state"] == "off"
+print(sorted(m for m in sys.modules if m.split(".")[0] == "numpy" or m.endswith("builtin")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# -- vectors in the file --------------------------------------------------------------------
+
+
+def test_import_embeds_prose_and_status_reports_provider_model_and_lag(tmp_path: Path) -> None:
+    from memplug.diagnostics import status
+
+    with imported(tmp_path / "m.sqlite") as memory:
+        stored = vectors_of(memory)
+        # User and assistant prose; the tool result stays lexical only.
+        assert sorted(stored) == [
+            (s, q) for s, q in [("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4), ("s2", 1), ("s2", 2)]
+        ]
+        assert {len(blob) for blob in stored.values()} == {256 * 2}
+        semantic = status(memory)["semantic"]
+        assert semantic["state"] == "ok" and semantic["lag"] == 0
+        assert semantic["version"] == Builtin.version
+        assert semantic["vectors"] == {"embeddable": 6, "current": 6, "stale": 0, "missing": 0}
+        assert semantic["models"] == [
+            {"provider": "builtin", "version": Builtin.version, "dimensions": 256, "vectors": 6}
+        ]
+
+
+def test_vectors_are_identical_across_two_databases_and_import_orders(tmp_path: Path) -> None:
+    first = imported(tmp_path / "a.sqlite")
+    second = Memory.open(tmp_path / "b.sqlite", config=ON)
+    for half in (CHAT[4:], CHAT[:4]):  # another order, in two imports
+        second.import_jsonl([("-", jsonl(half))])
+    with first, second:
+        assert vectors_of(first) == vectors_of(second)
+
+
+def test_a_live_capture_embeds_within_its_budget_and_rebuild_catches_up(
+    tmp_path: Path,
+) -> None:
+    from memplug.models import parse_event
+
+    path = tmp_path / "m.sqlite"
+    with Memory.open(path, config={"semantic": {"provider": "builtin", "captureBudgetMs": 0}}) as m:
+        m.ingest([parse_event(e) for e in CHAT])
+        assert vectors_of(m) == {}
+        assert m.semantic.status()["lag"] == 6
+    result = CliRunner().invoke(
+        memory_cli,
+        ["--db", str(path), "rebuild", "--vectors", "--json"],
+        env={"MEMPLUG_SEMANTIC__PROVIDER": "builtin"},
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"vectors": {"embedded": 6, "remaining": 0, "error": None}}
+    with Memory.open(path, config=ON) as m:
+        assert len(vectors_of(m)) == 6
+
+
+def test_a_changed_model_version_is_stale_until_rebuilt(tmp_path: Path, providers) -> None:
+    path = tmp_path / "m.sqlite"
+    imported(path).close()
+    providers["builtin"] = f"{__name__}:BuiltinNext"
+    with Memory.open(path, config=ON) as memory:
+        semantic = memory.semantic.status()
+        assert semantic["state"] == "vectors_incomplete"
+        assert semantic["vectors"] == {"embeddable": 6, "current": 0, "stale": 6, "missing": 6}
+        report = memory.embed_vectors()
+        assert report is not None and (report.embedded, report.remaining) == (6, 0)
+        assert memory.semantic.status()["models"][-1]["version"] == "next-version"
+
+
+def test_a_failing_provider_is_recorded_and_never_breaks_capture(tmp_path: Path, providers) -> None:
+    from memplug.diagnostics import status
+
+    providers["raising"] = f"{__name__}:Raising"
+    path = tmp_path / "m.sqlite"
+    with Memory.open(path, config={"semantic": {"provider": "raising"}}) as memory:
+        summary = memory.import_jsonl([("-", jsonl(CHAT))])
+        assert summary.new == len(CHAT)
+        assert summary.as_dict()["vectors"]["error"] == "RuntimeError: the model exploded"
+        report = status(memory)
+        assert report["semantic"]["lag"] == 6
+        assert report["latest_errors"][0]["stage"] == "semantic"
+    result = CliRunner().invoke(
+        memory_cli,
+        ["--db", str(path), "rebuild", "--vectors"],
+        env={"MEMPLUG_SEMANTIC__PROVIDER": "raising"},
+    )
+    assert result.exit_code == 1
+    assert "provider failed: RuntimeError: the model exploded" in result.output
+
+
+def test_an_unavailable_provider_shows_in_status_and_rebuild_refuses(
+    tmp_path: Path, cli
+) -> None:
+    path = tmp_path / "m.sqlite"
+    imported(path, semantic={"provider": "absent"}).close()
+    env = {"MEMPLUG_SEMANTIC__PROVIDER": "absent"}
+    out = cli("--db", str(path), "status", "--json", env=env)
+    semantic = out.json()["semantic"]
+    assert semantic["state"] == "semantic_unavailable"
+    assert "no semantic provider named 'absent'" in semantic["reason"]
+    text = cli("--db", str(path), "status", env=env)
+    assert "semantic   absent: UNAVAILABLE — no semantic provider named 'absent'" in text.stdout
+    refused = cli("--db", str(path), "rebuild", "--vectors", env=env)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: no semantic provider named 'absent'")
+    assert len(refused.stderr.splitlines()) == 1
+
+
+def test_rebuild_vectors_with_the_provider_off_is_bad_usage(tmp_path: Path, cli) -> None:
+    path = tmp_path / "m.sqlite"
+    Memory.open(path).close()
+    out = cli("--db", str(path), "rebuild", "--vectors")
+    assert out.returncode == 2
+    assert out.stderr == "Error: semantic.provider is off: there are no vectors to rebuild\n"
+
+
+def test_status_text_shows_counts_and_lag(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    config = {"semantic": {"provider": "builtin", "captureBudgetMs": 0}}
+    from memplug.models import parse_event
+
+    with Memory.open(path, config=config) as memory:
+        memory.ingest([parse_event(e) for e in CHAT])
+    out = CliRunner().invoke(
+        memory_cli, ["--db", str(path), "status"], env={"MEMPLUG_SEMANTIC__PROVIDER": "builtin"}
+    )
+    assert (
+        f"semantic   builtin ({Builtin.model}, {Builtin.version}): 0 of 6 events embedded, "
+        "lag 6 (0 stale) — memory rebuild --vectors"
+    ) in out.output
+
+
+def test_purge_removes_vectors_with_their_events(tmp_path: Path) -> None:
+    with imported(tmp_path / "m.sqlite") as memory:
+        purge(memory, sessions=["s2"])
+        assert sorted(vectors_of(memory)) == [("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4)]
+        purge(memory, everything=True, vacuum=True)
+        assert vectors_of(memory) == {}
+        assert memory.db.conn.execute("SELECT count(*) FROM event_vectors").fetchone()[0] == 0
+
+
+# -- hybrid candidates -----------------------------------------------------------------------
+
+PETS = [
+    event("p1", 1, "We talked about the weather and the train schedule."),
+    event("p1", 2, "My dog has been sick all week, the vet gave him pills."),
+    event("p1", 3, "The deploy listens on port 8080 of the staging host."),
+    event("p1", 4, "Lunch was a sandwich with cheese."),
+    event("p1", 5, "I bought new shoes for running in the park."),
+]
+
+
+def test_a_semantic_candidate_is_found_without_a_shared_word(tmp_path: Path) -> None:
+    query = "is the puppy ill?"
+    with imported(tmp_path / "on.sqlite", PETS) as memory:
+        page = memory.retriever.search(query)
+        assert [(h.seq, h.why.split(":")[0]) for h in page.hits][:1] == [(2, "semantic")]
+        assert page.coverage.complete
+    with Memory.open(tmp_path / "off.sqlite") as lexical:
+        lexical.import_jsonl([("-", jsonl(PETS))])
+        assert lexical.retriever.search(query).hits == []
+
+
+def test_exact_symbol_pins_still_rank_first_and_both_origins_are_named(tmp_path: Path) -> None:
+    with imported(tmp_path / "m.sqlite", PETS) as memory:
+        result = memory.retriever.retrieve("p1", "my sick dog and port 8080", limit=10)
+        first, second = result.evidence[:2]
+        assert (first.seq, first.pinned) == (3, True)
+        assert first.why.startswith("exact:8080")
+        assert second.seq == 2 and " +semantic:" in second.why  # lexical and semantic
+
+
+def test_hybrid_results_are_identical_across_two_databases(tmp_path: Path) -> None:
+    first = imported(tmp_path / "a.sqlite", PETS + CHAT)
+    second = Memory.open(tmp_path / "b.sqlite", config=ON)
+    second.import_jsonl([("-", jsonl(list(reversed(PETS + CHAT))))])
+    with first, second:
+        for query in ("is the puppy ill?", "how do I relax", "charity event for kids"):
+            a = first.retriever.search(query, limit=20).model_dump()
+            b = second.retriever.search(query, limit=20).model_dump()
+            assert a == b and a["hits"], query
+
+
+def test_an_unavailable_provider_is_a_coverage_reason_and_a_notice(tmp_path: Path) -> None:
+    from memplug.assemble import AssemblyRequest
+
+    with imported(tmp_path / "m.sqlite", PETS, semantic={"provider": "absent"}) as memory:
+        page = memory.retriever.search("dog")
+        assert page.coverage.reasons == ["semantic_unavailable"]
+        assert [h.seq for h in page.hits] == [2]  # lexical search goes on
+        result = memory.assemble(AssemblyRequest(session_id="p1", query="my dog"))
+        assert "Memory search was incomplete (semantic_unavailable)" in result.text
+
+
+def test_missing_vectors_are_a_coverage_reason_until_rebuilt(tmp_path: Path) -> None:
+    from memplug.models import parse_event
+
+    config = {"semantic": {"provider": "builtin", "captureBudgetMs": 0}}
+    with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
+        memory.ingest([parse_event(e) for e in PETS])
+        assert memory.retriever.search("dog").coverage.reasons == ["vectors_incomplete"]
+        memory.embed_vectors()
+        assert memory.retriever.search("dog").coverage.complete
+
+
+def test_explain_says_how_each_line_was_found(tmp_path: Path) -> None:
+    from memplug.assemble import AssemblyRequest
+    from memplug.explain import explain, find_assembly, render_explain
+
+    with imported(tmp_path / "m.sqlite", PETS) as memory:
+        memory.assemble(AssemblyRequest(session_id="p1", query="my puppy is ill, and the deploy"))
+        text = render_explain(explain(find_assembly(memory.store)))
+    assert "semantic   builtin" in text
+    lines = {line.split()[1]: line for line in text.splitlines() if line.startswith("   + ")}
+    assert "via semantic  " in lines["p1:2"]  # no word in common with the query
+    assert "via both  " in lines["p1:3"]  # "deploy", and close in meaning too
+    assert all(" via " in line for line in lines.values())
+
+
+def test_a_live_capture_embeds_its_new_events_within_the_default_budget(tmp_path: Path) -> None:
+    from memplug.models import parse_event
+
+    with Memory.open(tmp_path / "m.sqlite", config=ON) as memory:
+        memory.ingest([parse_event(e) for e in PETS[:2]])
+        assert sorted(vectors_of(memory)) == [("p1", 1), ("p1", 2)]
+        memory.ingest([parse_event(e) for e in PETS[2:]])
+        assert len(vectors_of(memory)) == len(PETS)
+        assert memory.retriever.search("dog").coverage.complete
+
+
+def test_equal_similarities_break_ties_by_session_and_seq_in_any_database(
+    tmp_path: Path,
+) -> None:
+    """Identical texts score the same; which of them fit the candidate cut must not
+    depend on the order a database happened to ingest them in (its row ids)."""
+    same = [event(f"t{n}", 1, "Thanks, that really helps with my garden!") for n in range(8)]
+    config = {"semantic": {"provider": "builtin", "candidates": 3}}
+    first = imported(tmp_path / "a.sqlite", same, **config)
+    second = Memory.open(tmp_path / "b.sqlite", config={**ON, **config})
+    second.import_jsonl([("-", jsonl(list(reversed(same))))])
+    with first, second:
+        a = first.retriever.search("grateful for the support", limit=20)
+        b = second.retriever.search("grateful for the support", limit=20)
+        assert [h.session_id for h in a.hits] == ["t0", "t1", "t2"]
+        assert a.model_dump() == b.model_dump()
