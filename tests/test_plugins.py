@@ -95,7 +95,11 @@ def test_discovery_finds_entry_points_without_loading_them(good: Path) -> None:
     ours = [p for p in points if p.dist is not None and p.dist.name == DIST]
     assert [(p.name, p.value) for p in ours] == [("recent", "mfp_sources:SOURCE")]
     assert "mfp_sources" not in sys.modules
-    assert plugins.entry_points("memplug.embedders") == []
+    # memplug registers its own embedder; the test distribution registers none.
+    embedders = plugins.entry_points("memplug.embedders")
+    assert [(p.name, p.value) for p in embedders] == [
+        ("builtin", "memplug.semantic.builtin:Builtin")
+    ]
 
 
 def test_loading_imports_the_plugin_only_when_asked(good: Path) -> None:

@@ -27,6 +27,16 @@ def test_wheel_ships_migrations_and_runs_without_the_checkout(tmp_path: Path) ->
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {Path(n).name for n in names if n.startswith("memplug/migrations/")}
     assert shipped == {p.name for p in (REPO / "migrations").glob("*.sql")}
+    # The builtin semantic provider's table ships inside memplug, registered by name.
+    assert {
+        "memplug/semantic/data/minilm-static-rows.npy",
+        "memplug/semantic/data/minilm-static-scale.npy",
+        "memplug/semantic/data/vocab.txt",
+        "memplug/semantic/data/NOTICE",
+    } <= names
+    (points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    registered = zipfile.ZipFile(wheel).read(points).decode()
+    assert "[memplug.embedders]\nbuiltin = memplug.semantic.builtin:Builtin" in registered
 
     target = tmp_path / "site"
     subprocess.run(
