@@ -370,8 +370,8 @@ def test_hybrid_results_are_identical_across_two_databases(tmp_path: Path) -> No
     second.import_jsonl([("-", jsonl(list(reversed(PETS + CHAT))))])
     with first, second:
         for query in ("is the puppy ill?", "how do I relax", "charity event for kids"):
-            a = first.retriever.search(query, limit=20).model_dump()
-            b = second.retriever.search(query, limit=20).model_dump()
+            a = first.retriever.search(query, limit=20).as_json()
+            b = second.retriever.search(query, limit=20).as_json()
             assert a == b and a["hits"], query
 
 
@@ -436,4 +436,4 @@ def test_equal_similarities_break_ties_by_session_and_seq_in_any_database(
         a = first.retriever.search("grateful for the support", limit=20)
         b = second.retriever.search("grateful for the support", limit=20)
         assert [h.session_id for h in a.hits] == ["t0", "t1", "t2"]
-        assert a.model_dump() == b.model_dump()
+        assert a.as_json() == b.as_json()
