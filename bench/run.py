@@ -23,7 +23,7 @@ from pathlib import Path
 from bench.report import REPORT, REPORT_ENV
 
 # In report order. A module that does not exist yet is reported, not silently skipped.
-BENCHMARKS = ("capture", "retrieval", "prestep", "hook_latency", "extraction")
+BENCHMARKS = ("capture", "retrieval", "prestep", "hook_latency", "extraction", "coding")
 # What each benchmark reads from the shared folder.
 NEEDS: dict[str, tuple[str, ...]] = {
     "retrieval": ("acceptance/gen_events.py", "data/locomo/locomo10.json"),
@@ -33,6 +33,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
         "data/longmemeval/longmemeval_s_dev.json.gz",
         "data/claude-code",
     ),
+    "coding": ("data/claude-code",),
 }
 STAGED = REPORT.parent.parent / "build" / "benchmarks.partial.md"
 

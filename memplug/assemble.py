@@ -1,7 +1,7 @@
 """Budgeted assembly: retrieval candidates → at most one labelled evidence message.
 
 Sections come in a fixed order (task state; skill core; rules; memory items; raw
-evidence; notice). Each candidate is rendered as one line and costs that line's tokens;
+evidence; work; notice). Each candidate is rendered as one line and costs that line's tokens;
 whatever does not fit, or may not be shown, is recorded with a reason, so that
 ``memory explain`` can answer "why was this (not) injected?" from the log alone.
 
@@ -15,6 +15,7 @@ retrieval, logging and the promise never to raise into a host step.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
+    from memplug.retrieve.work import WorkFound, WorkHit
     from memplug.skill_rules import CoreLine, RuleHit, SkillContext
     from memplug.store.ports import Storage
     from memplug.store.skills import ValidationRecord
@@ -40,7 +42,15 @@ if TYPE_CHECKING:
 LOG_WAIT_MS = 1000
 
 # Section names, in the order they are filled and rendered.
-SECTIONS: tuple[str, ...] = ("task", "rules-core", "rules", "memory", "evidence", "notice")
+SECTIONS: tuple[str, ...] = (
+    "task",
+    "rules-core",
+    "rules",
+    "memory",
+    "evidence",
+    "work",
+    "notice",
+)
 
 # Omission reasons (the vocabulary explain, docs and tests agree on).
 OVER_BUDGET = "over budget"
@@ -53,6 +63,8 @@ EMPTY_TEXT = "empty text"
 DUPLICATE = "duplicate"
 REDACTED = "redacted"
 OVER_LIMIT = "over limit"  # set by retrieval: ranked past assembly.candidateLimit
+# The kind of a work entry that is "where we were" rather than matched by the query.
+RECENT = "recent"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -174,6 +186,8 @@ class Candidates:
     # blocked validation run, whose repair reminder leads the rules section.
     skills: SkillContext | None = None
     repair: ValidationRecord | None = None
+    # Work records the query names; else, after a compaction, where the session was.
+    work: WorkFound | None = None
 
 
 @dataclass(frozen=True)
@@ -205,16 +219,27 @@ class MemorySource:
         self.config = config
 
     def candidates(self, session_id: str, task_text: str) -> Candidates:
+        cfg = self.config.assembly
         result = self.retriever.retrieve(
-            session_id,
-            task_text,
-            scope=self.config.assembly.scope,
-            limit=self.config.assembly.candidate_limit,
+            session_id, task_text, scope=cfg.scope, limit=cfg.candidate_limit
         )
         return replace(
             from_retrieval(result),
             skills=self._skills(task_text),
             repair=self._pending_repair(session_id),
+            work=self._work(session_id, task_text),
+        )
+
+    def _work(self, session_id: str, task_text: str) -> WorkFound | None:
+        cfg = self.config.assembly
+        if cfg.work_budget_tokens <= 0:
+            return None
+        return self.retriever.work(
+            session_id,
+            task_text,
+            scope=cfg.scope,
+            limit=cfg.work_records,
+            recent=cfg.recent_work_records,
         )
 
     def _skills(self, task_text: str) -> SkillContext | None:
@@ -472,6 +497,8 @@ LABELS: dict[str, dict[str, str]] = {
         "section.rules": "## Rules",
         "section.memory": "## Memory items",
         "section.evidence": "## Raw evidence",
+        "section.work": "## Work done (tool calls: what and how it ended, never their output)",
+        "section.work.recent": "## Where we were (the last steps before the compaction)",
         "section.notice": "## Notice",
         "task.goal": "Goal",
         "task.progress": "Done",
@@ -493,6 +520,21 @@ LABELS: dict[str, dict[str, str]] = {
         "role.tool": "tool",
         "role.system": "system",
         "role.command": "command",
+        "said.assistant": "assistant said",
+        "quote.block": "[block not quoted]",
+        "work.read": "read",
+        "work.edited": "edited",
+        "work.wrote": "wrote",
+        "work.ran": "ran",
+        "work.searched": "searched",
+        "work.delegated": "delegated to a subagent:",
+        "work.called": "called",
+        "outcome.succeeded": "ok",
+        "outcome.failed": "failed",
+        "outcome.aborted": "interrupted",
+        "outcome.timed_out": "timed out",
+        "outcome.none": "no result",
+        "outcome.exit": "exit {code}",
         "turn": "turn {turn}",
         "conditions": "conditions: {conditions}",
         "scope": "scope: {scope}",
@@ -532,6 +574,8 @@ LABELS: dict[str, dict[str, str]] = {
         "section.rules": "## 相关规则",
         "section.memory": "## 记忆条目",
         "section.evidence": "## 原始证据",
+        "section.work": "## 已做的工作（工具调用：对象与结果，不含输出）",
+        "section.work.recent": "## 压缩前的进展（最后几步）",
         "section.notice": "## 提示",
         "task.goal": "目标",
         "task.progress": "已完成",
@@ -553,6 +597,21 @@ LABELS: dict[str, dict[str, str]] = {
         "role.tool": "工具",
         "role.system": "系统",
         "role.command": "命令",
+        "said.assistant": "助手说",
+        "quote.block": "[未引用的代码或引用块]",
+        "work.read": "读取",
+        "work.edited": "编辑",
+        "work.wrote": "写入",
+        "work.ran": "运行",
+        "work.searched": "搜索",
+        "work.delegated": "委派子代理：",
+        "work.called": "调用",
+        "outcome.succeeded": "成功",
+        "outcome.failed": "失败",
+        "outcome.aborted": "被中断",
+        "outcome.timed_out": "超时",
+        "outcome.none": "无结果",
+        "outcome.exit": "退出码 {code}",
         "turn": "第 {turn} 轮",
         "conditions": "条件：{conditions}",
         "scope": "范围：{scope}",
@@ -597,6 +656,30 @@ def snippet(text: str, limit: int) -> str:
     if len(flat) <= limit:
         return flat
     return flat[: max(1, limit - 1)].rstrip() + "…"
+
+
+# A fenced block (``` or ~~~) or a run of "> " lines in an assistant message: how an
+# agent reproduces what a tool returned (a page, a log). Left out of its quote, so that
+# assistant text cannot carry tool output past the rule that tool output is not pasted.
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
+_QUOTED_LINES = re.compile(r"(?:^[ \t]*>[^\n]*(?:\n|\Z))+", re.M)
+
+
+# Runs of words an assistant message may have copied from tool output: every window of
+# COPY_WORDS words (at least COPY_MIN_CHARS long) that a tool result among the
+# COPY_LOOKBACK events before the message holds verbatim (whitespace and case aside) is
+# left out of its quote. An agent copies what it just read; reading back further, or
+# all of a long session's output, would cost the step more than it could catch.
+COPY_WORDS = 6
+COPY_MIN_CHARS = 24
+COPY_LOOKBACK = 200
+COPY_MAX_CHARS = 100_000
+
+
+def prose_only(text: str, marker: str) -> str:
+    """An assistant message without its fenced and ``>``-quoted blocks (each → marker)."""
+    text = _FENCED.sub(marker, text)
+    return _QUOTED_LINES.sub(marker + "\n", text)
 
 
 def is_generated_message(message: Message, generated_kinds: frozenset[str]) -> bool:
@@ -1005,9 +1088,15 @@ class Assembler:
         self._skill_sections(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}
         superseded = self._memory_section(draft, candidates, visible, texts)
+        # Work is filled before raw evidence so that its own budget is there to spend;
+        # it is still rendered after it, in section order.
+        self._work_section(draft, candidates.work, request.session_id, visible)
         self._evidence_section(draft, candidates, visible)
-        answered = any(e.section in ("memory", "evidence") for e in draft.entries) or any(
-            o.reason in (VISIBLE, OVER_BUDGET) and o.section in ("memory", "evidence")
+        answered = any(
+            e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
+            for e in draft.entries
+        ) or any(
+            o.reason in (VISIBLE, OVER_BUDGET) and o.section in ("memory", "evidence", "work")
             for o in draft.omitted
         )
         self._notice_section(draft, candidates, superseded, visible, texts)
@@ -1017,12 +1106,18 @@ class Assembler:
         """Header, then each non-empty section's title and lines, in section order."""
         parts = [self.labels["header"]]
         for section in SECTIONS:
-            lines = [e.line for e in entries if e.section == section]
-            if lines:
+            chosen = [e for e in entries if e.section == section]
+            if chosen:
                 parts.append("")
-                parts.append(self.labels[f"section.{section}"])
-                parts.extend(lines)
+                parts.append(self.title(section, chosen))
+                parts.extend(e.line for e in chosen)
         return "\n".join(parts)
+
+    def title(self, section: str, entries: Sequence[Entry]) -> str:
+        """A section's title; the work section says when it holds only where we were."""
+        if section == "work" and entries and all(e.kind == RECENT for e in entries):
+            return self.labels["section.work.recent"]
+        return self.labels[f"section.{section}"]
 
     # -- sections -----------------------------------------------------------------
 
@@ -1196,13 +1291,17 @@ class Assembler:
         quotable = set(cfg.evidence_types)
         quote_all = "*" in quotable
         seen: set[str] = set()
+        assistant = 0
         for event in candidates.events:
             ref = event.ref
             if ref in seen:
                 draft.omit(ref, "evidence", DUPLICATE, event.score)
                 continue
             seen.add(ref)
-            if event.generated or event.source_kind in self.generated_kinds:
+            said = event.type == "assistant/message" and (quote_all or event.type in quotable)
+            if said and assistant >= cfg.assistant_quotes:
+                draft.omit(ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes")
+            elif event.generated or event.source_kind in self.generated_kinds:
                 draft.omit(ref, "evidence", GENERATED, event.score)
             elif not quote_all and event.type not in quotable:
                 draft.omit(ref, "evidence", NOT_QUOTABLE, event.score, event.type)
@@ -1211,7 +1310,7 @@ class Assembler:
             elif visible and visible.contains(event.text):
                 draft.omit(ref, "evidence", VISIBLE, event.score)
             else:
-                draft.offer(
+                taken = draft.offer(
                     "evidence",
                     title,
                     ref,
@@ -1220,17 +1319,101 @@ class Assembler:
                     score=event.score,
                     why=event.why,
                 )
+                assistant += int(said and taken)
 
     def event_line(self, event: EventCandidate) -> str:
         labels = self.labels
-        where = [labels.get(f"role.{event.role}", event.role or event.type)]
+        text, limit = event.text, self.config.assembly.snippet_chars
+        if event.type == "assistant/message":
+            # The agent's own words: labelled as such, without what it copied in.
+            where = [labels["said.assistant"]]
+            limit = min(limit, self.config.assembly.assistant_snippet_chars)
+            text = self._own_words(event, prose_only(text, labels["quote.block"]), limit)
+        else:
+            where = [labels.get(f"role.{event.role}", event.role or event.type)]
         if event.time:
             # Minutes are enough to order events; seconds only cost tokens.
             where.append(event.time[:16].replace("T", " "))
         if event.turn is not None:
             where.append(labels["turn"].format(turn=event.turn))
-        quote = snippet(event.text, self.config.assembly.snippet_chars)
+        quote = snippet(text, limit)
         return f"- [ev {event.ref}] {labels['sep'].join(where)}{labels['colon']}{quote}"
+
+    def _own_words(self, event: EventCandidate, text: str, limit: int) -> str:
+        """Assistant text without the runs of words a recent tool result of its session
+        holds verbatim: what the agent copied from a page or a log is tool output, not
+        its word. Only the part that can reach the quote (twice its limit) is checked,
+        and only that part is kept."""
+        text = text[: 2 * limit]
+        words = text.split()
+        if self.store is None or len(words) < COPY_WORDS:
+            return text
+        output = self.store.events.output_before(
+            event.session_id, event.seq, COPY_LOOKBACK, COPY_MAX_CHARS
+        )
+        haystack = " ".join(" ".join(output).split()).lower()
+        if not haystack:
+            return text
+        lowered = [w.lower() for w in words]
+        copied = [False] * len(words)
+        for i in range(len(words) - COPY_WORDS + 1):
+            window = " ".join(lowered[i : i + COPY_WORDS])
+            if len(window) >= COPY_MIN_CHARS and window in haystack:
+                copied[i : i + COPY_WORDS] = [True] * COPY_WORDS
+        if not any(copied):
+            return text
+        out: list[str] = []
+        for word, gone in zip(words, copied, strict=True):
+            if not gone:
+                out.append(word)
+            elif not out or out[-1] != self.labels["quote.block"]:
+                out.append(self.labels["quote.block"])
+        return " ".join(out)
+
+    def _work_section(
+        self, draft: _Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+    ) -> None:
+        """Work records, within ``assembly.workBudgetTokens`` of the remaining budget."""
+        hits = (work.relevant or work.recent) if work is not None else ()
+        if not hits or work is None:
+            return
+        cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
+        rest = draft.remaining - cap
+        draft.remaining = cap
+        entries = [
+            Entry(h.ref, "work", self.work_line(h), 0, RECENT if h.recent else h.row.action)
+            for h in hits
+        ]
+        title = self.title("work", entries)
+        for hit, entry in zip(hits, entries, strict=True):
+            if visible and _work_visible(hit, session_id, work.compacted_at):
+                draft.omit(hit.ref, "work", VISIBLE, hit.score, "after the latest compaction")
+                continue
+            draft.offer(
+                "work", title, hit.ref, entry.line, kind=entry.kind, score=hit.score, why=hit.why
+            )
+        draft.remaining += rest
+        # What the work budget left out stays out: a top-up is for the other sections.
+        draft.deferred = [d for d in draft.deferred if d[1] != "work"]
+
+    def work_line(self, hit: WorkHit) -> str:
+        labels, row = self.labels, hit.row
+        target = row.target
+        if row.action in ("ran", "searched"):
+            target = "`" + target.replace("`", "'") + "`"
+        elif row.action == "delegated":
+            target = '"' + target + '"'
+        elif row.action == "called":
+            target = row.tool
+        line = f"- [ev {hit.ref}] {labels[f'work.{row.action}']} {target}"
+        ended = []
+        if row.outcome is None:
+            ended.append(labels["outcome.none"])
+        elif row.outcome != "succeeded" or row.action in ("ran", "delegated"):
+            ended.append(labels.get(f"outcome.{row.outcome}", row.outcome))
+        if row.exit_code is not None:
+            ended.append(labels["outcome.exit"].format(code=row.exit_code))
+        return line + (" → " + labels["sep"].join(ended) if ended else "")
 
     def _notice_section(
         self,
@@ -1283,7 +1466,7 @@ class Assembler:
             out.append(
                 {
                     "name": section,
-                    "title": self.labels[f"section.{section}"].lstrip("# "),
+                    "title": self.title(section, inc).lstrip("# "),
                     "included": len(inc),
                     "omitted": sum(1 for o in omitted if o.section == section),
                     "tokens": sum(e.tokens for e in inc),
@@ -1300,6 +1483,13 @@ def _item_visible(
         return False
     found = [texts.get(ref) for ref in item.source_refs]
     return all(t is not None and visible.contains(t) for t in found)
+
+
+def _work_visible(hit: WorkHit, session_id: str, compacted_at: int | None) -> bool:
+    """A call of the step's own session made since its latest compaction (or ever, when
+    it never was compacted) is still in the context of a host that sent its messages."""
+    row = hit.row
+    return row.session_id == session_id and (compacted_at is None or row.seq > compacted_at)
 
 
 def _failure_error(result: AssemblyResult) -> AssemblyFailed:

@@ -115,7 +115,18 @@ class RetrievalConfig:
 class AssemblyConfig:
     min_budget_tokens: int = _bounded(600, 50, 200_000)
     soft_budget_tokens: int = _bounded(3000, 0, 200_000)
+    # Event types quoted as raw evidence; assistant text is labelled "assistant said"
+    # and ranks below the user's word. Tool output never is (docs/security.md).
     evidence_types: tuple[str, ...] = ("user/message", "assistant/message")
+    # The work section (docs/assembly.md, "Work"): its own share of the budget (0 turns
+    # it off), how many records the query may bring, how many "where we were" records.
+    work_budget_tokens: int = _bounded(400, 0, 200_000)
+    work_records: int = _bounded(8, 0, 100)
+    recent_work_records: int = _bounded(5, 0, 100)
+    # Assistant messages quoted per step at most, each cut to this many characters:
+    # the agent's words are long, and they rank below the user's.
+    assistant_quotes: int = _bounded(10, 0, 100)
+    assistant_snippet_chars: int = _bounded(300, 80, 20_000)
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
     snippet_chars: int = _bounded(600, 80, 20_000)

@@ -142,8 +142,13 @@ class Memory:
         from memplug.extract import Extractor
         from memplug.graph import GraphDeriver
         from memplug.timeline import TimelineDeriver
+        from memplug.work import WorkDeriver
 
-        followers = (TimelineDeriver(self.store), GraphDeriver(self.store))
+        followers = (
+            TimelineDeriver(self.store),
+            GraphDeriver(self.store),
+            WorkDeriver(self.store),
+        )
         return Extractor(self.store, self.config, followers)
 
     @cached_property

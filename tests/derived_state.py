@@ -91,6 +91,21 @@ def dump(memory: Memory, *, row_numbers: bool = False) -> dict[str, list[tuple[A
                 "SELECT * FROM graph_edges ORDER BY session_id, src, relation, dst"
             )
         ],
+        "work_records": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT session_id, seq, call_id, tool, action, target, result_seq, outcome, "
+                "exit_code, turn, event_time, project, words FROM work_records "
+                "ORDER BY session_id, seq"
+            )
+        ],
+        "work_fts": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT w.session_id, w.seq, f.target, f.words FROM work_fts f "
+                "JOIN work_records w ON w.rid = f.rowid ORDER BY w.session_id, w.seq"
+            )
+        ],
         "memory_fts": [
             tuple(r)
             for r in conn.execute(

@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scopes", ("memplug.scopes",)),
     ("services", ("memplug.retrieve.*", "memplug.extract", "memplug.skills")),
     ("semantic", ("memplug.semantic.*",)),
-    ("capture", ("memplug.capture",)),
+    ("capture", ("memplug.capture", "memplug.work")),
     ("store", ("memplug.store.*",)),
     ("db", ("memplug.db",)),
     (

@@ -194,7 +194,11 @@ def verify(db: Path, expected: dict[tuple[str, int], str]) -> int:
             assert row.content_hash == sha256_hex(full), row.ref
             assert row.truncated == (len(full) > TEXT_CAP), row.ref
             count += 1
-        assert store.admin.check_indexes() == {"events_fts": "ok", "memory_fts": "ok"}
+        assert store.admin.check_indexes() == {
+            "events_fts": "ok",
+            "memory_fts": "ok",
+            "work_fts": "ok",
+        }
         # The bulk path's deferred-index flag lives inside its own transaction.
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'fts_deferred'").fetchone() == (
             0,
@@ -339,7 +343,11 @@ def test_a_purge_killed_anywhere_is_finished_by_running_it_again(
         child.wait(timeout=60)
         with Database.open(db, create=False) as opened:
             assert opened.integrity_check() == ["ok"]
-            assert Store(opened).admin.check_indexes() == {"events_fts": "ok", "memory_fts": "ok"}
+            assert Store(opened).admin.check_indexes() == {
+                "events_fts": "ok",
+                "memory_fts": "ok",
+                "work_fts": "ok",
+            }
             left = opened.conn.execute(
                 "SELECT count(*) FROM events WHERE session_id = 'secret'"
             ).fetchone()

@@ -42,6 +42,7 @@ def examples(text: str) -> dict[str, str]:
         ("assembly.md", "shop-turn25.en.txt"),
         ("assembly.md", "shop-turn28.zh.txt"),
         ("explain.md", "explain-turn28.en.txt"),
+        ("assembly.md", "claude-code-after-compaction.en.txt"),
     ],
 )
 def test_examples_are_the_golden_output(page: str, golden: str) -> None:

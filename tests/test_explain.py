@@ -98,6 +98,7 @@ def test_explain_shows_the_logged_decision(logged: tuple[Path, list[int]]) -> No
         "rules",
         "memory",
         "evidence",
+        "work",
         "notice",
     ]
     memory_section = data["sections"][3]

@@ -268,7 +268,7 @@ def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) ->
         # Its own items (extracted, and the one seeded) and the kept one citing it.
         assert report.deleted["memory_items"] == gone_items + 1
         assert report.deleted["memory_actions"] == 1
-        assert report.indexes == {"events_fts": "ok", "memory_fts": "ok"}
+        assert report.indexes == {"events_fts": "ok", "memory_fts": "ok", "work_fts": "ok"}
         assert report.checkpoint["complete"] is True
         assert set(session_rows(conn, "gone").values()) == {0}
         assert (
@@ -284,7 +284,11 @@ def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) ->
             "assembly_logs": kept_rows["assembly_logs"] - 1,
         }
         # No index matches, no index term of the secret survives, no old segment either.
-        for index, column in (("events_fts", "text"), ("memory_fts", "content")):
+        for index, column in (
+            ("events_fts", "text"),
+            ("memory_fts", "content"),
+            ("work_fts", "words"),
+        ):
             hits = conn.execute(
                 f"SELECT count(*) FROM {index} WHERE {index} MATCH ?", (f'"{SECRET}"',)
             ).fetchone()[0]
@@ -294,7 +298,14 @@ def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) ->
             r[0] for r in conn.execute("SELECT id FROM events_fts_data WHERE id > 10")
         }
         assert not segments_before & segments_after
-        for table in ("events_fts_data", "events_fts_idx", "memory_fts_data", "memory_fts_idx"):
+        for table in (
+            "events_fts_data",
+            "events_fts_idx",
+            "memory_fts_data",
+            "memory_fts_idx",
+            "work_fts_data",
+            "work_fts_idx",
+        ):
             for row in conn.execute(f"SELECT * FROM {table}"):
                 for value in row:
                     raw = value if isinstance(value, bytes) else str(value).encode()

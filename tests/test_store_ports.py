@@ -25,6 +25,7 @@ SUB_PORTS: dict[str, type[Any]] = {
     "hosts": ports.HostCursorPort,
     "timeline": ports.TimelinePort,
     "vectors": ports.VectorPort,
+    "work": ports.WorkPort,
     "admin": ports.AdminPort,
     "skills": ports.SkillPort,
 }

@@ -21,8 +21,7 @@ def active_path(rows: Sequence[BranchRow]) -> tuple[list[int], bool]:
     """Event ids on the session's active path, ascending, and whether a parent cycle
     cut the walk; empty when no event carries an entry id (then all are on it)."""
     walked = branches.active_path(
-        branches.Link(r.seq, r.entry_id, r.parent_id, r.sidechain, r.type, r.call_id)
-        for r in rows
+        branches.Link(r.seq, r.entry_id, r.parent_id, r.sidechain, r.type, r.call_id) for r in rows
     )
     if not walked.branched:
         return [], walked.cycle

@@ -21,7 +21,8 @@ from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
 from memplug.retrieve.search import Search
 from memplug.retrieve.tokens import decode_token
-from memplug.store.ports import SearchPort
+from memplug.retrieve.work import WorkFinder, WorkFound
+from memplug.store.ports import SearchPort, WorkPort
 from memplug.store.search import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class Retriever:
                 semantic_rank_k=config.semantic.rank_k,
             )
         self._paths = ActivePaths(self.search_store)
+        # Work records live beside the search index; a bare search port has none.
+        self.work_store: WorkPort | None = None if isinstance(store, SearchPort) else store.work
 
     def search(
         self,
@@ -161,6 +164,22 @@ class Retriever:
             signals=self._signals(signals.to_json()),
             successors=successors(store, items),
         )
+
+    def work(
+        self, session_id: str, task_text: str, *, scope: str = "project", limit: int, recent: int
+    ) -> WorkFound:
+        """Work records for a step: those its task text names, and — when none is named
+        and the session was compacted — the last ``recent`` before the compaction."""
+        exists, _ = self.search_store.session_project(session_id)
+        if not exists or self.work_store is None:
+            return WorkFound()
+        resolved = resolve_scope(self.search_store, scope, session_id)
+        finder = WorkFinder(self.work_store, self.search_store, self._paths)
+        compacted = self.work_store.latest_compaction(session_id)
+        relevant = finder.relevant(parse_query(task_text), resolved.session_ids, limit)
+        if relevant:
+            return WorkFound(tuple(relevant), (), compacted)
+        return WorkFound((), tuple(finder.recent(session_id, compacted, recent)), compacted)
 
     def expand(
         self,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from memplug.store.skills import SkillStore
     from memplug.store.timeline import TimelineStore
     from memplug.store.vectors import VectorStore
+    from memplug.store.work import WorkStore
 
 __all__ = ["EventRow", "InsertResult", "Store"]
 
@@ -36,6 +37,7 @@ REPORT_TABLES: tuple[str, ...] = (
     "memory_items",
     "memory_events",
     "task_state",
+    "work_records",
     "checkpoints",
     "pending_extraction",
     "assembly_logs",
@@ -121,6 +123,12 @@ class Store:
         from memplug.store.vectors import VectorStore
 
         return VectorStore(self.db)
+
+    @cached_property
+    def work(self) -> WorkStore:
+        from memplug.store.work import WorkStore
+
+        return WorkStore(self.db)
 
     @cached_property
     def admin(self) -> AdminStore:

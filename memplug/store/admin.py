@@ -36,6 +36,7 @@ SESSION_TABLES: tuple[str, ...] = (
     "memory_events",
     "memory_items",
     "task_state",
+    "work_records",
     "pending_extraction",
     "checkpoints",
     "archive",
@@ -52,6 +53,7 @@ DERIVED_TABLES: tuple[str, ...] = (
     "timeline_entries",
     "graph_entities",
     "graph_edges",
+    "work_records",
 )
 # Everything `--all` empties. `meta` and `schema_migrations` describe the file, not data.
 ALL_TABLES: tuple[str, ...] = (
@@ -59,7 +61,7 @@ ALL_TABLES: tuple[str, ...] = (
     "memory_actions",
     "assembly_logs",
 )
-FTS_INDEXES: tuple[str, ...] = ("events_fts", "memory_fts")
+FTS_INDEXES: tuple[str, ...] = ("events_fts", "memory_fts", "work_fts")
 # Where a host adapter stopped reading a transcript, and how its record ids map to
 # events: no text, and deleting them would make the next hook read the transcript from
 # its start and capture the purged session all over again.

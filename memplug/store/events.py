@@ -238,6 +238,23 @@ class EventStore:
                 return archived
         return event.text
 
+    def output_before(self, session_id: str, seq: int, events: int, max_chars: int) -> list[str]:
+        """Texts of the tool results among the ``events`` events before ``seq`` in the
+        session, newest first, until ``max_chars`` are read."""
+        rows = self.conn.execute(
+            "SELECT text FROM events WHERE session_id = ? AND type = 'tool/result' "
+            "AND seq < ? AND seq >= ? ORDER BY seq DESC",
+            (session_id, seq, seq - events),
+        )
+        out: list[str] = []
+        total = 0
+        for (text,) in rows:
+            if total >= max_chars:
+                break
+            out.append(str(text)[: max_chars - total])
+            total += len(out[-1])
+        return out
+
     def session_events(
         self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None
     ) -> list[EventRow]:

@@ -546,6 +546,7 @@ class ItemStore:
         """Sessions with events or derived rows (what a full rebuild must visit)."""
         rows = self.conn.execute(
             "SELECT session_id FROM events UNION SELECT session_id FROM memory_items"
-            " UNION SELECT session_id FROM task_state ORDER BY 1"
+            " UNION SELECT session_id FROM task_state"
+            " UNION SELECT session_id FROM work_records ORDER BY 1"
         )
         return [str(r[0]) for r in rows]

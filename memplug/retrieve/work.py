@@ -1,0 +1,154 @@
+"""Work records for a step: the ones its query names, else where the session was.
+
+Relevant records are found through the work index (``work_fts``, trigram) with the
+query's own terms and ranked by the terms they hold, each weighted by how rare it is
+among the records in scope (a word every record holds, such as "file", counts for
+little). A record needs two of the query's terms, or one exact symbol or phrase: one
+weak word is not relevance. Records below half the best score are dropped — the
+section stops where relevance falls off instead of filling its budget.
+
+When nothing is relevant and the session has been compacted, the last few records
+before its latest compaction are "where we were": what the agent was doing when the
+host summarised the conversation away. Both kinds keep to the session's active path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memplug.query import QuerySignals, Term
+from memplug.refs import event_ref
+from memplug.retrieve.branches import ActivePaths
+from memplug.store.ports import SearchPort, WorkPort
+from memplug.store.work import WorkRow
+
+# Records the index hands back per query before ranking (a bounded pool).
+POOL = 400
+# A record is kept when its score is at least this share of the best one's.
+FALL_OFF = 0.5
+# Query terms a record must hold, unless one of them names one thing (symbol, phrase).
+MIN_TERMS = 2
+
+
+@dataclass(frozen=True)
+class WorkHit:
+    """A work record offered to assembly, with why it was chosen."""
+
+    row: WorkRow
+    score: float
+    why: str
+    # True for a "where we were" record: recent, not matched by the query.
+    recent: bool = False
+
+    @property
+    def ref(self) -> str:
+        return event_ref(self.row.session_id, self.row.seq)
+
+    @property
+    def key(self) -> tuple[str, str, str | None, int | None]:
+        """What makes two records say the same thing (the same command, the same end)."""
+        return (self.row.action, self.row.target, self.row.outcome, self.row.exit_code)
+
+
+@dataclass(frozen=True)
+class WorkFound:
+    """A step's work records: the ones its query names, else where the session was;
+    and the seq of the session's latest compaction (what came after it is still in a
+    host's context)."""
+
+    relevant: tuple[WorkHit, ...] = ()
+    recent: tuple[WorkHit, ...] = ()
+    compacted_at: int | None = None
+
+
+class WorkFinder:
+    def __init__(self, work: WorkPort, search: SearchPort, paths: ActivePaths) -> None:
+        self.work = work
+        self.search = search
+        self.paths = paths
+
+    def relevant(
+        self, signals: QuerySignals, session_ids: Sequence[str] | None, limit: int
+    ) -> list[WorkHit]:
+        """Records the query's terms name, best first; ties by time, newest first."""
+        if limit <= 0:
+            return []
+        terms = [t for t in signals.ranking_terms if not t.window]
+        pool = self._on_path(self.work.match(signals, session_ids, POOL))
+        if not pool:
+            return []
+        total = max(self.work.count(session_ids), len(pool))
+        indexed = {id(r): f"{r.target.lower()} {r.words}" for r in pool}
+        idf = {t.text: _idf(sum(t.text in i for i in indexed.values()), total) for t in terms}
+        scored: list[tuple[float, list[str], WorkRow]] = []
+        for row in pool:
+            score, matched, specific = _score(indexed[id(row)], terms, idf)
+            if len(matched) >= MIN_TERMS or (specific and matched):
+                scored.append((score, matched, row))
+        if not scored:
+            return []
+        best = max(s for s, _, _ in scored)
+        kept = [
+            WorkHit(row, score, "work: " + ", ".join(matched))
+            for score, matched, row in scored
+            if score >= FALL_OFF * best
+        ]
+        # Newest first, then (a stable sort) best first: equal scores stay newest first.
+        kept.sort(key=lambda h: (h.row.event_time or "", h.row.session_id, h.row.seq), reverse=True)
+        kept.sort(key=lambda h: -round(h.score, 9))
+        return _distinct(kept)[:limit]
+
+    def recent(self, session_id: str, compacted: int | None, limit: int) -> list[WorkHit]:
+        """The last records before the session's compaction at ``compacted``, oldest first."""
+        if compacted is None or limit <= 0:
+            return []
+        rows = self._on_path(self.work.latest(session_id, compacted, limit * 4))
+        hits = [WorkHit(row, 0.0, "where we were: before the compaction", True) for row in rows]
+        return list(reversed(_distinct(hits)[:limit]))
+
+    def _on_path(self, rows: Iterable[WorkRow]) -> list[WorkRow]:
+        """Rows whose call lies on its session's active path (abandoned branches out)."""
+        snap = self.search.snapshot()
+        paths: dict[str, frozenset[int] | None] = {}
+        kept = []
+        for row in rows:
+            if row.session_id not in paths:
+                paths[row.session_id] = self.paths.seqs(row.session_id, snap)
+            seqs = paths[row.session_id]
+            if seqs is None or row.seq in seqs:
+                kept.append(row)
+        return kept
+
+
+def _idf(df: int, total: int) -> float:
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
+def _score(
+    words: str, terms: Sequence[Term], idf: dict[str, float]
+) -> tuple[float, list[str], bool]:
+    """Score (the best idf per query group held), the terms held, and whether one of
+    them names one thing."""
+    best: dict[int, float] = {}
+    matched: list[str] = []
+    specific = False
+    for term in terms:
+        if term.text not in words:
+            continue
+        matched.append(term.origin)
+        specific = specific or term.kind in ("symbol", "phrase")
+        best[term.group] = max(best.get(term.group, 0.0), idf.get(term.text, 0.0))
+    return sum(best.values()), matched, specific
+
+
+def _distinct(hits: Sequence[WorkHit]) -> list[WorkHit]:
+    """The first of each group of records that say the same thing."""
+    seen: set[tuple[str, str, str | None, int | None]] = set()
+    out = []
+    for hit in hits:
+        if hit.key not in seen:
+            seen.add(hit.key)
+            out.append(hit)
+    return out

@@ -1,0 +1,144 @@
+"""SQL for work records: what the agent did (tool, structural target, outcome)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memplug.db import Database
+from memplug.query import QuerySignals
+from memplug.store.fts import build_match
+
+_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "seq",
+    "call_id",
+    "tool",
+    "action",
+    "target",
+    "result_seq",
+    "outcome",
+    "exit_code",
+    "turn",
+    "event_time",
+    "project",
+    "words",
+)
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM work_records"
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    """One work record: a tool call and, once it arrived, its result's outcome."""
+
+    session_id: str
+    seq: int
+    call_id: str | None
+    tool: str
+    action: str
+    target: str
+    result_seq: int | None
+    outcome: str | None
+    exit_code: int | None
+    turn: int | None
+    event_time: str | None
+    project: str | None
+    words: str
+
+
+class WorkStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
+
+    def insert(self, row: WorkRow) -> None:
+        values = [getattr(row, name) for name in _COLUMNS]
+        self.conn.execute(
+            f"INSERT OR IGNORE INTO work_records ({', '.join(_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in _COLUMNS)})",
+            values,
+        )
+
+    def set_result(self, row: WorkRow) -> None:
+        """Write what a result settled on its call's record (outcome, exit code, words)."""
+        self.conn.execute(
+            "UPDATE work_records SET result_seq = ?, outcome = ?, exit_code = ?, words = ? "
+            "WHERE session_id = ? AND seq = ?",
+            (row.result_seq, row.outcome, row.exit_code, row.words, row.session_id, row.seq),
+        )
+
+    def get(self, session_id: str, seq: int) -> WorkRow | None:
+        row = self.conn.execute(
+            f"{_SELECT} WHERE session_id = ? AND seq = ?", (session_id, seq)
+        ).fetchone()
+        return WorkRow(*row) if row else None
+
+    def by_call(self, session_id: str, call_id: str) -> WorkRow | None:
+        row = self.conn.execute(
+            f"{_SELECT} WHERE session_id = ? AND call_id = ? ORDER BY seq LIMIT 1",
+            (session_id, call_id),
+        ).fetchone()
+        return WorkRow(*row) if row else None
+
+    def clear(self, session_id: str) -> None:
+        self.conn.execute("DELETE FROM work_records WHERE session_id = ?", (session_id,))
+
+    def session_rows(self, session_id: str) -> list[WorkRow]:
+        return [
+            WorkRow(*r)
+            for r in self.conn.execute(
+                f"{_SELECT} WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+        ]
+
+    def latest(self, session_id: str, before_seq: int, limit: int) -> list[WorkRow]:
+        """The session's last ``limit`` records before ``before_seq``, newest first."""
+        return [
+            WorkRow(*r)
+            for r in self.conn.execute(
+                f"{_SELECT} WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+                (session_id, before_seq, limit),
+            )
+        ]
+
+    def match(
+        self, signals: QuerySignals, session_ids: Sequence[str] | None, limit: int
+    ) -> list[WorkRow]:
+        """Records whose words match any of the query's index-served terms, best bm25
+        first, ties by session and seq."""
+        expression = build_match(signals).any_expression()
+        if expression is None or (session_ids is not None and not session_ids):
+            return []
+        sql = (
+            f"SELECT {', '.join('w.' + c for c in _COLUMNS)} FROM work_fts "
+            "JOIN work_records w ON w.rid = work_fts.rowid WHERE work_fts MATCH ?"
+        )
+        params: list[Any] = [expression]
+        if session_ids is not None:
+            sql += f" AND w.session_id IN ({', '.join('?' for _ in session_ids)})"
+            params.extend(session_ids)
+        sql += " ORDER BY bm25(work_fts), w.session_id, w.seq LIMIT ?"
+        params.append(limit)
+        return [WorkRow(*r) for r in self.conn.execute(sql, params)]
+
+    def count(self, session_ids: Sequence[str] | None) -> int:
+        if session_ids is None:
+            row = self.conn.execute("SELECT count(*) FROM work_records").fetchone()
+        elif not session_ids:
+            return 0
+        else:
+            row = self.conn.execute(
+                "SELECT count(*) FROM work_records WHERE session_id IN "
+                f"({', '.join('?' for _ in session_ids)})",
+                list(session_ids),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def latest_compaction(self, session_id: str) -> int | None:
+        """The seq of the session's latest compaction event, if any."""
+        row = self.conn.execute(
+            "SELECT max(seq) FROM events WHERE session_id = ? AND type LIKE 'compaction/%'",
+            (session_id,),
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None

@@ -1,0 +1,220 @@
+"""Work records (memplug.work) and the work section of the message.
+
+Records are derived from tool calls and results — the tool, one structural field of
+its input, the outcome — never from the text of the output; they are rebuilt
+identically, found by their path components and command words, and shown in the work
+section: the ones the query names, or, after a compaction with nothing named, the last
+few before it ("where we were"). The golden is the Claude Code fixture session after
+its compaction (``UPDATE_GOLDEN=1`` rewrites it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import new_db
+from derived_state import dump
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.compat import transcripts
+from memplug.assemble import AssemblyRequest
+from memplug.explain import explain, render_explain
+from memplug.hosts import claude_code as cc
+from memplug.hosts import claude_hook
+from memplug.memory import Memory
+from memplug.models import Message
+from memplug.work import TARGET_CHARS, describe, exit_code, words
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "claude_code"
+GOLDEN = REPO / "fixtures" / "golden" / "claude-code-after-compaction.en.txt"
+MAIN = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+CWD = "/home/ana/shop"
+
+
+H = "/home/ana/shop/"
+CALLS = [
+    ("Read", {"file_path": H + "config/app.toml"}, ("read", "config/app.toml")),
+    ("Read", {"file_path": "/etc/hosts"}, ("read", "/etc/hosts")),
+    ("Edit", {"file_path": H + "a.py", "old_string": "x"}, ("edited", "a.py")),
+    ("Write", {"file_path": H + "b.py", "content": "…"}, ("wrote", "b.py")),
+    ("NotebookEdit", {"notebook_path": H + "n.ipynb"}, ("edited", "n.ipynb")),
+    ("Bash", {"command": "mix test a_test.exs\nmix credo"}, ("ran", "mix test a_test.exs …")),
+    ("Grep", {"pattern": "def fire|def handle"}, ("searched", "def fire|def handle")),
+    ("Glob", {"pattern": "**/*.ex"}, ("searched", "**/*.ex")),
+    ("Task", {"description": "Find cards", "prompt": "…"}, ("delegated", "Find cards")),
+    ("TodoWrite", {"todos": []}, ("called", "")),
+    # Hosts that store a call's input as plain text.
+    ("bash", "ls && head -20 pyproject.toml", ("ran", "ls && head -20 pyproject.toml")),
+    ("edit_file", "app/checkout/handler.py: replace `x`", ("edited", "app/checkout/handler.py")),
+    ("read_file", "please read the handler", ("called", "")),
+]
+
+
+@pytest.mark.parametrize(("tool", "given", "expected"), CALLS)
+def test_a_call_is_described_by_its_one_structural_field(
+    tool: str, given: dict[str, object] | str, expected: tuple[str, str]
+) -> None:
+    text = given if isinstance(given, str) else f"{tool} {json.dumps(given)}"
+    assert describe(tool, text, CWD) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("Exit code 2\n** (CompileError)", 2), ("exit 1: port 8080 in use", 1), ("all good", None)],
+)
+def test_the_exit_code_is_read_from_the_start_of_the_result(text: str, code: int | None) -> None:
+    assert exit_code(text) == code
+
+
+def test_path_components_and_command_words_are_findable() -> None:
+    target = "deps/ash_computer/lib/ash_computer/live_view.ex"
+    found = target + " " + words("Read", "read", target, "failed")
+    for needle in ("computer", "ashcomputer", "live", "liveview", "failed", "file"):
+        assert needle in found, needle
+    assert "output" not in words("Bash", "ran", "mix test", "succeeded")
+
+
+@given(st.text(max_size=2_000))
+@settings(max_examples=200, deadline=None)
+def test_a_target_is_one_short_line_whatever_the_command(command: str) -> None:
+    action, target = describe("Bash", "Bash " + json.dumps({"command": command}), CWD)
+    assert "\n" not in target and len(target) <= TARGET_CHARS
+    assert action in ("ran", "called")
+    assert words("Bash", action, target, None) == words("Bash", action, target, None).lower()
+
+
+# -- on the Claude Code fixture session -----------------------------------------------
+
+
+def capture_fixtures(memory: Memory) -> None:
+    report = claude_hook.HookReport(event="test")
+    claude_hook.capture_all(memory, transcripts(FIXTURES), report, claude_hook.Deadline(60_000))
+    assert not report.errors, report.errors
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    with Memory.open(new_db(tmp_path_factory.mktemp("cc") / "m.sqlite")) as memory:
+        capture_fixtures(memory)
+        yield memory
+
+
+def rows(memory: Memory) -> dict[int, tuple[str, str, str | None, int | None]]:
+    return {
+        r.seq: (r.action, r.target, r.outcome, r.exit_code)
+        for r in memory.store.work.session_rows(MAIN)
+    }
+
+
+def test_each_tool_call_of_the_session_is_a_work_record(session: Memory) -> None:
+    assert rows(session) == {
+        4: ("ran", "grep -rn port config/", "succeeded", None),
+        5: ("read", "config/local.toml", "failed", None),
+        19: ("ran", "pytest -q tests/test_checkout.py", "failed", 1),
+        23: ("delegated", "Find card handling", "succeeded", None),
+    }
+    # Linked to the result event, and nothing of the output's text is kept.
+    record = session.store.work.get(MAIN, 19)
+    assert record is not None and record.result_seq == 20
+    assert "41 passed" not in record.words + record.target and "3.20s" not in record.words
+
+
+def test_rebuild_derives_the_same_records(tmp_path: Path) -> None:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
+        capture_fixtures(memory)
+        before = dump(memory)
+        assert before["work_records"] and before["work_fts"]
+        memory.extractor.rebuild()
+        assert dump(memory) == before
+
+
+@pytest.mark.parametrize("batch", [1, 3, 7])
+def test_records_do_not_depend_on_how_events_arrive(tmp_path: Path, batch: int) -> None:
+    events = cc.read_all(FIXTURES / f"{MAIN}.jsonl").host_events()
+    with Memory.open(new_db(tmp_path / "all.sqlite")) as memory:
+        memory.ingest(events)
+        whole = dump(memory)["work_records"]
+    with Memory.open(new_db(tmp_path / "parts.sqlite")) as memory:
+        for start in range(0, len(events), batch):
+            memory.ingest(events[start : start + batch])
+        assert dump(memory)["work_records"] == whole
+
+
+def test_the_query_names_the_failed_command(session: Memory) -> None:
+    result = session.assemble(AssemblyRequest(session_id=MAIN, query="which test failed?"))
+    work = [e for e in result.included if e.section == "work"]
+    assert [e.line for e in work] == [
+        f"- [ev {MAIN}:19] ran `pytest -q tests/test_checkout.py` → failed, exit 1"
+    ]
+    assert "## Work done" in result.text and "Where we were" not in result.text
+
+
+def after_compaction(memory: Memory, prompt: str) -> list[Message]:
+    events = memory.store.events.session_events(MAIN)
+    compacted = max(e.seq for e in events if e.type.startswith("compaction/"))
+    return [
+        Message(role=e.role or "user", text=e.text)
+        for e in events
+        if e.seq > compacted and e.type in ("user/message", "assistant/message")
+    ] + [Message(role="user", text=prompt)]
+
+
+def test_after_the_compaction_the_message_says_where_we_were(session: Memory) -> None:
+    prompt = "ok, carry on"
+    result = session.assemble(
+        AssemblyRequest(session_id=MAIN, query=prompt, messages=after_compaction(session, prompt))
+    )
+    work = [e for e in result.included if e.section == "work"]
+    assert [e.ref for e in work] == [f"{MAIN}:{n}" for n in (4, 5, 19, 23)]
+    assert {e.kind for e in work} == {"recent"}
+    assert "## Where we were (the last steps before the compaction)" in result.text
+    text = render_explain(explain(session.store.logs.get(result.assembly_id or -1)))
+    assert "Where we were" in text and f"{MAIN}:19" in text
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(result.text + "\n", encoding="utf-8")
+    assert result.text + "\n" == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_work_still_in_the_hosts_context_is_not_restated(tmp_path: Path) -> None:
+    # The session as it stood before its compaction: every call is in the model's context.
+    events = [e for e in cc.read_all(FIXTURES / f"{MAIN}.jsonl").host_events() if e.seq < 26]
+    seen = [Message(role=e.role or "user", text=e.raw_text()) for e in events]
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
+        memory.ingest(events)
+        query = AssemblyRequest(session_id=MAIN, query="which test failed?")
+        assert [e.ref for e in memory.assemble(query).included if e.section == "work"] == [
+            f"{MAIN}:19"
+        ]
+        result = memory.assemble(
+            AssemblyRequest(session_id=MAIN, query="which test failed?", messages=seen)
+        )
+    assert not [e for e in result.included if e.section == "work"]
+    omitted = {o.ref: o.reason for o in result.omitted if o.section == "work"}
+    assert omitted == {f"{MAIN}:19": "visible in context"}
+
+
+def test_the_work_section_keeps_to_its_budget(tmp_path: Path) -> None:
+    query = AssemblyRequest(session_id=MAIN, query="pytest grep config card handling")
+    for budget, shown in ((0, 0), (20, 0), (400, 3)):
+        config = {"assembly": {"workBudgetTokens": budget}}
+        with Memory.open(new_db(tmp_path / f"m{budget}.sqlite"), config=config) as memory:
+            capture_fixtures(memory)
+            result = memory.assemble(query)
+        work = [e for e in result.included if e.section == "work"]
+        assert len(work) == shown, budget
+        assert sum(e.tokens for e in work) <= budget
+        if budget == 20:
+            reasons = {o.reason for o in result.omitted if o.section == "work"}
+            assert reasons == {"over budget"}
+
+
+def test_the_agents_words_are_labelled_as_its_own(session: Memory) -> None:
+    result = session.assemble(AssemblyRequest(session_id=MAIN, query="card payload line 88"))
+    line = next(e.line for e in result.included if e.ref == f"{MAIN}:25")
+    assert "] assistant said, " in line and "user" not in line.split(":")[0]
