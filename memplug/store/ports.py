@@ -348,6 +348,9 @@ class TimelinePort(Protocol):
     def edges_in_slot(self, src: str, relation: str, where: ScopeFilter) -> list[EdgeRow]: ...
     def all_edges(self, where: ScopeFilter, relations: Sequence[str] = ()) -> list[EdgeRow]: ...
     def lagging(self, where: ScopeFilter) -> list[str]: ...
+
+
+@runtime_checkable
 class WorkPort(Protocol):
     """Work records: what the agent did, one row per tool call (derived from events)."""
 
