@@ -673,7 +673,7 @@ _QUOTED_LINES = re.compile(r"(?:^[ \t]*>[^\n]*(?:\n|\Z))+", re.M)
 COPY_WORDS = 6
 COPY_MIN_CHARS = 24
 COPY_LOOKBACK = 200
-COPY_MAX_CHARS = 100_000
+COPY_MAX_CHARS = 30_000
 
 
 def prose_only(text: str, marker: str) -> str:
