@@ -1,4 +1,4 @@
--- memplug schema 5: work records, what the agent did, derived from tool calls and results.
+-- memplug schema 6: work records, what the agent did, derived from tool calls and results.
 
 -- One row per tool call: the tool, the action's structural field (a file path, a
 -- command's first line, a search pattern, a subagent's description), the outcome of its
