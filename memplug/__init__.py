@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
+# typing and collections.abc are not imported at run time: every memplug process,
+# a hook with nothing to do included, imports this package first.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from memplug.config import Config
     from memplug.plugin import Plugin
 

@@ -145,18 +145,6 @@ def engine_error(error: BaseException, path: Path) -> DatabaseError | None:
     return translate_error(error, path) if isinstance(error, apsw.Error) else None
 
 
-def open_reader(path: Path | str, busy_timeout_ms: int) -> apsw.Connection:
-    """A read-only connection, set up like every other, for a quick look without
-    migrating: the hook uses it to tell in milliseconds that no transcript grew."""
-    try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-        _configure(conn, readonly=True)
-        conn.set_busy_timeout(busy_timeout_ms)
-    except apsw.Error as error:
-        raise translate_error(error, Path(path)) from None
-    return conn
-
-
 def _connect_reading(path: Path) -> apsw.Connection:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # command name → "module:attribute"; each module holds one group of commands. The order
 # is `memory --help`'s and the README table's (tests/test_cli_docs.py keeps them equal).
@@ -68,6 +71,12 @@ def main(argv: list[str] | None = None) -> Any:
     args = sys.argv[1:] if argv is None else argv
     hook_options = _hook_fast_path(args)
     if hook_options is not None:
+        db_path = hook_options["--db"] or os.environ.get("MEMPLUG_DB") or None
+        stdin = None
+        if hook_options["host"] == "claude-code":  # built in, so the payload is its hook's
+            stdin = sys.stdin.buffer.read()
+            if _claude_idle(stdin, db_path):
+                return None
         from memplug.hosts import builtin
 
         spec = builtin(str(hook_options["host"]))
@@ -77,8 +86,8 @@ def main(argv: list[str] | None = None) -> Any:
             # first use (~20 ms); a hook process has none to run.
             os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
             out = spec.load("hook")(
-                sys.stdin.buffer.read(),
-                db_path=hook_options["--db"] or os.environ.get("MEMPLUG_DB") or None,
+                sys.stdin.buffer.read() if stdin is None else stdin,
+                db_path=db_path,
                 config_path=hook_options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
             )
             if out:
@@ -87,3 +96,16 @@ def main(argv: list[str] | None = None) -> Any:
     from memplug.cli.app import run
 
     return run(args)
+
+
+def _claude_idle(stdin: bytes, db_path: str | None) -> bool:
+    """A Claude Code tool hook with nothing new: it would do nothing, so it stops here,
+    having imported os, json and apsw only (docs/claude-code.md, "Latency")."""
+    from memplug.hosts.claude_idle import nothing_new
+    from memplug.paths import default_db_file
+    from memplug.peek import saved_positions
+
+    try:
+        return nothing_new(stdin, default_db_file(db_path), saved_positions)
+    except Exception:  # the full hook below looks again, and records what went wrong
+        return False

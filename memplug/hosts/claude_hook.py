@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
+from memplug.hosts.claude_idle import TOOL_EVENTS, unread
 from memplug.paths import config_file, default_db_path
 
 if TYPE_CHECKING:
@@ -58,8 +59,6 @@ HOOK_EVENTS: frozenset[str] = frozenset(
 FLUSHING_EVENTS: frozenset[str] = frozenset(
     {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
 )
-# Tool hooks run on the agent's hot loop; subagent files are captured by the others.
-TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 REINJECT_SOURCES: frozenset[str] = frozenset({"compact", "resume"})
 # The most text a model context holds (≈200k tokens); older text was compacted away.
 VISIBLE_CHARS = 800_000
@@ -214,7 +213,7 @@ def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transc
     agent = _str(payload.get("agent_transcript_path"))
     if event == "SubagentStop" and agent is not None:
         files.append(Transcript(Path(agent), f"{session_id}/{Path(agent).stem}", True))
-    elif event not in TOOL_EVENTS:
+    elif event not in TOOL_EVENTS:  # tool hooks run on the agent's hot loop
         for sub in cc.subagent_paths(path):
             files.append(Transcript(sub, f"{session_id}/{sub.stem}", final))
     return files
@@ -232,14 +231,11 @@ def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:
 
 def _grew(transcript: Transcript, saved: Mapping[str, Any] | None) -> bool:
     """Whether the file has bytes not read yet, or a held message to flush."""
-    if saved is None:
-        return True
     try:
         size = transcript.path.stat().st_size
     except OSError:
         return True
-    offset, seen = int(saved.get("offset", -1)), int(saved.get("seen", -1))
-    return size != seen or (transcript.final and offset < seen)
+    return unread(size, saved, transcript.final)
 
 
 def capture_all(

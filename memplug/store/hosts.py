@@ -6,8 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memplug.db import Database, open_reader, utc_now
-from memplug.errors import DatabaseError
+from memplug.db import Database, utc_now
 
 # SQLite's default limit on bound parameters is far above this; batches keep IN lists short.
 _BATCH = 500
@@ -103,29 +102,3 @@ class HostStore:
         events.reverse()
         return events
 
-
-def saved_positions(path: str, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``session_id → cursor state`` of saved cursors, read without opening a Memory.
-
-    A hook uses it to tell, in a few milliseconds, that no transcript grew; a database
-    that is missing, older than this table or unreadable answers with nothing.
-    """
-    import apsw
-
-    found: dict[str, dict[str, Any]] = {}
-    try:
-        conn = open_reader(path, busy_timeout_ms=200)
-    except DatabaseError:
-        return found
-    try:
-        marks = ", ".join("?" for _ in session_ids)
-        for session_id, state in conn.execute(
-            f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",
-            tuple(session_ids),
-        ):
-            found[str(session_id)] = json.loads(state)
-    except (apsw.Error, ValueError):
-        return {}
-    finally:
-        conn.close()
-    return found

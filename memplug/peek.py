@@ -1,0 +1,48 @@
+"""Saved transcript cursors, read with json and apsw alone.
+
+A hook with nothing new to capture is most hooks: it reads one cursor row and stops.
+This module is that read, kept apart from ``memplug.db`` and ``memplug.store`` so the
+process pays for no other import (typing, dataclasses, pathlib and re cost a hook
+more than its work; docs/claude-code.md). A single SELECT on a read-only connection
+needs none of the settings every other connection gets.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+# A writer holding the lock briefly is waited for; a long one means "look again later".
+PEEK_WAIT_MS = 200
+
+
+def saved_positions(path: str, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``session_id → cursor state`` of saved cursors, read without migrating.
+
+    A database that is missing, older than this table or unreadable answers with
+    nothing, which a hook reads as "something may be new".
+    """
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return found
+    try:
+        conn.set_busy_timeout(PEEK_WAIT_MS)
+        marks = ", ".join("?" for _ in session_ids)
+        for session_id, state in conn.execute(
+            f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",
+            tuple(session_ids),
+        ):
+            found[str(session_id)] = json.loads(state)
+    except (apsw.Error, ValueError):
+        return {}
+    finally:
+        conn.close()
+    return found
