@@ -410,6 +410,22 @@ def test_truncated_events_make_coverage_incomplete(fresh: Memory) -> None:
     assert not page.coverage.complete and "truncated_events" in page.coverage.reasons
 
 
+def test_a_truncated_event_taints_only_queries_it_could_have_matched(fresh: Memory) -> None:
+    big = "kingfisher " + "x " * 15_000 + " zebrafinch"
+    _lines(
+        fresh,
+        [{"session_id": "big", "seq": 1, "type": "user/message", "role": "user", "text": big,
+          "cwd": "/p"}],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    for query in ("xyzzy frobnicate", "kingfisher"):
+        page = retriever.search(query, session="big")
+        assert page.coverage.complete, (query, page.coverage)
+    # A regex could match anything in the unindexed tail.
+    page = retriever.search("nothing.*here", session="big", mode="regex")
+    assert "truncated_events" in page.coverage.reasons
+
+
 def test_the_candidate_budget_is_reported(fresh: Memory) -> None:
     _lines(
         fresh,

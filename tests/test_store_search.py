@@ -31,3 +31,19 @@ def test_has_truncated_answers_for_the_scope_it_is_given(memory: Memory) -> None
     assert search.has_truncated(("small", "big"))
     assert not search.has_truncated(("small",))
     assert not search.has_truncated(())
+
+
+def test_truncated_matching_looks_only_at_what_the_index_could_not_see(memory: Memory) -> None:
+    search = memory.store.search
+    head = "kingfisher " + "x " * 10_000
+    _import(memory, [_event("big", head + " zebrafinch"), _event("small", "zebrafinch here")])
+    # In the tail only: the index cannot find it there.
+    assert search.truncated_matching(None, ["zebrafinch"])
+    assert search.truncated_matching(("big",), ["nothing", "zebrafinch"])
+    # In the indexed head: the index finds it, the tail changes nothing.
+    assert not search.truncated_matching(None, ["kingfisher"])
+    # Nowhere, or outside the scope, or no needle at all.
+    assert not search.truncated_matching(None, ["xyzzy"])
+    assert not search.truncated_matching(("small",), ["zebrafinch"])
+    assert not search.truncated_matching((), ["zebrafinch"])
+    assert not search.truncated_matching(None, [])

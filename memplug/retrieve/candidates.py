@@ -108,7 +108,7 @@ class Collector:
             # Nothing to look for reads nothing: empty and complete, whatever the scope
             # holds (a truncated event cannot hide a match for no term).
             return pool
-        if self.store.has_truncated(resolved.session_ids):
+        if self._truncated(signals, resolved, regex_pattern):
             pool.reasons.add(TRUNCATED)
         if regex_pattern is not None:
             self._regex(regex_pattern, pool)
@@ -135,6 +135,14 @@ class Collector:
         pool.events.update(self.store.light_events(missing))
         pool.semantic = {i: sim for i, sim in found.hits if i in pool.events}
         pool.semantic_rank = {i: rank for rank, (i, _) in enumerate(found.hits) if i in pool.events}
+
+    def _truncated(self, signals: QuerySignals, resolved: Scope, regex: str | None) -> bool:
+        """Coverage is local: a capped event leaves this result incomplete only when its
+        unindexed tail holds a term of this query (a regex could match anything there)."""
+        if regex is not None:
+            return self.store.has_truncated(resolved.session_ids)
+        needles = [t.text for t in signals.terms]
+        return self.store.truncated_matching(resolved.session_ids, needles)
 
     def _all(self, plan: MatchPlan, pool: Pool) -> None:
         """``--match all``: one expression over every group, read up to the pool cap."""

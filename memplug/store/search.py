@@ -341,6 +341,28 @@ class SearchStore:
             sql, params = "SELECT 1 FROM archive LIMIT 1", []
         return self.conn.execute(sql, params).fetchone() is not None
 
+    def truncated_matching(self, session_ids: Sequence[str] | None, needles: Sequence[str]) -> bool:
+        """Whether a capped event in scope holds one of ``needles`` (lower case) in its
+        archived text but not in its indexed head: an event the index could not find
+        although it would have matched. Others' tails cannot change this result."""
+        wanted = sorted({n for n in needles if n})
+        if not wanted or (session_ids is not None and not session_ids):
+            return False
+        # A needle found in the head is found by the index; only the tail is unseen.
+        tests = " OR ".join(
+            "(instr(lower(a.text), ?) > 0 AND instr(lower(e.text), ?) = 0)" for _ in wanted
+        )
+        params: list[Any] = [n for needle in wanted for n in (needle, needle)]
+        sql = (
+            "SELECT 1 FROM archive a JOIN events e "
+            "ON e.session_id = a.session_id AND a.ref = 'seq:' || e.seq "
+            f"WHERE ({tests})"
+        )
+        if session_ids is not None:
+            sql += f" AND a.session_id IN ({', '.join('?' for _ in session_ids)})"
+            params.extend(session_ids)
+        return self.conn.execute(sql + " LIMIT 1", params).fetchone() is not None
+
     def last_seq_at(self, session_id: str, snap: Snapshot) -> int | None:
         """The session's last sequence number as of ``snap`` (appends after it do not
         count, so recency is the same on every page of one search)."""
