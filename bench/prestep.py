@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -169,12 +170,21 @@ def session_time(raw: str) -> str | None:
     return moment.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def locomo(shared: Path) -> tuple[str, dict[str, Any]]:
+@dataclass
+class Conversation:
+    """One LoCoMo conversation imported as one project, and its usable questions."""
+
+    memory: Memory
+    session: str  # the last session: where a question is asked
+    text_of: dict[str, str]
+    turns: list[tuple[str, str]]
+    questions: list[tuple[int, str, set[str]]]  # (category, question, gold dia ids)
+    skipped: int
+
+
+def locomo_conversations(shared: Path) -> Iterator[Conversation]:
+    """Each conversation in a fresh database (closed after the caller moves on)."""
     convs = json.loads((shared / "data" / "locomo" / "locomo10.json").read_text())
-    totals: dict[str, list[float]] = defaultdict(list)
-    per_cat: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    skipped = 0
-    used: list[int] = []
     for index, conv in enumerate(convs):
         c = conv["conversation"]
         keys = sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:]))
@@ -190,33 +200,48 @@ def locomo(shared: Path) -> tuple[str, dict[str, Any]]:
                 lines.append(json.dumps(event, ensure_ascii=False))
                 text_of[turn["dia_id"]] = body
                 turns.append((turn["dia_id"], body))
+        questions, skipped = [], 0
+        for qa in conv["qa"]:
+            category = qa.get("category")
+            if category not in CATEGORY_NAMES:
+                continue
+            gold = set(qa.get("evidence") or ())
+            if not gold or not gold <= text_of.keys():
+                skipped += 1
+                continue
+            questions.append((category, qa["question"], gold))
         with tempfile.TemporaryDirectory() as tmp:
             memory = Memory.open(Path(tmp) / "m.sqlite")
             memory.import_jsonl([("-", io.BytesIO(("\n".join(lines) + "\n").encode()))])
-            budget = memory.config.assembly.budget_tokens
-            bm = sqlite3.connect(":memory:")
-            bm.execute("CREATE VIRTUAL TABLE t USING fts5(d UNINDEXED, body, tokenize='porter unicode61')")  # fmt: skip
-            bm.executemany("INSERT INTO t VALUES (?, ?)", turns)
-            recent = _recency(turns, budget)
-            for qa in conv["qa"]:
-                category = qa.get("category")
-                if category not in CATEGORY_NAMES:
-                    continue
-                gold = set(qa.get("evidence") or ())
-                if not gold or not gold <= text_of.keys():
-                    skipped += 1
-                    continue
-                result = memory.assemble(
-                    AssemblyRequest(keys[-1], query=qa["question"], trigger="bench")
-                )
-                used.append(result.used_tokens)
-                ours = sum(quoted(text_of[d], result.text) for d in gold) / len(gold)
-                base = len(_bm25(bm, qa["question"], budget) & gold) / len(gold)
-                rec = len(recent & gold) / len(gold)
-                for name, value in (("memplug", ours), ("bm25", base), ("recency", rec)):
-                    totals[name].append(value)
-                    per_cat[category][name].append(value)
-            memory.close()
+            try:
+                yield Conversation(memory, keys[-1], text_of, turns, questions, skipped)
+            finally:
+                memory.close()
+
+
+def locomo(shared: Path) -> tuple[str, dict[str, Any]]:
+    totals: dict[str, list[float]] = defaultdict(list)
+    per_cat: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    skipped = 0
+    used: list[int] = []
+    for conv in locomo_conversations(shared):
+        memory, text_of = conv.memory, conv.text_of
+        skipped += conv.skipped
+        budget = memory.config.assembly.budget_tokens
+        bm = sqlite3.connect(":memory:")
+        bm.execute("CREATE VIRTUAL TABLE t USING fts5(d UNINDEXED, body, tokenize='porter unicode61')")  # fmt: skip
+        bm.executemany("INSERT INTO t VALUES (?, ?)", conv.turns)
+        recent = _recency(conv.turns, budget)
+        for category, question, gold in conv.questions:
+            result = memory.assemble(AssemblyRequest(conv.session, query=question, trigger="bench"))
+            used.append(result.used_tokens)
+            ours = sum(quoted(text_of[d], result.text) for d in gold) / len(gold)
+            base = len(_bm25(bm, question, budget) & gold) / len(gold)
+            rec = len(recent & gold) / len(gold)
+            for name, value in (("memplug", ours), ("bm25", base), ("recency", rec)):
+                totals[name].append(value)
+                per_cat[category][name].append(value)
+        bm.close()
     rows = []
     for category in sorted(per_cat):
         figures = per_cat[category]

@@ -23,11 +23,12 @@ from pathlib import Path
 from bench.report import REPORT, REPORT_ENV
 
 # In report order. A module that does not exist yet is reported, not silently skipped.
-BENCHMARKS = ("capture", "retrieval", "prestep", "hook_latency", "extraction", "coding")
+BENCHMARKS = ("capture", "retrieval", "prestep", "curve", "hook_latency", "extraction", "coding")
 # What each benchmark reads from the shared folder.
 NEEDS: dict[str, tuple[str, ...]] = {
     "retrieval": ("acceptance/gen_events.py", "data/locomo/locomo10.json"),
     "prestep": ("data/locomo/locomo10.json",),
+    "curve": ("data/locomo/locomo10.json", "data/longmemeval/longmemeval_s_dev.json.gz"),
     "extraction": (
         "data/locomo/locomo10.json",
         "data/longmemeval/longmemeval_s_dev.json.gz",

@@ -1,9 +1,10 @@
 """Budgeted assembly: retrieval candidates → at most one labelled evidence message.
 
-Sections come in a fixed order (task state; skill core; rules; memory items; raw
-evidence; work; notice). Each candidate is rendered as one line and costs that line's tokens;
-whatever does not fit, or may not be shown, is recorded with a reason, so that
-``memory explain`` can answer "why was this (not) injected?" from the log alone.
+Sections come in a fixed order (the resident project core; task state; skill core;
+rules; memory items; raw evidence; work; notice). Each candidate is rendered as one line
+and costs that line's tokens; whatever does not fit, or may not be shown, is recorded
+with a reason, so that ``memory explain`` can answer "why was this (not) injected?"
+from the log alone.
 
 Determinism is a contract: the text depends only on the candidates, the task state,
 the visible messages and the config — never on the wall clock, ingestion order, or dict
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,6 +27,7 @@ from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
 from memplug.messages import Message, TokenMeter
 from memplug.refs import EventRef, event_ref
+from memplug.retrieve.precision import CARRIED, FELL_OFF, WEAK_TERMS, Relevance
 from memplug.secrets import find_secrets
 from memplug.store.logs import LogRecord
 from memplug.text import estimate_tokens, normalize_text, sha256_hex
@@ -33,6 +35,7 @@ from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve import RankedItem, RetrievalResult, Retriever
+    from memplug.retrieve.precision import QueryTerms
     from memplug.retrieve.work import WorkFound, WorkHit
     from memplug.skill_rules import CoreLine, RuleHit, SkillContext
     from memplug.store.ports import Storage
@@ -43,6 +46,7 @@ LOG_WAIT_MS = 1000
 
 # Section names, in the order they are filled and rendered.
 SECTIONS: tuple[str, ...] = (
+    "core",
     "task",
     "rules-core",
     "rules",
@@ -65,6 +69,11 @@ REDACTED = "redacted"
 OVER_LIMIT = "over limit"  # set by retrieval: ranked past assembly.candidateLimit
 # The kind of a work entry that is "where we were" rather than matched by the query.
 RECENT = "recent"
+# Retrieval's coverage reason for a session with no events (memplug.retrieve.coverage).
+UNKNOWN_SESSION = "unknown_session"
+OVER_CORE_BUDGET = "over core budget"  # past assembly.coreBudgetTokens (memplug.core)
+IN_CORE = "in the core"
+IN_TASK = "in the task section"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -76,6 +85,12 @@ OMISSION_REASONS: tuple[str, ...] = (
     DUPLICATE,
     REDACTED,
     OVER_LIMIT,
+    OVER_CORE_BUDGET,
+    IN_CORE,
+    IN_TASK,
+    CARRIED,
+    WEAK_TERMS,
+    FELL_OFF,
 )
 
 
@@ -188,6 +203,8 @@ class Candidates:
     repair: ValidationRecord | None = None
     # Work records the query names; else, after a compaction, where the session was.
     work: WorkFound | None = None
+    # The query's terms and their strength in scope (memplug.retrieve.precision).
+    terms: QueryTerms | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +217,40 @@ class TaskLine:
 @dataclass(frozen=True)
 class TaskState:
     lines: tuple[TaskLine, ...] = ()
+
+
+class ResidentLine(Protocol):
+    """One line of the resident core, rendered (``memplug.core`` makes them)."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def line(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def sources(self) -> tuple[str, ...]: ...
+
+
+class ResidentCore(Protocol):
+    """The step's resident core: its lines in order, and the choice under a budget."""
+
+    @property
+    def lines(self) -> Sequence[ResidentLine]: ...
+
+    def select(
+        self, budget: int, skip: Callable[[ResidentLine], str | None] | None = None
+    ) -> tuple[Sequence[ResidentLine], Sequence[tuple[ResidentLine, str]]]: ...
+
+
+# The core of a step's scope, or None (off, or no store): given by the composition root.
+CoreProvider = Callable[["AssemblyRequest"], "ResidentCore | None"]
 
 
 class CandidateSource(Protocol):
@@ -267,7 +318,7 @@ class MemorySource:
 def from_retrieval(result: RetrievalResult) -> Candidates:
     """Retrieval's result in the assembler's terms (the one place that knows both)."""
     return Candidates(
-        items=tuple(_item(i) for i in result.items),
+        items=tuple(item_candidate(i) for i in result.items),
         events=tuple(
             EventCandidate(
                 session_id=e.session_id,
@@ -286,8 +337,12 @@ def from_retrieval(result: RetrievalResult) -> Candidates:
         ),
         omitted=_retrieval_omissions(result.omitted),
         coverage=Coverage(result.coverage.complete, tuple(result.coverage.reasons)),
-        signals=dict(result.signals),
-        successors={k: _item(v) for k, v in sorted(result.successors.items())},
+        signals={
+            **result.signals,
+            **({"weak": result.terms.weak_terms()} if result.terms is not None else {}),
+        },
+        successors={k: item_candidate(v) for k, v in sorted(result.successors.items())},
+        terms=result.terms,
     )
 
 
@@ -315,7 +370,8 @@ def _retrieval_omissions(omitted: Iterable[Any]) -> tuple[Omission, ...]:
     return tuple(out)
 
 
-def _item(item: RankedItem) -> ItemCandidate:
+def item_candidate(item: RankedItem) -> ItemCandidate:
+    """A ranked (or stored, via ``RankedItem.of``) item in the assembler's terms."""
     return ItemCandidate(
         id=item.id,
         kind=item.kind,
@@ -382,6 +438,9 @@ class AssemblyRequest:
     token_meter: TokenMeter | None = None
     # How long the log write may wait for another writer's lock (default LOG_WAIT_MS).
     log_wait_ms: int | None = None
+    # The project (cwd) a host names when the session has no events yet: its core is
+    # still resident (a new session starts with what the project keeps).
+    project: str | None = None
 
 
 @dataclass(frozen=True)
@@ -429,6 +488,8 @@ class AssemblyResult:
     step: int | None = None
     trigger: str = "api"
     duration_ms: float | None = None
+    # Why nothing was injected (None when something was).
+    why_not: str | None = None
 
     @property
     def content_hash(self) -> str | None:
@@ -450,6 +511,7 @@ class AssemblyResult:
             "sections": self.sections,
             "query": {"text": self.query_text, **dict(self.signals)},
             "errors": list(self.errors),
+            "why_not": self.why_not,
         }
 
     def to_log(self, created_at: str) -> LogRecord:
@@ -470,7 +532,10 @@ class AssemblyResult:
             sections=self.sections,
             included=[e.as_dict() for e in self.included],
             omitted=[o.as_dict() for o in self.omitted],
-            coverage=self.coverage.as_dict(),
+            coverage={
+                **self.coverage.as_dict(),
+                **({"why_not": self.why_not} if self.why_not else {}),
+            },
             errors=list(self.errors),
             duration_ms=self.duration_ms,
         )
@@ -492,6 +557,7 @@ LABELS: dict[str, dict[str, str]] = {
             '"insufficient evidence";\n'
             "do not invent it."
         ),
+        "section.core": "## Project core",
         "section.task": "## Task state",
         "section.rules-core": "## Skill core",
         "section.rules": "## Rules",
@@ -569,6 +635,7 @@ LABELS: dict[str, dict[str, str]] = {
             "来源标注：[mem ID] 记忆条目，[rule ID] 技能规则，[ev 会话:序号] 原始事件。\n"
             "若这里没有可靠证据回答关于先前工作的问题，请回答“证据不足”，不要编造。"
         ),
+        "section.core": "## 项目核心",
         "section.task": "## 任务状态",
         "section.rules-core": "## 技能核心",
         "section.rules": "## 相关规则",
@@ -877,11 +944,16 @@ class Assembler:
     """Builds the step's message from candidates, under the configured budget."""
 
     def __init__(
-        self, config: Config, source: CandidateSource | None = None, store: Storage | None = None
+        self,
+        config: Config,
+        source: CandidateSource | None = None,
+        store: Storage | None = None,
+        core: CoreProvider | None = None,
     ) -> None:
         self.config = config
         self.source = source
         self.store = store
+        self.core = core
         self.labels = labels_for(config.assembly.locale)
         self.generated_kinds = GENERATED_SOURCE_KINDS | frozenset(
             config.capture.generated_source_kinds
@@ -912,7 +984,8 @@ class Assembler:
             raise RuntimeError("no candidate source is configured")
         candidates = self.source.candidates(request.session_id, task_text)
         task_state = self.source.task_state(request.session_id)
-        return self.build(request, task_text, candidates, task_state)
+        core = self.core(request) if self.core is not None else None
+        return self.build(request, task_text, candidates, task_state, core)
 
     def _finish(self, result: AssemblyResult, started: float, request: AssemblyRequest) -> None:
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
@@ -986,10 +1059,13 @@ class Assembler:
         task_text: str,
         candidates: Candidates,
         task_state: TaskState,
+        core: ResidentCore | None = None,
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
         has_query = bool(task_text.strip())
-        packed = self._pack(request, candidates, task_state, reserve_insufficient=has_query)
+        packed = self._pack(
+            request, candidates, task_state, core, reserve_insufficient=has_query
+        )
         if has_query and packed.answered:
             # The statement is not needed: its room goes to what the budget left out.
             if not packed.mandatory and not any(
@@ -1035,13 +1111,27 @@ class Assembler:
             turn=request.turn,
             step=request.step,
             trigger=request.trigger,
+            why_not=None if inject else self._why_not(request, candidates, draft, has_query),
         )
+
+    def _why_not(
+        self, request: AssemblyRequest, candidates: Candidates, draft: _Draft, has_query: bool
+    ) -> str:
+        """Why a healthy attempt injected nothing, in words explain can show."""
+        if UNKNOWN_SESSION in candidates.coverage.reasons:
+            return f"session {request.session_id!r} has no events yet: nothing to recall"
+        if any(o.reason == VISIBLE for o in draft.omitted):
+            return "what matched is still in the model's context"
+        if not has_query:
+            return "no query text, and nothing resident"
+        return "nothing in scope matched the query, and nothing resident is missing"
 
     def _pack(
         self,
         request: AssemblyRequest,
         candidates: Candidates,
         task_state: TaskState,
+        core: ResidentCore | None,
         *,
         reserve_insufficient: bool,
     ) -> _Packed:
@@ -1084,6 +1174,8 @@ class Assembler:
 
         # Retrieval's own omissions (below min score, …) are part of the account.
         draft.omitted.extend(candidates.omitted)
+        if core is not None:
+            self._core_section(draft, core, task_state, visible)
         self._task_section(draft, task_state, visible)
         self._skill_sections(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}
@@ -1091,12 +1183,15 @@ class Assembler:
         # Work is filled before raw evidence so that its own budget is there to spend;
         # it is still rendered after it, in section order.
         self._work_section(draft, candidates.work, request.session_id, visible)
-        self._evidence_section(draft, candidates, visible)
+        carried = self._carried(draft, candidates, core, task_state)
+        self._evidence_section(draft, candidates, visible, carried)
         answered = any(
             e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
             for e in draft.entries
         ) or any(
-            o.reason in (VISIBLE, OVER_BUDGET) and o.section in ("memory", "evidence", "work")
+            # Shown in the core, or said by an item that is: the query has its answer.
+            o.reason in (VISIBLE, OVER_BUDGET, IN_CORE, CARRIED)
+            and o.section in ("memory", "evidence", "work")
             for o in draft.omitted
         )
         self._notice_section(draft, candidates, superseded, visible, texts)
@@ -1121,6 +1216,36 @@ class Assembler:
 
     # -- sections -----------------------------------------------------------------
 
+    def _core_section(
+        self, draft: _Draft, core: ResidentCore, task_state: TaskState, visible: VisibleText
+    ) -> None:
+        """Section 0, whatever the query says: the core's lines in its own order under
+        ``assembly.coreBudgetTokens`` (at most a third of the budget), less what the step's
+        context already holds."""
+        refs = [EventRef.find(ref) for line in core.lines for ref in line.sources]
+        texts = self._texts(refs) if visible else {}
+        own_task = bool(task_state.lines)
+
+        def skip(line: ResidentLine) -> str | None:
+            if line.kind == "task" and own_task:
+                return IN_TASK  # the session's own task state is section 1
+            refs = [EventRef.find(ref) for ref in line.sources]
+            found = [texts.get(ref) for ref in refs if ref is not None]
+            shown = found and len(found) == len(line.sources)
+            if shown and all(t is not None and visible.contains(t) for t in found):
+                return VISIBLE
+            return None
+
+        # The core never takes more than a third of the message: the query's evidence
+        # keeps room (measured on LoCoMo at small budgets, where chat yields few rules).
+        budget = min(self.config.assembly.core_budget_tokens, draft.budget // 3)
+        chosen, omitted = core.select(budget, skip)
+        for line, reason in omitted:
+            draft.omit(line.ref, "core", reason)
+        title = self.labels["section.core"]
+        for line in chosen:
+            draft.offer("core", title, line.ref, line.line, kind=line.kind, why=line.why)
+
     def _task_section(self, draft: _Draft, state: TaskState, visible: VisibleText) -> None:
         title = self.labels["section.task"]
         counters: dict[str, int] = {}
@@ -1129,10 +1254,7 @@ class Assembler:
             index = counters.get(line.field, 0)
             counters[line.field] = index + 1
             ref = f"task:{line.field}" if line.field == "goal" else f"task:{line.field}:{index}"
-            label = self.labels.get(f"task.{line.field}", line.field)
-            text = f"- {label}{self.labels['colon']}{one_line(line.text)}"
-            if line.ref:
-                text += f" [ev {line.ref}]"
+            text = task_line(line, self.labels)
             at = EventRef.find(line.ref)
             source = sources.get(at) if at is not None else None
             if source is not None and visible.contains(source):
@@ -1210,7 +1332,12 @@ class Assembler:
         min_score = self.config.retrieval.min_score
         superseded: list[ItemCandidate] = []
         seen: set[str] = set()
+        in_core = {e.ref for e in draft.entries if e.section == "core"}
+        terms = candidates.terms if self.config.assembly.precise else None
         for item in candidates.items:
+            if item.id in in_core:
+                draft.omit(item.id, "memory", IN_CORE, item.score)
+                continue
             if item.id in seen:
                 draft.omit(item.id, "memory", DUPLICATE, item.score)
                 continue
@@ -1224,6 +1351,9 @@ class Assembler:
                 continue
             if item.score < min_score and not item.pinned:
                 draft.omit(item.id, "memory", BELOW_MIN_SCORE, item.score)
+                continue
+            if terms is not None and not item.pinned and not terms.found(item.content).enough:
+                draft.omit(item.id, "memory", WEAK_TERMS, item.score)
                 continue
             if _item_visible(item, texts, visible):
                 draft.omit(item.id, "memory", VISIBLE, item.score)
@@ -1240,34 +1370,7 @@ class Assembler:
         return superseded
 
     def item_line(self, item: ItemCandidate) -> str:
-        labels = self.labels
-        kind = labels.get(f"kind.{item.kind}", item.kind)
-        evidence = labels.get(f"ev.{item.evidence_type}", item.evidence_type)
-        parts = [
-            f"- [mem {item.id}] {kind}{labels['sep']}{evidence}{labels['colon']}"
-            + one_line(item.content)
-        ]
-        if item.conditions:
-            parts.append(
-                labels["conditions"].format(conditions="; ".join(map(one_line, item.conditions)))
-            )
-        if item.scope:
-            scope = labels["sep"].join(f"{k} {v}" for k, v in item.scope)
-            parts.append(labels["scope"].format(scope=scope))
-        line = " · ".join(parts)
-        if item.source_refs:
-            line += " " + " ".join(f"[ev {event_ref(s, n)}]" for s, n in item.source_refs)
-        warnings = []
-        bare = [n.text for n in item.numbers if n.bare]
-        if bare:
-            warnings.append(labels["warn.number"].format(numbers=labels["sep"].join(bare)))
-        if item.kind == "proposal" or item.evidence_type == "assistant_proposal":
-            warnings.append(labels["warn.proposal"])
-        if item.status == "disputed":
-            warnings.append(labels["warn.disputed"])
-        if warnings:
-            line += " " + " ".join(warnings)
-        return line
+        return item_line(item, self.labels)
 
     def _source_texts(self, candidates: Candidates) -> dict[tuple[str, int], str]:
         """Texts of the items' source events (from the candidates, else the store)."""
@@ -1283,25 +1386,54 @@ class Assembler:
             return {}
         return {(r.session_id, r.seq): r.text for r in self.store.events.get_many(wanted)}
 
+    def _carried(
+        self,
+        draft: _Draft,
+        candidates: Candidates,
+        core: ResidentCore | None,
+        task_state: TaskState,
+    ) -> dict[str, list[str]]:
+        """For each event an included item or task line was derived from: their texts."""
+        said: dict[str, tuple[str, Sequence[str]]] = {}
+        for item in candidates.items:
+            said[item.id] = (item.content, [f"{s}:{n}" for s, n in item.source_refs])
+        for line in core.lines if core is not None else ():
+            said.setdefault(line.ref, (line.text, line.sources))
+        # What the message holds, or an earlier one still in the model's context does.
+        shown = [(e.section, e.ref) for e in draft.entries]
+        shown += [(o.section, o.ref) for o in draft.omitted if o.reason == VISIBLE]
+        out: dict[str, list[str]] = {}
+        for section, at in shown:
+            if section in ("core", "memory") and at in said:
+                text, refs = said[at]
+                for ref in refs:
+                    out.setdefault(ref, []).append(text)
+        if any(section == "task" for section, _ in shown):
+            for task in task_state.lines:
+                if task.ref:
+                    out.setdefault(task.ref, []).append(task.text)
+        return out
+
     def _evidence_section(
-        self, draft: _Draft, candidates: Candidates, visible: VisibleText
+        self,
+        draft: _Draft,
+        candidates: Candidates,
+        visible: VisibleText,
+        carried: Mapping[str, Sequence[str]],
     ) -> None:
         title = self.labels["section.evidence"]
         cfg = self.config.assembly
         quotable = set(cfg.evidence_types)
         quote_all = "*" in quotable
         seen: set[str] = set()
-        assistant = 0
+        kept: list[EventCandidate] = []
         for event in candidates.events:
             ref = event.ref
             if ref in seen:
                 draft.omit(ref, "evidence", DUPLICATE, event.score)
                 continue
             seen.add(ref)
-            said = event.type == "assistant/message" and (quote_all or event.type in quotable)
-            if said and assistant >= cfg.assistant_quotes:
-                draft.omit(ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes")
-            elif event.generated or event.source_kind in self.generated_kinds:
+            if event.generated or event.source_kind in self.generated_kinds:
                 draft.omit(ref, "evidence", GENERATED, event.score)
             elif not quote_all and event.type not in quotable:
                 draft.omit(ref, "evidence", NOT_QUOTABLE, event.score, event.type)
@@ -1310,10 +1442,27 @@ class Assembler:
             elif visible and visible.contains(event.text):
                 draft.omit(ref, "evidence", VISIBLE, event.score)
             else:
+                kept.append(event)
+        judge = None
+        if cfg.precise and candidates.terms is not None:
+            judge = Relevance(
+                candidates.terms, candidates.events, kept, carried, cfg.evidence_falloff
+            )
+        assistant = 0
+        for event in kept:
+            why_not = judge.reason(event) if judge is not None else None
+            said = event.type == "assistant/message"
+            if why_not is not None:
+                draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
+            elif said and assistant >= cfg.assistant_quotes:
+                draft.omit(
+                    event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
+                )
+            else:
                 taken = draft.offer(
                     "evidence",
                     title,
-                    ref,
+                    event.ref,
                     self.event_line(event),
                     kind=event.type,
                     score=event.score,
@@ -1473,6 +1622,44 @@ class Assembler:
                 }
             )
         return out
+
+
+def task_line(line: TaskLine, labels: Mapping[str, str]) -> str:
+    """One task-state entry as a line, with the event that set it."""
+    label = labels.get(f"task.{line.field}", line.field)
+    text = f"- {label}{labels['colon']}{one_line(line.text)}"
+    return text + (f" [ev {line.ref}]" if line.ref else "")
+
+
+def item_line(item: ItemCandidate, labels: Mapping[str, str]) -> str:
+    """One memory item as a line: kind, evidence, content, conditions, sources, warnings."""
+    kind = labels.get(f"kind.{item.kind}", item.kind)
+    evidence = labels.get(f"ev.{item.evidence_type}", item.evidence_type)
+    parts = [
+        f"- [mem {item.id}] {kind}{labels['sep']}{evidence}{labels['colon']}"
+        + one_line(item.content)
+    ]
+    if item.conditions:
+        parts.append(
+            labels["conditions"].format(conditions="; ".join(map(one_line, item.conditions)))
+        )
+    if item.scope:
+        scope = labels["sep"].join(f"{k} {v}" for k, v in item.scope)
+        parts.append(labels["scope"].format(scope=scope))
+    line = " · ".join(parts)
+    if item.source_refs:
+        line += " " + " ".join(f"[ev {event_ref(s, n)}]" for s, n in item.source_refs)
+    warnings = []
+    bare = [n.text for n in item.numbers if n.bare]
+    if bare:
+        warnings.append(labels["warn.number"].format(numbers=labels["sep"].join(bare)))
+    if item.kind == "proposal" or item.evidence_type == "assistant_proposal":
+        warnings.append(labels["warn.proposal"])
+    if item.status == "disputed":
+        warnings.append(labels["warn.disputed"])
+    if warnings:
+        line += " " + " ".join(warnings)
+    return line
 
 
 def _item_visible(

@@ -135,6 +135,14 @@ class AssemblyConfig:
     candidate_limit: int = _bounded(100, 1, 100)
     # Which sessions a step's memory comes from: its own, its project's, or all.
     scope: Literal["session", "project", "global"] = "project"
+    # The resident core (section 0): its own share of the budget, ≈ 2 KB of text.
+    core_budget_tokens: int = _bounded(500, 0, 20_000)
+    # Precise, not full (docs/assembly.md): quote an event only when it adds to its
+    # item, needs a strong term or two weak ones, and stops where relevance falls off
+    # (under this share of the best quotable line's query weight). False quotes every
+    # ranked candidate that fits, as before issue 13 (the budget curve's baseline).
+    precise: bool = True
+    evidence_falloff: float = _bounded(0.3, 0.0, 1.0)
 
     @property
     def budget_tokens(self) -> int:

@@ -7,9 +7,11 @@ service; the host compacts the conversation at seq 95–97) is fed to the Python
 as a host would: each event through ``on_event``, ``pre_step`` before every model step
 with the messages the model would see — after the compaction only the summary and what
 followed it — and every injected message committed back to the host's log. The demo
-then prints what memplug injected at the first step after the compaction, its
-``memory explain``, and commands to try on the database (``.memplug-demo/``, made
-fresh on every run).
+then prints what memplug injected at the first step after the compaction, which
+section brought back each fact the host's summary dropped (the card-number rule comes
+from the resident project core, whatever the prompt's words), the tokens every
+injecting step used, its ``memory explain``, and commands to try on the database
+(``.memplug-demo/``, made fresh on every run).
 
 Before the compaction everything memplug could say is already in the model's context,
 so it injects nothing; its first message lands where the fixture recorded one (seq 99).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -147,6 +150,26 @@ def _chosen(result: Replay, turn: int) -> Step:
     raise SystemExit(f"memplug demo: nothing was injected in turn {turn}")
 
 
+def _section_of(text: str, needle: str) -> str | None:
+    """The title of the message's section that holds ``needle``."""
+    title = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            title = line[3:]
+        elif needle in line:
+            return title
+    return None
+
+
+def _recovered(text: str) -> list[str]:
+    out = []
+    for what, needle in LOST_IN_SUMMARY:
+        section = _section_of(text, needle)
+        where = f" — from {section}" if section else ""
+        out.append(f"    {'yes' if section else 'no '}  {what}{where}")
+    return out
+
+
 def run(db_dir: Path, turn: int) -> str:
     from memplug.explain import explain, find_assembly, render_explain
 
@@ -162,6 +185,14 @@ def run(db_dir: Path, turn: int) -> str:
         record = find_assembly(plugin.memory.store, assembly_id=step.injection.assembly_id)
         explained = render_explain(explain(record), max_omitted=4, max_included=12)
         counts = plugin.memory.store.counts()
+        used = [
+            record.used_tokens
+            for s in result.steps
+            if s.injection is not None and s.injection.assembly_id is not None
+            for record in [plugin.memory.store.logs.get(s.injection.assembly_id)]
+            if record is not None
+        ]
+        budget = plugin.config.assembly.budget_tokens
     injected = sum(1 for s in result.steps if s.injection is not None)
     shown = str(db_path) if db_path.is_absolute() else f"./{db_path}"
     cli = f"memory --db {shown}"
@@ -180,10 +211,11 @@ def run(db_dir: Path, turn: int) -> str:
         _indent(step.injection.text),
         "",
         "  What the host's summary (seq 96) dropped, and whether this message has it:",
-        *(
-            f"    {'yes' if needle in step.injection.text else 'no '}  {what}"
-            for what, needle in LOST_IN_SUMMARY
-        ),
+        *_recovered(step.injection.text),
+        "",
+        f"  Tokens used: {used[0] if used else 0} of a {budget:,}-token budget here; "
+        f"every injecting step: {', '.join(map(str, used))}",
+        f"  (median {statistics.median(used) if used else 0:g}).",
         "",
         _rule(f"{cli} explain --assembly {step.injection.assembly_id}"),
         _indent(explained.split("\n--- injected text")[0]),

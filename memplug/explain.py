@@ -43,7 +43,8 @@ def explain(record: LogRecord, validation: dict[str, Any] | None = None) -> dict
     """The documented JSON shape of ``memory explain --json``; ``validation`` is the
     session's latest validation run, read as it is now."""
     sections = []
-    for number, meta in enumerate(_section_meta(record), start=1):
+    # Numbered as DESIGN.md numbers them: the resident core is section 0.
+    for number, meta in enumerate(_section_meta(record)):
         name = meta["name"]
         sections.append(
             {
@@ -70,7 +71,8 @@ def explain(record: LogRecord, validation: dict[str, Any] | None = None) -> dict
         "message_seq": record.message_seq,
         "duration_ms": record.duration_ms,
         "query": {"text": record.query_text, **dict(record.query)},
-        "coverage": dict(record.coverage),
+        "coverage": {k: v for k, v in record.coverage.items() if k != "why_not"},
+        "why_not": record.coverage.get("why_not"),
         "errors": list(record.errors),
         "sections": sections,
         "omitted_by_reason": count_reasons(record.omitted),
@@ -108,6 +110,8 @@ def render_explain(
             injected += f", committed back as event {shown}"
     else:
         injected = f"no (budget {data['budget']} tokens, {data['token_source']})"
+        if data.get("why_not"):
+            injected += f": {data['why_not']}"
     lines.append(f"injected   {injected}")
     query = data["query"]
     lines.append(f"query      {clip(' '.join((query.get('text') or '').split()), 100)!r}")

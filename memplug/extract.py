@@ -158,6 +158,8 @@ class Extractor:
                 if progress is not None:
                     progress(done, len(sessions), name)
                 self._rederive(name, report)
+            # A new extractor may derive other items from the same events.
+            self.store.core.clear()
         return report
 
     def _catch_up(self, session_id: str, report: ExtractReport) -> None:

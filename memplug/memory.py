@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
     from memplug.capture import Capture
     from memplug.config import Config, LoadedConfig
+    from memplug.core import Core
     from memplug.extract import Extractor
     from memplug.graph import Graph
     from memplug.jsonl import Rejected
@@ -161,10 +162,13 @@ class Memory:
     @cached_property
     def assembler(self) -> Assembler:
         from memplug.assemble import Assembler, MemorySource
+        from memplug.core import core_for
 
-        return Assembler(
-            self.config, MemorySource(self.retriever, self.store, self.config), self.store
-        )
+        def core(request: AssemblyRequest) -> Core | None:
+            return core_for(self.store, self.config, request)
+
+        source = MemorySource(self.retriever, self.store, self.config)
+        return Assembler(self.config, source, self.store, core)
 
     @cached_property
     def validator(self) -> Validator:

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hosts", ("memplug.hosts.*",)),
     ("plugin", ("memplug.plugin",)),
     ("memory", ("memplug.memory",)),
-    ("reports", ("memplug.diagnostics", "memplug.explain", "memplug.purge")),
+    ("reports", ("memplug.core", "memplug.diagnostics", "memplug.explain", "memplug.purge")),
     ("assemble", ("memplug.assemble", "memplug.validate")),
     ("rules", ("memplug.skill_rules",)),
     ("timeline", ("memplug.timeline",)),

@@ -75,7 +75,8 @@ def test_nothing_to_inject_is_said_plainly(tmp_path: Path) -> None:
     done = memory(db, "assemble", "--session", "s1", "--query", "zzqx qqzv")
     assert done.returncode == 0
     assert done.stdout.startswith(
-        "nothing to inject (nothing relevant, and the search was complete); assembly 1"
+        "nothing to inject (nothing in scope matched the query, and nothing resident is missing); "
+        "assembly 1"
     )
 
 

@@ -93,6 +93,7 @@ def test_explain_shows_the_logged_decision(logged: tuple[Path, list[int]]) -> No
     assert data["injected"] is True
     assert data["budget"] == 3000 and data["token_source"] == "estimate"
     assert [s["name"] for s in data["sections"]] == [
+        "core",
         "task",
         "rules-core",
         "rules",
@@ -101,13 +102,14 @@ def test_explain_shows_the_logged_decision(logged: tuple[Path, list[int]]) -> No
         "work",
         "notice",
     ]
-    memory_section = data["sections"][3]
+    assert [s["number"] for s in data["sections"]] == list(range(7))
+    memory_section = data["sections"][4]
     assert [e["ref"] for e in memory_section["included"]] == ["mem_s1_card"]
     assert memory_section["included"][0]["why"] == "bm25 0.80 + kind 1.00"
     assert memory_section["omitted"] == [
         {"ref": "mem_s1_low", "section": "memory", "reason": "below min score", "score": 0.1}
     ]
-    evidence = data["sections"][4]
+    evidence = data["sections"][5]
     assert evidence["omitted"][0]["reason"] == "not inline-quotable (assembly.evidenceTypes)"
     assert data["omitted_by_reason"] == {
         "below min score": 1,

@@ -69,7 +69,9 @@ def test_session_start_captures_the_session_and_its_subagents(
     hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
 ) -> None:
     result = hook("SessionStart", source="startup")
-    assert (result.returncode, result.stdout) == (0, "")
+    assert result.returncode == 0
+    # What precedes the transcript's compaction comes back as the project's core.
+    assert "## Project core" in json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     data = status(cli, db_path)
     assert data["counts"]["events"] == ALL_EVENTS
     sessions = {s["session_id"]: s for s in data["sessions"]}
@@ -164,13 +166,36 @@ def test_a_failed_assembly_injects_nothing_and_is_recorded(
 def test_session_start_after_compaction_or_resume_reinjects(
     hook: Callable[..., CliResult],
 ) -> None:
-    assert hook("SessionStart", source="startup").stdout == ""
-    for source in ("compact", "resume"):
+    for source in ("startup", "compact", "resume"):
         result = hook("SessionStart", source=source)
         assert result.returncode == 0
         output = json.loads(result.stdout)["hookSpecificOutput"]
         assert output["hookEventName"] == "SessionStart"
         assert output["additionalContext"].startswith("[memplug]")
+
+
+def test_a_new_session_starts_with_its_projects_core(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
+) -> None:
+    hook("Stop", stop_hook_active=False)
+    standing = cli("--db", str(db_path), "core", "--project", "/home/ana/shop", "--json").json()
+    assert standing["lines"], "the fixture session states constraints"
+    fresh = project / "fresh-session.jsonl"
+    fresh.write_text("")
+    result = hook(
+        "SessionStart", source="startup", session_id="fresh", transcript_path=str(fresh)
+    )
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "## Project core" in context
+    for line in standing["lines"]:
+        if line["kind"] != "task":
+            assert line["ref"] in context
+    # Elsewhere nothing is standing: a new session there gets nothing.
+    elsewhere = hook(
+        "SessionStart", source="startup", session_id="other", transcript_path=str(fresh), cwd="/x"
+    )
+    assert (elsewhere.returncode, elsewhere.stdout) == (0, "")
 
 
 def test_the_character_cap_holds_and_what_it_cut_is_logged(

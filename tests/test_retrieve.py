@@ -398,25 +398,25 @@ def test_active_path_walks_from_the_last_entry() -> None:
 # -- coverage -------------------------------------------------------------------------------
 
 
-def test_truncated_events_make_coverage_incomplete(fresh: Memory) -> None:
+def _one_big_event(memory: Memory) -> None:
+    """A session whose one event is over the text cap: "zebrafinch" only in its tail."""
     big = "kingfisher " + "x " * 15_000 + " zebrafinch"
     _lines(
-        fresh,
+        memory,
         [{"session_id": "big", "seq": 1, "type": "user/message", "role": "user", "text": big,
           "cwd": "/p"}],
     )  # fmt: skip
+
+
+def test_truncated_events_make_coverage_incomplete(fresh: Memory) -> None:
+    _one_big_event(fresh)
     page = Retriever(fresh.store, fresh.config).search("zebrafinch", session="big")
     assert page.total == 0
     assert not page.coverage.complete and "truncated_events" in page.coverage.reasons
 
 
 def test_a_truncated_event_taints_only_queries_it_could_have_matched(fresh: Memory) -> None:
-    big = "kingfisher " + "x " * 15_000 + " zebrafinch"
-    _lines(
-        fresh,
-        [{"session_id": "big", "seq": 1, "type": "user/message", "role": "user", "text": big,
-          "cwd": "/p"}],
-    )  # fmt: skip
+    _one_big_event(fresh)
     retriever = Retriever(fresh.store, fresh.config)
     for query in ("xyzzy frobnicate", "kingfisher"):
         page = retriever.search(query, session="big")

@@ -28,6 +28,7 @@ SUB_PORTS: dict[str, type[Any]] = {
     "work": ports.WorkPort,
     "admin": ports.AdminPort,
     "skills": ports.SkillPort,
+    "core": ports.CorePort,
 }
 
 

@@ -18,7 +18,7 @@ def _render_assembly(data: dict[str, Any]) -> str:
             f"{data['assembly_id']}"
         )
         return f"{data['text']}\n\n{tail}"
-    why = "; ".join(data["errors"]) or "nothing relevant, and the search was complete"
+    why = "; ".join(data["errors"]) or data.get("why_not") or "nothing relevant"
     return (
         f"nothing to inject ({why}); assembly {data['assembly_id']}, "
         f"{len(data['omitted'])} omitted; details: memory explain --assembly "

@@ -9,8 +9,9 @@ On every event the transcript at ``transcript_path`` (and, outside tool hooks, i
 subagents' transcripts) is captured from where the last hook stopped reading. A hook
 that finds nothing appended and has nothing to answer returns before opening the
 database for writing or loading the configuration. ``UserPromptSubmit`` and
-``SessionStart`` with source ``compact`` or ``resume`` answer with the assembled memory
-as ``hookSpecificOutput.additionalContext``, kept under ``hook.maxContextChars``.
+``SessionStart`` (source ``startup``, ``resume`` or ``compact``) answer with the assembled
+memory as ``hookSpecificOutput.additionalContext``, kept under ``hook.maxContextChars``:
+a new session starts with its project's resident core even before it has events.
 
 If another process holds the write lock longer than the hook can wait, capture is
 skipped (the next hook catches up from the same cursor) and the hook still injects
@@ -59,7 +60,7 @@ HOOK_EVENTS: frozenset[str] = frozenset(
 FLUSHING_EVENTS: frozenset[str] = frozenset(
     {"SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"}
 )
-REINJECT_SOURCES: frozenset[str] = frozenset({"compact", "resume"})
+REINJECT_SOURCES: frozenset[str] = frozenset({"startup", "compact", "resume"})
 # The most text a model context holds (≈200k tokens); older text was compacted away.
 VISIBLE_CHARS = 800_000
 VISIBLE_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", "command"})
@@ -187,7 +188,8 @@ def handle(
         )
         if answers:
             prompt = _str(payload.get("prompt"))
-            report.output = inject(memory, report, prompt, deadline)
+            cwd = _str(payload.get("cwd"))
+            report.output = inject(memory, report, prompt, deadline, project=cwd)
     except Exception as error:
         report.output = decision  # a broken precondition denies even if capture failed
         report.errors.append(f"{type(error).__name__}: {error}")
@@ -376,9 +378,15 @@ def _may_name_preconditions(database: Path, config_path: str | None) -> bool:
 
 
 def inject(
-    memory: Memory, report: HookReport, prompt: str | None, deadline: Deadline
+    memory: Memory,
+    report: HookReport,
+    prompt: str | None,
+    deadline: Deadline,
+    *,
+    project: str | None = None,
 ) -> dict[str, Any] | None:
-    """Assemble for this step and wrap it as the hook's documented JSON output."""
+    """Assemble for this step and wrap it as the hook's documented JSON output
+    (``project``: the payload's cwd, whose core a session with no events yet gets)."""
     from memplug.messages import Message, Source
     from memplug.plugin import AssemblyRequest
 
@@ -405,6 +413,7 @@ def inject(
             trigger=f"{HOST}:{event}",
             # A write lock held elsewhere must not stall the prompt: the log waits briefly.
             log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
+            project=project,
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)

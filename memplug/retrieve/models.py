@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
 from memplug.store.search import EventCandidate, ItemCandidate
+
+if TYPE_CHECKING:
+    from memplug.retrieve.precision import QueryTerms
+    from memplug.store.items import ItemRow
 
 
 def result_json(result: Any) -> Any:
@@ -149,9 +153,14 @@ class RankedItem:
 
     @classmethod
     def of(
-        cls, item: ItemCandidate, *, score: float = 0.0, why: str = "", pinned: bool = False
+        cls,
+        item: ItemCandidate | ItemRow,
+        *,
+        score: float = 0.0,
+        why: str = "",
+        pinned: bool = False,
     ) -> RankedItem:
-        """The item in full: source references and JSON lists parsed."""
+        """The item in full (a candidate or a stored row): references and lists parsed."""
         return cls(
             id=item.id,
             kind=item.kind,
@@ -232,3 +241,5 @@ class RetrievalResult:
     coverage: Coverage
     signals: dict[str, Any]
     successors: dict[str, RankedItem] = field(default_factory=dict)
+    # The query's terms with their strength in scope (None when nothing was looked up).
+    terms: QueryTerms | None = None

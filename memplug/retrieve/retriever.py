@@ -16,6 +16,7 @@ from memplug.retrieve.coverage import UNKNOWN_SESSION, coverage, stale
 from memplug.retrieve.evidence import Selection, successors
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, Expander
 from memplug.retrieve.models import Coverage, ExpandResult, RetrievalResult, SearchPage
+from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import HARD_LIMIT, Ranking
 from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
@@ -163,6 +164,7 @@ class Retriever:
             coverage=coverage(pool.reasons),
             signals=self._signals(signals.to_json()),
             successors=successors(store, items),
+            terms=None if signals.empty else QueryTerms(signals, pool, ranking),
         )
 
     def work(

@@ -18,6 +18,7 @@ from memplug.store.events import EventRow, EventStore, InsertResult
 
 if TYPE_CHECKING:
     from memplug.store.admin import AdminStore
+    from memplug.store.core import CoreStore
     from memplug.store.hosts import HostStore
     from memplug.store.items import ItemStore
     from memplug.store.logs import LogStore
@@ -129,6 +130,12 @@ class Store:
         from memplug.store.work import WorkStore
 
         return WorkStore(self.db)
+
+    @cached_property
+    def core(self) -> CoreStore:
+        from memplug.store.core import CoreStore
+
+        return CoreStore(self.db)
 
     @cached_property
     def admin(self) -> AdminStore:

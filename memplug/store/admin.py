@@ -200,7 +200,7 @@ class AdminStore:
             counts.add(table, self._delete_where_session(table))
         counts.add("assembly_logs", self._delete_logs_mentioning(session_ids))
         counts.add("memory_items", self._delete_items_citing(session_ids, None))
-        counts.add("meta", self._delete_session_meta())
+        counts.add("meta", self._delete_session_meta() + self._delete_core_cache())
         return counts
 
     def delete_before(self, cutoff_epoch: float) -> PurgeCounts:
@@ -277,6 +277,7 @@ class AdminStore:
         )
         counts.add("assembly_logs", self._delete_logs_mentioning(partial))
         counts.add("memory_items", self._delete_items_citing(partial, set(refs)))
+        counts.add("meta", self._delete_core_cache())
         return counts
 
     def delete_all(self) -> PurgeCounts:
@@ -318,6 +319,12 @@ class AdminStore:
             "DELETE FROM meta WHERE instr(key, ':') > 0 "
             "AND substr(key, instr(key, ':') + 1) IN (SELECT id FROM temp.purge_ids)"
         )
+
+    def _delete_core_cache(self) -> int:
+        """Cached cores quote items of any session in their scope: all are made again."""
+        from memplug.store.core import CoreStore
+
+        return CoreStore(self.db).clear()
 
     def _delete_actions_of_sessions(self) -> int:
         return self._changes(

@@ -1,0 +1,258 @@
+"""The resident project core: what must reach the model whatever the query's words.
+
+A small, deterministic section (assembly section 0, ``memory core``) made of the
+standing memory of a scope — a project's sessions (a session with no project: itself),
+or every session for the global core: its active constraints, the task state of its
+latest session, its latest decisions and its open questions, each line with its
+``[mem …]`` / ``[ev …]`` provenance.
+
+Lines come in one documented total order (see :func:`ordered`) and are taken in that
+order while they fit ``assembly.coreBudgetTokens``; the rest are omitted with a reason.
+The ordered lines are cached (``CoreStore``) under the version of their inputs — item
+lifecycle, item rows, task states in scope — and the labels they were rendered with,
+so a step reads a cached core instead of making it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memplug.assemble import (
+    OVER_CORE_BUDGET,
+    AssemblyRequest,
+    TaskLine,
+    item_candidate,
+    item_line,
+    labels_for,
+    one_line,
+    task_line,
+    task_state_from,
+)
+from memplug.refs import EventRef
+from memplug.retrieve.models import RankedItem
+from memplug.text import estimate_tokens, short_hash
+
+if TYPE_CHECKING:
+    from memplug.config import Config
+    from memplug.store.items import ItemRow
+    from memplug.store.ports import Storage
+
+# The order of the core, by kind: rules that must never be broken, where the work
+# stands, what was decided, what is still open.
+CORE_ORDER: tuple[str, ...] = ("constraint", "task", "decision", "open_question")
+ITEM_KINDS: tuple[str, ...] = ("constraint", "decision", "open_question")
+# What the user stated or confirmed; an unconfirmed proposal is never standing memory.
+CORE_EVIDENCE: tuple[str, ...] = ("user_explicit", "skill", "artifact_verified", "inferred")
+# At most this many candidate lines are kept in order (the budget takes far fewer).
+MAX_LINES = 200
+# Bumped when lines are made or rendered differently: a core cached by older code is
+# then made again rather than read back.
+FORMAT = 1
+# How long a step waits for the write lock to cache a core it has just made.
+CACHE_WAIT_MS = 50
+WHY = {
+    "constraint": "active constraint",
+    "decision": "decision, newest first",
+    "open_question": "open question, newest first",
+}
+
+
+@dataclass(frozen=True)
+class CoreLine:
+    """One candidate line of the core, rendered, with what it costs and why it is there."""
+
+    ref: str
+    kind: str
+    text: str
+    line: str
+    why: str
+    tokens: int
+    # SESSION:SEQ of the events it says (a line whose sources are all in the model's
+    # context is left out of a step's message).
+    sources: tuple[str, ...] = ()
+    session_id: str = ""
+
+
+@dataclass(frozen=True)
+class Core:
+    """The ordered candidate lines of one scope, and the selection under a budget."""
+
+    scope: str
+    project: str | None
+    lines: tuple[CoreLine, ...]
+    version: str
+    cached: bool = False
+
+    def select(
+        self, budget: int, skip: Callable[[CoreLine], str | None] | None = None
+    ) -> tuple[list[CoreLine], list[tuple[CoreLine, str]]]:
+        """Lines in order while they fit ``budget``; a line that does not fit is omitted
+        and later, smaller ones may still be taken. ``skip`` names a reason to leave a
+        line out before it costs anything (visible in context, shown elsewhere)."""
+        chosen: list[CoreLine] = []
+        omitted: list[tuple[CoreLine, str]] = []
+        left = budget
+        for line in self.lines:
+            reason = skip(line) if skip is not None else None
+            if reason is None and line.tokens > left:
+                reason = OVER_CORE_BUDGET
+            if reason is not None:
+                omitted.append((line, reason))
+                continue
+            chosen.append(line)
+            left -= line.tokens
+        return chosen, omitted
+
+    def as_dict(self, budget: int) -> dict[str, Any]:
+        """The documented JSON shape of ``memory core --json``."""
+        chosen, omitted = self.select(budget)
+        return {
+            "project": self.project,
+            "scope": self.scope,
+            "lines": [{"ref": c.ref, "kind": c.kind, "text": c.text, "why": c.why} for c in chosen],
+            "tokens": sum(c.tokens for c in chosen),
+            "budget": budget,
+            "omitted": [{"ref": c.ref, "kind": c.kind, "reason": r} for c, r in omitted],
+            "version": self.version,
+        }
+
+
+@dataclass
+class CoreScope:
+    """Which sessions a core is made from, and the key it is cached under."""
+
+    key: str
+    project: str | None
+    session_ids: tuple[str, ...] | None = field(default=None)
+
+
+def core_for(store: Storage, config: Config, request: AssemblyRequest) -> Core | None:
+    """The resident core a step gets (assembly's core provider): its session's scope, or
+    the project the host names when the session has no events yet; None when off."""
+    if config.assembly.core_budget_tokens <= 0:
+        return None
+    scope = scope_for_session(store, request.session_id, config.assembly.scope)
+    if scope.session_ids == () and request.project is not None:
+        scope = scope_for_project(store, request.project)
+    return resident_core(store, config, scope)
+
+
+def scope_for_session(store: Storage, session_id: str, mode: str) -> CoreScope:
+    """The core a step of ``session_id`` gets under ``assembly.scope`` = ``mode``."""
+    exists, project = store.search.session_project(session_id)
+    if mode == "global":
+        return CoreScope("global", None, None)
+    if mode == "project" and project is not None:
+        return scope_for_project(store, project)
+    return CoreScope(f"session:{session_id}", project, (session_id,) if exists else ())
+
+
+def scope_for_project(store: Storage, project: str | None) -> CoreScope:
+    """A project's core, or (``None``) the global one over every session."""
+    if project is None:
+        return CoreScope("global", None, None)
+    return CoreScope(f"project:{project}", project, tuple(store.search.project_sessions(project)))
+
+
+def resident_core(store: Storage, config: Config, scope: CoreScope) -> Core:
+    """The scope's core: from the cache when its inputs have not changed since it was
+    made, else made now and cached (best effort: a busy or read-only file only costs
+    the next step the same work)."""
+    labels = labels_for(config.assembly.locale)
+    rendering = short_hash(repr((FORMAT, sorted(labels.items()))))
+    version = f"{store.core.version(scope.session_ids)}|{rendering}"
+    cached = store.core.cached(scope.key)
+    if cached is not None and cached.get("version") == version:
+        lines = tuple(CoreLine(**_line_fields(d)) for d in cached.get("lines") or ())
+        return Core(scope.key, scope.project, lines, version, cached=True)
+    lines = tuple(ordered(store, scope, labels))
+    with contextlib.suppress(Exception):
+        payload = {"version": version, "lines": [asdict(line) for line in lines]}
+        store.core.save(scope.key, payload, wait_ms=CACHE_WAIT_MS)
+    return Core(scope.key, scope.project, lines, version)
+
+
+def _line_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    fields = dict(data)
+    fields["sources"] = tuple(fields.get("sources") or ())
+    return fields
+
+
+def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list[CoreLine]:
+    """Every candidate line, in the core's total order: by kind (:data:`CORE_ORDER`);
+    task lines in field order (goal, done, blocked, next); items newest first by the
+    host time of the event that stated them, then by session id, seq and item id (all
+    descending, so the order is total and the same in every database)."""
+    rows = store.core.items(scope.session_ids, ITEM_KINDS, CORE_EVIDENCE)
+    by_kind: dict[str, list[CoreLine]] = {kind: [] for kind in CORE_ORDER}
+    newest = sorted(
+        rows,
+        key=lambda r: (r[1] or "", r[0].session_id, r[0].derived_from_seq, r[0].id),
+        reverse=True,
+    )
+    for row, _ in newest:
+        by_kind[row.kind].append(_item_line(row, labels))
+    by_kind["task"] = _task_lines(store, scope, labels)
+    out = [line for kind in CORE_ORDER for line in by_kind[kind]]
+    return out[:MAX_LINES]
+
+
+def _item_line(row: ItemRow, labels: Mapping[str, str]) -> CoreLine:
+    item = item_candidate(RankedItem.of(row))
+    line = item_line(item, labels)
+    return CoreLine(
+        ref=row.id,
+        kind=row.kind,
+        text=one_line(row.content),
+        line=line,
+        why=WHY[row.kind],
+        tokens=estimate_tokens(line + "\n"),
+        sources=tuple(f"{s}:{n}" for s, n in item.source_refs),
+        session_id=row.session_id,
+    )
+
+
+def _task_lines(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list[CoreLine]:
+    session = store.core.latest_task_session(scope.session_ids)
+    if session is None:
+        return []
+    state = task_state_from(store.items.task_state(session))
+    out: list[CoreLine] = []
+    counters: dict[str, int] = {}
+    for entry in state.lines:
+        index = counters.get(entry.field, 0)
+        counters[entry.field] = index + 1
+        line = task_line(entry, labels)
+        out.append(
+            CoreLine(
+                ref=f"task:{session}:{entry.field}:{index}",
+                kind="task",
+                text=one_line(entry.text),
+                line=line,
+                why=f"task state ({entry.field}) of {session}, the latest in scope",
+                tokens=estimate_tokens(line + "\n"),
+                sources=_sources(entry),
+                session_id=session,
+            )
+        )
+    return out
+
+
+def _sources(entry: TaskLine) -> tuple[str, ...]:
+    return (entry.ref,) if entry.ref and EventRef.find(entry.ref) is not None else ()
+
+
+__all__ = [
+    "CORE_ORDER",
+    "OVER_CORE_BUDGET",
+    "Core",
+    "CoreLine",
+    "CoreScope",
+    "core_for",
+    "resident_core",
+    "scope_for_project",
+    "scope_for_session",
+]

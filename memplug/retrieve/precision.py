@@ -1,0 +1,186 @@
+"""Precise, not full: which of the query's terms a text holds, which of them are weak,
+and which ranked raw events are worth quoting in a step's message.
+
+A term group is *weak* when its IDF in scope is under :data:`WEAK_SHARE` of the
+strongest IDF among the query's groups that occur in scope at all: "check" beside
+"stripe", "caroline" in a conversation where every other turn is Caroline's — by the
+query's own term statistics, not a word list.
+
+:class:`Relevance` applies three rules to the events a message may quote, after the
+sections above raw evidence are packed (docs/assembly.md, "Precision"):
+
+1. **Adds something.** An event an included item or task line was derived from is
+   quoted only for what is left of it once their texts are taken out: nothing but
+   labels left (``Decision:``), it is not quoted; otherwise that rest is judged.
+2. **More than one weak term.** A line needs a strong query term, or more than one weak
+   one, unless it sits within :data:`SUPPORT_WINDOW` events of such a line in the same
+   session: evidence sits next to what matches (the answer after a question).
+3. **Relevance falls off.** A line's weight is the share of the query's IDF its terms
+   hold (a line standing on a neighbour: :data:`LENT_SHARE` of the neighbour's); one
+   under ``assembly.evidenceFalloff`` of the best quotable line's is not quoted,
+   however much budget is left.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from memplug.query import QuerySignals
+from memplug.retrieve.candidates import Pool
+from memplug.retrieve.lexical import TermCounter, term_idf
+from memplug.retrieve.ranking import Ranking
+
+# A group under this share of the query's strongest IDF in scope is weak.
+WEAK_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Found:
+    """The query's term groups found in one text, by their first spelling."""
+
+    strong: tuple[str, ...] = ()
+    weak: tuple[str, ...] = ()
+    # The share of the query's IDF (over groups that occur in scope) these groups hold.
+    weight: float = 0.0
+
+    @property
+    def enough(self) -> bool:
+        """One strong term, or more than one weak term."""
+        return bool(self.strong) or len(self.weak) > 1
+
+    def names(self) -> str:
+        parts = [*self.strong, *(f"{w} (weak)" for w in self.weak)]
+        return ", ".join(parts) if parts else "no query term"
+
+
+class QueryTerms:
+    """One query's term groups with their strength in scope; :meth:`found` reads a text."""
+
+    def __init__(self, signals: QuerySignals, pool: Pool, ranking: Ranking) -> None:
+        groups = signals.groups
+        _, group_idf = term_idf(signals, pool.event_df, pool.event_n, ranking)
+        occurs = [any(pool.event_df.get(t.text, 0.0) > 0 for t in group) for group in groups]
+        top = max((v for v, seen in zip(group_idf, occurs, strict=True) if seen), default=0.0)
+        self._counter = TermCounter(signals)
+        self._group_of = {t.text: i for i, group in enumerate(groups) for t in group}
+        self._names = [group[0].origin or group[0].text for group in groups]
+        self._weak = [v < WEAK_SHARE * top for v in group_idf]
+        # A group that occurs nowhere in scope weighs nothing (nor counts in the mass).
+        self._idf = [v if seen else 0.0 for v, seen in zip(group_idf, occurs, strict=True)]
+        self._mass = sum(v for v, seen in zip(group_idf, occurs, strict=True) if seen) or 1.0
+        self._cache: dict[str, Found] = {}
+
+    def found(self, text: str) -> Found:
+        hit = self._cache.get(text)
+        if hit is None:
+            hit = self._cache[text] = self._found(text)
+        return hit
+
+    def _found(self, text: str) -> Found:
+        counts, _ = self._counter.counts(text.lower())
+        groups = sorted({self._group_of[t] for t in counts if t in self._group_of})
+        return Found(
+            tuple(self._names[g] for g in groups if not self._weak[g]),
+            tuple(self._names[g] for g in groups if self._weak[g]),
+            sum(self._idf[g] for g in groups) / self._mass,
+        )
+
+    def weak_terms(self) -> list[str]:
+        """The query's weak groups, for the log."""
+        return [name for name, weak in zip(self._names, self._weak, strict=True) if weak]
+
+
+CARRIED = "its item carries it"
+WEAK_TERMS = "only weak terms"
+FELL_OFF = "relevance fell off"
+# How far (in seqs of one session) a line that holds enough query terms lends its
+# support; measured on LoCoMo, where 3 keeps every evidence turn that a whole-session
+# window keeps.
+SUPPORT_WINDOW = 3
+# The share of its query weight a line lends a neighbour that holds too few terms.
+LENT_SHARE = 0.5
+# A cue label ("Remember:", "Open question:", "记住：") says nothing by itself.
+_LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：.。]{1,16})?[:：]")
+# What is left must hold this much: a word, or a short CJK phrase.
+_CONTENT = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}")
+
+
+class Evidence(Protocol):
+    """What judging a ranked event needs to know of it."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+
+
+class Relevance:
+    """Judges the quotable ranked events of one step against what is already included."""
+
+    def __init__(
+        self,
+        terms: QueryTerms,
+        ranked: Sequence[Evidence],
+        quotable: Sequence[Evidence],
+        carried: Mapping[str, Sequence[str]],
+        falloff: float,
+    ) -> None:
+        self.terms = terms
+        self.falloff = falloff
+        # Any ranked event that holds enough terms lends weight to its neighbours.
+        self.anchors: dict[str, list[tuple[int, float]]] = {}
+        for event in ranked:
+            found = terms.found(event.text)
+            if found.enough:
+                self.anchors.setdefault(event.session_id, []).append((event.seq, found.weight))
+        self.rest = {e.ref: _rest(e.text, carried[e.ref]) if e.ref in carried else e.text
+                     for e in quotable}  # fmt: skip
+        self.weight = {e.ref: self._weight(e) for e in quotable}
+        # The best line counts whole, even when an item says it for it: it is still
+        # the best match the message holds.
+        whole = (terms.found(e.text) for e in quotable)
+        self.best = max((f.weight for f in whole if f.enough), default=0.0)
+        self.best = max(self.best, *self.weight.values(), 0.0)
+
+    def reason(self, event: Evidence) -> tuple[str, str] | None:
+        """Why ``event`` is not worth quoting (reason, detail), or None to quote it."""
+        rest, weight = self.rest[event.ref], self.weight[event.ref]
+        if rest is None:
+            return CARRIED, "nothing but labels left"
+        if weight <= 0:
+            found = self.terms.found(rest).names()
+            return (CARRIED if rest != event.text else WEAK_TERMS), found
+        if weight < self.falloff * self.best:
+            return FELL_OFF, f"weight {weight:.2f} < {self.falloff:g} x {self.best:.2f}"
+        return None
+
+    def _weight(self, event: Evidence) -> float:
+        """The query weight the line holds itself, else the best a neighbour lends it
+        (0 when neither holds enough terms)."""
+        rest = self.rest[event.ref]
+        if rest is None:
+            return 0.0
+        found = self.terms.found(rest)
+        if found.enough:
+            return found.weight
+        near = self.anchors.get(event.session_id, ())
+        lent = [w for seq, w in near if 0 < abs(seq - event.seq) <= SUPPORT_WINDOW]
+        return LENT_SHARE * max(lent, default=0.0)
+
+
+def _rest(text: str, said: Sequence[str]) -> str | None:
+    """``text`` with what ``said`` holds taken out; None when only labels are left."""
+    rest = " ".join(text.split())
+    for part in sorted(said, key=len, reverse=True):
+        flat = " ".join(part.split())
+        if flat:
+            rest = rest.replace(flat, " ")
+    rest = _LABEL.sub(" ", rest)
+    return rest if _CONTENT.search(rest) else None

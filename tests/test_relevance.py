@@ -1,0 +1,130 @@
+"""Precise, not full: which ranked events are worth quoting (memplug.retrieve.precision)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memplug.assemble import AssemblyRequest, EventCandidate
+from memplug.memory import Memory
+from memplug.query import parse_query
+from memplug.retrieve.candidates import Pool
+from memplug.retrieve.precision import CARRIED, FELL_OFF, WEAK_TERMS, QueryTerms, Relevance
+from memplug.retrieve.ranking import Ranking
+
+
+def _terms(query: str, df: dict[str, float], n: float = 1000.0) -> QueryTerms:
+    pool = Pool(event_df=df, event_n=n)
+    return QueryTerms(parse_query(query), pool, Ranking())
+
+
+def _event(seq: int, text: str, score: float = 1.0, why: str = "word:x") -> EventCandidate:
+    return EventCandidate("s", seq, "user/message", text, role="user", score=score, why=why)
+
+
+def test_weak_is_measured_on_the_querys_own_terms_in_scope() -> None:
+    # "check" is in half the scope, "stripe" in three events: check is weak beside it.
+    terms = _terms("check the stripe key", {"check": 500, "stripe": 3, "key": 20})
+    assert terms.weak_terms() == ["check"]
+    assert terms.found("please check this").enough is False
+    assert terms.found("the stripe sandbox").enough is True
+    # Two weak terms are enough; alone, the same word is strong when nothing rarer is asked.
+    two = _terms("check status", {"check": 500, "statu": 450, "stripe": 3})
+    assert two.found("check the status").enough
+    alone = _terms("check", {"check": 500})
+    assert alone.weak_terms() == [] and alone.found("check it").enough
+
+
+def test_an_event_is_quoted_only_for_what_its_item_does_not_carry() -> None:
+    terms = _terms("staging database indexes", {"stag": 5, "database": 4, "index": 6})
+    said = "the staging database is db-staging-2 on port 5433."
+    only = _event(1, "Remember: the staging database is db-staging-2 on port 5433.")
+    more = _event(
+        2, "Remember: the staging database is db-staging-2 on port 5433. Which indexes exist?"
+    )
+    judge = Relevance(terms, [only, more], [only, more], {only.ref: [said], more.ref: [said]}, 0.3)
+    assert judge.reason(only) == (CARRIED, "nothing but labels left")
+    assert judge.reason(more) is None
+    # Without the item in the message, the event stands on its own terms.
+    alone = Relevance(terms, [only], [only], {}, 0.5)
+    assert alone.reason(only) is None
+
+
+def test_a_line_needs_a_strong_term_or_a_neighbour_that_holds_one() -> None:
+    terms = _terms("check the stripe key", {"check": 500, "stripe": 3, "key": 20})
+    strong = _event(2, "Waiting for the Stripe key.")
+    near = _event(4, "No reply yet.", 0.9)
+    weak_near = _event(5, "Can you check the logs?")
+    far = _event(9, "ok", 0.9)
+    weak_far = _event(20, "Can you check the logs?")
+    events = [strong, near, weak_near, far, weak_far]
+    judge = Relevance(terms, events, events, {}, 0.0)
+    assert judge.reason(strong) is None
+    # Within three seqs of a line that holds a strong term: evidence sits next to hits.
+    assert judge.reason(near) is None and judge.reason(weak_near) is None
+    assert judge.reason(far) == (WEAK_TERMS, "no query term")
+    assert judge.reason(weak_far) == (WEAK_TERMS, "check (weak)")
+    # What a neighbour lends is half its weight: the fall-off can still cut it.
+    strict = Relevance(terms, events, events, {}, 0.6)
+    cut = strict.reason(near)
+    assert cut is not None and cut[0] == FELL_OFF
+    assert strict.reason(strong) is None
+
+
+def test_relevance_falls_off_relative_to_the_best_quotable_line() -> None:
+    terms = _terms("stripe key", {"stripe": 3, "key": 20})
+    best = _event(1, "the stripe key", 2.0)
+    close = _event(10, "stripe webhooks", 1.2)
+    far = _event(20, "a key ring", 0.5)
+    events = [best, close, far]
+    judge = Relevance(terms, events, events, {}, 0.5)
+    assert judge.reason(best) is None and judge.reason(close) is None
+    reason = judge.reason(far)
+    assert reason is not None and reason[0] == FELL_OFF
+    assert Relevance(terms, events, events, {}, 0.0).reason(far) is None
+
+
+@given(st.text(max_size=200))
+def test_judging_any_text_never_fails_and_is_stable(text: str) -> None:
+    terms = _terms("stripe key check", {"stripe": 3, "key": 20, "check": 500})
+    event = _event(1, text)
+    first = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5).reason(event)
+    again = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5).reason(event)
+    assert first == again
+
+
+def _import(memory: Memory, events: list[dict[str, Any]]) -> None:
+    data = "\n".join(json.dumps(e) for e in events) + "\n"
+    assert not memory.import_jsonl([("-", io.BytesIO(data.encode()))]).rejected
+
+
+def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
+    texts = [f"Please check step {i} of the rollout." for i in range(30)]
+    texts += ["Lunch now.", "Back soon.", "Coffee first.", "Meeting at two."]
+    texts += ["The Stripe sandbox key arrives on Monday."]
+    _import(
+        memory,
+        [
+            {"session_id": "s", "seq": i + 1, "type": "user/message", "role": "user",
+             "text": t, "cwd": "/p"}
+            for i, t in enumerate(texts)
+        ],
+    )  # fmt: skip
+    result = memory.assemble(AssemblyRequest("s", query="check the stripe key"))
+    quoted = [e.ref for e in result.included if e.section == "evidence"]
+    # The hit, and the turn before it (within three seqs: it stands on the hit).
+    assert quoted == ["s:35", "s:34"]
+    reasons = {o.ref: o.reason for o in result.omitted if o.section == "evidence"}
+    assert reasons and set(reasons.values()) <= {WEAK_TERMS, "over limit"}
+    assert "check" in result.signals["weak"]
+    assembly = memory.config.assembly.model_copy(update={"precise": False})
+    config = memory.config.model_copy(update={"assembly": assembly})
+    loose = Memory(memory.db, dataclasses.replace(memory.loaded, config=config))
+    before = loose.assemble(AssemblyRequest("s", query="check the stripe key"))
+    assert len([e for e in before.included if e.section == "evidence"]) > 10
+    assert result.used_tokens * 3 < before.used_tokens
