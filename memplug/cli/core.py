@@ -34,11 +34,11 @@ def _render_core(data: dict[str, Any]) -> str:
 @json_option
 @click.pass_obj
 def core_cmd(ctx: CliContext, project: str | None, as_json: bool) -> None:
-    """Show the resident core: what every injected message starts with, and why."""
+    """The resident project core, and why each line is there."""
     from memplug.core import resident_core, scope_for_project
     from memplug.errors import NotFound
 
-    with ctx.open(create=False) as memory:
+    with ctx.read() as memory:
         scope = scope_for_project(memory.store, project)
         if project is not None and not scope.session_ids:
             raise NotFound(f"no project {project!r} in the database")
