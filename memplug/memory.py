@@ -199,6 +199,18 @@ class Memory:
 
         return Graph(self.store)
 
+    def core(self, project: str | None = None) -> dict[str, Any]:
+        """The resident core of ``project`` (None: the global core, every session) in
+        the ``memory core --json`` shape; an unknown project is :class:`NotFound`."""
+        from memplug.core import resident_core, scope_for_project
+        from memplug.errors import NotFound
+
+        scope = scope_for_project(self.store, project)
+        if project is not None and not scope.session_ids:
+            raise NotFound(f"no project {project!r} in the database")
+        core = resident_core(self.store, self.config, scope)
+        return core.as_dict(self.config.assembly.core_budget_tokens)
+
     def scope(
         self,
         *,

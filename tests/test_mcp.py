@@ -91,7 +91,13 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
     out = _session(api_db, script, tmp_path / "home")
     tools = {tool.name: tool for tool in out["tools"]}
     assert list(tools) == [tool.name for tool in server.TOOLS]
-    assert list(tools) == ["memory_search", "memory_expand", "memory_timeline", "memory_neighbors"]
+    assert list(tools) == [
+        "memory_search",
+        "memory_expand",
+        "memory_timeline",
+        "memory_neighbors",
+        "memory_core",
+    ]
     for tool in tools.values():
         assert tool.input_schema["type"] == "object" and tool.input_schema["properties"]
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
@@ -174,7 +180,13 @@ def test_the_protocol_answers_initialize_and_tools_list_on_raw_stdio(
     assert answers[1]["result"]["serverInfo"]["name"] == "memplug"
     assert "tools" in answers[1]["result"]["capabilities"]
     names = [tool["name"] for tool in answers[2]["result"]["tools"]]
-    assert names == ["memory_search", "memory_expand", "memory_timeline", "memory_neighbors"]
+    assert names == [
+        "memory_search",
+        "memory_expand",
+        "memory_timeline",
+        "memory_neighbors",
+        "memory_core",
+    ]
 
 
 # -- in process: bounds, read-only, missing database ---------------------------------------
@@ -206,6 +218,7 @@ def test_tools_are_read_only(api_db: Path) -> None:
     server.call(settings, "memory_timeline", {})
     server.call(settings, "memory_neighbors", {"entity": "8080", "hops": 3})
     server.call(settings, "memory_expand", {"target": "s1:1", "after": 3})
+    server.call(settings, "memory_core", {})
     assert digest() == before
     assert (wal.stat().st_size if wal.exists() else 0) == wal_before
     assert server.call(settings, "memory_timeline", {})["scope"] == f"project:{CWD}"
@@ -303,3 +316,15 @@ def test_project_scope_writes_mcp_json(tmp_path: Path, monkeypatch: pytest.Monke
     assert json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["memplug"]["args"] == [
         "mcp"
     ]
+
+
+def test_memory_core_is_the_current_projects_core(api_db: Path) -> None:
+    core = server.call(settings_for(api_db), "memory_core", {})
+    assert core["project"] == CWD
+    kinds = [line["kind"] for line in core["lines"]]
+    assert kinds == ["constraint", "decision"]
+    assert "never expose port 8080" in core["lines"][0]["text"]
+    elsewhere = server.ServerSettings(str(api_db), None, "/nowhere")
+    assert server.call(elsewhere, "memory_core", {})["project"] is None
+    with pytest.raises(MemplugError, match="no project"):
+        server.call(elsewhere, "memory_core", {"project": "/nowhere"})

@@ -35,12 +35,5 @@ def _render_core(data: dict[str, Any]) -> str:
 @click.pass_obj
 def core_cmd(ctx: CliContext, project: str | None, as_json: bool) -> None:
     """The resident project core, and why each line is there."""
-    from memplug.core import resident_core, scope_for_project
-    from memplug.errors import NotFound
-
     with ctx.read() as memory:
-        scope = scope_for_project(memory.store, project)
-        if project is not None and not scope.session_ids:
-            raise NotFound(f"no project {project!r} in the database")
-        core = resident_core(memory.store, memory.config, scope)
-        emit(core.as_dict(memory.config.assembly.core_budget_tokens), as_json, _render_core)
+        emit(memory.core(project), as_json, _render_core)

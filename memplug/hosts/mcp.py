@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
-from memplug.errors import MemplugError
+from memplug.errors import MemplugError, NotFound
 from memplug.memory import Memory
 from memplug.paths import memory_script
 from memplug.secrets import redact_secrets
@@ -96,6 +96,21 @@ class NeighborsArgs(_Args):
     session: str | None = None
 
 
+class CoreArgs(_Args):
+    project: str | None = Field(
+        None, description="A project (its cwd); default: the current one, else global."
+    )
+
+
+def _core(memory: Memory, args: CoreArgs, cwd: str) -> dict[str, Any]:
+    if args.project is not None:
+        return memory.core(args.project)
+    try:
+        return memory.core(cwd)
+    except NotFound:
+        return memory.core(None)  # the working directory is no project memplug knows
+
+
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
     if args.next:
         return memory.search(next_token=args.next)
@@ -157,7 +172,7 @@ class Tool:
         return self.args.model_json_schema()
 
 
-# One entry per tool; the resident core (`memory_core`) joins here when it exists.
+# One entry per tool.
 TOOLS: tuple[Tool, ...] = (
     Tool(
         "memory_search",
@@ -189,6 +204,14 @@ TOOLS: tuple[Tool, ...] = (
         "a relation a later statement contradicted carries `superseded_by`.",
         NeighborsArgs,
         _neighbors,
+    ),
+    Tool(
+        "memory_core",
+        "The project's resident core: its standing constraints, task state, latest "
+        "decisions and open questions, each line with its [mem …]/[ev …] provenance and "
+        "why it is there — what every injected memory message starts with.",
+        CoreArgs,
+        _core,
     ),
 )
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
