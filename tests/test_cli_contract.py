@@ -62,12 +62,13 @@ def test_a_query_with_no_terms_is_empty_and_complete_even_over_truncated_text(
     db = tmp_path / "memory.sqlite"
     (tmp_path / "memory.toml").write_text("[capture]\nmaxTextChars = 1000\n")
     long = {"session_id": "s", "seq": 1, "type": "user/message", "role": "user",
-            "text": "word " * 400}  # fmt: skip
+            "text": "word " * 400 + "tailword"}  # fmt: skip
     events = tmp_path / "events.jsonl"
     events.write_text(json.dumps(long) + "\n")
     assert cli("--db", str(db), "import", str(events)).returncode == 0
-    # The scope really holds a truncated event: a query with a term says so.
-    worded = cli("--db", str(db), "search", "word", "--json").json()
+    # The scope really holds a truncated event: a term only its unindexed tail holds
+    # says so (coverage is local: a term in the indexed head is found there).
+    worded = cli("--db", str(db), "search", "tailword", "--json").json()
     assert worded["coverage"]["reasons"] == ["truncated_events"]
     done = cli("--db", str(db), "search", query)
     assert done.returncode == 0
