@@ -192,15 +192,6 @@ def render(curve_rows: list[str], demo: dict[str, list[int]]) -> str:
             "",
             "The demo (`make demo`), tokens of each step that injected:",
             *demo_lines,
-            "",
-            "Read: the precision rules alone raise recall at small budgets (LME-S dev 500 and",
-            "1,000; LoCoMo 500) and cut the tokens actually used at 3,000 by a third (LoCoMo)",
-            "to two thirds (LME-S dev), for 0.02–0.05 of recall where the budget is large.",
-            "The core costs recall on these two sets at small budgets: their chats yield few",
-            'real rules, and what extraction takes for constraints there ("Never give up!")',
-            "fills up to a third of the message. Issue 13's target — at 1,500 tokens at least",
-            "the 0.850 LoCoMo recall of 3,000 — is not met: lexical precision trades recall",
-            "for tokens on paraphrased questions rather than raising recall per token.",
         ]
     )
 
