@@ -52,11 +52,11 @@ MODES: dict[str, dict[str, Any]] = {
 def configured(memory: Memory, budget: int, mode: str) -> Memory:
     """The same open database under another budget and mode."""
     config = memory.config
-    assembly = config.assembly.model_copy(
-        update={"min_budget_tokens": budget, "soft_budget_tokens": budget, **MODES[mode]}
+    assembly = dataclasses.replace(
+        config.assembly, min_budget_tokens=budget, soft_budget_tokens=budget, **MODES[mode]
     )
     loaded = dataclasses.replace(
-        memory.loaded, config=config.model_copy(update={"assembly": assembly})
+        memory.loaded, config=dataclasses.replace(config, assembly=assembly)
     )
     return Memory(memory.db, loaded)
 

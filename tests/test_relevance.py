@@ -122,8 +122,8 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
     reasons = {o.ref: o.reason for o in result.omitted if o.section == "evidence"}
     assert reasons and set(reasons.values()) <= {WEAK_TERMS, "over limit"}
     assert "check" in result.signals["weak"]
-    assembly = memory.config.assembly.model_copy(update={"precise": False})
-    config = memory.config.model_copy(update={"assembly": assembly})
+    assembly = dataclasses.replace(memory.config.assembly, precise=False)
+    config = dataclasses.replace(memory.config, assembly=assembly)
     loose = Memory(memory.db, dataclasses.replace(memory.loaded, config=config))
     before = loose.assemble(AssemblyRequest("s", query="check the stripe key"))
     assert len([e for e in before.included if e.section == "evidence"]) > 10
