@@ -38,7 +38,10 @@ def normalize_text(text: str) -> str:
     text = unicodedata.normalize("NFC", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
-    text = _TRAILING_SPACE.sub("", text)
+    # Only a line before a newline can keep trailing spaces past strip(); the regex
+    # tries every space of the text, so most texts (this runs per event) skip it.
+    if " \n" in text or "\t\n" in text:
+        text = _TRAILING_SPACE.sub("", text)
     return text.strip()
 
 
@@ -113,7 +116,9 @@ def format_time(value: datetime) -> str:
     """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
+    # A zero offset is UTC already; astimezone would only copy it (this runs per event).
+    if value.utcoffset():
+        value = value.astimezone(UTC)
     # Formatted by hand: strftime('%Y') does not pad years before 1000 to four digits.
     text = (
         f"{value.year:04d}-{value.month:02d}-{value.day:02d}"

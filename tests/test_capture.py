@@ -69,6 +69,14 @@ def test_normalisation_is_idempotent(text: str) -> None:
     once = normalize_text(text)
     assert normalize_text(once) == once
     assert "\r" not in once and "\x00" not in once
+    # No line keeps trailing spaces or tabs, whichever path normalize_text took.
+    assert not re.search(r"[ \t]$", once, re.MULTILINE)
+
+
+@given(st.text(alphabet=" \t\r\nab\x7f"))
+def test_normalisation_cuts_trailing_space_on_every_line(text: str) -> None:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x7f", "").split("\n")
+    assert normalize_text(text) == "\n".join(line.rstrip(" \t") for line in lines).strip()
 
 
 def test_text_over_the_cap_is_truncated_and_archived(memory: Memory) -> None:
