@@ -75,8 +75,10 @@ class WorkStore:
         return WorkRow(*row) if row else None
 
     def by_call(self, session_id: str, call_id: str) -> WorkRow | None:
+        # `+seq`: ordered by the plain column the planner walks the whole session in key
+        # order instead of seeking the call index (this runs for every tool result).
         row = self.conn.execute(
-            f"{_SELECT} WHERE session_id = ? AND call_id = ? ORDER BY seq LIMIT 1",
+            f"{_SELECT} WHERE session_id = ? AND call_id = ? ORDER BY +seq LIMIT 1",
             (session_id, call_id),
         ).fetchone()
         return WorkRow(*row) if row else None
