@@ -262,7 +262,8 @@ class Extractor:
         made = self.store.timeline.items_after(session_id, after_seq)
         failed: set[int] = set()
         try:
-            with self.store.transaction():
+            # One pass writes many work records: they are indexed once, at its end.
+            with self.store.transaction(), self.store.work.deferred_index():
                 for event in events:
                     self._follow_one(event, made.get(event.seq, ()))
         except Exception:  # same reason as in _process_safely; found again below

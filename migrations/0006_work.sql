@@ -30,14 +30,24 @@ CREATE VIRTUAL TABLE work_fts USING fts5 (
     content_rowid = 'rid',
     tokenize = 'trigram case_sensitive 0'
 );
-CREATE TRIGGER work_fts_insert AFTER INSERT ON work_records BEGIN
+-- A derivation pass writes many records and settles most of them in the same pass: it
+-- sets `work_fts_deferred` (the last rid indexed so far) and indexes the new rows once at
+-- its end (store/work.py), so rows above the mark skip the per-row triggers.
+CREATE TRIGGER work_fts_insert AFTER INSERT ON work_records
+WHEN (SELECT value FROM meta WHERE key = 'work_fts_deferred') IS NULL BEGIN
     INSERT INTO work_fts (rowid, target, words) VALUES (new.rid, new.target, new.words);
 END;
-CREATE TRIGGER work_fts_delete AFTER DELETE ON work_records BEGIN
+CREATE TRIGGER work_fts_delete AFTER DELETE ON work_records
+WHEN old.rid <= coalesce(
+    (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'work_fts_deferred'), old.rid
+) BEGIN
     INSERT INTO work_fts (work_fts, rowid, target, words)
         VALUES ('delete', old.rid, old.target, old.words);
 END;
-CREATE TRIGGER work_fts_update AFTER UPDATE OF target, words ON work_records BEGIN
+CREATE TRIGGER work_fts_update AFTER UPDATE OF target, words ON work_records
+WHEN old.rid <= coalesce(
+    (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'work_fts_deferred'), old.rid
+) BEGIN
     INSERT INTO work_fts (work_fts, rowid, target, words)
         VALUES ('delete', old.rid, old.target, old.words);
     INSERT INTO work_fts (rowid, target, words) VALUES (new.rid, new.target, new.words);

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,24 @@ class WorkStore:
             f"VALUES ({', '.join('?' for _ in _COLUMNS)})",
             values,
         )
+
+    @contextmanager
+    def deferred_index(self) -> Iterator[None]:
+        """Index the records written inside the block once, at its end, instead of row by
+        row (the trigram index was most of a record's cost). Run it inside a
+        transaction: if the block raises, the rollback also takes the mark back."""
+        row = self.conn.execute("SELECT coalesce(max(rid), 0) FROM work_records").fetchone()
+        before = int(row[0]) if row else 0
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('work_fts_deferred', ?)", (str(before),)
+        )
+        yield
+        self.conn.execute(
+            "INSERT INTO work_fts (rowid, target, words) "
+            "SELECT rid, target, words FROM work_records WHERE rid > ?",
+            (before,),
+        )
+        self.conn.execute("DELETE FROM meta WHERE key = 'work_fts_deferred'")
 
     def set_result(self, row: WorkRow) -> None:
         """Write what a result settled on its call's record (outcome, exit code, words)."""
