@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -75,6 +76,8 @@ OUTCOME_WORDS: dict[str, str] = {
 }
 _EXIT = re.compile(r"\A\s*(?:exit code|exit status|exit)[:\s]\s*(-?\d{1,5})\b", re.IGNORECASE)
 _JOINED = re.compile(r"[^\W_]+(?:[_-][^\W_]+)+")
+# Sessions whose calls the deriver keeps in memory (one is derived at a time).
+CALL_SESSIONS = 4
 
 
 def arguments_of(text: str, tool: str) -> dict[str, Any] | None:
@@ -162,9 +165,16 @@ class WorkDeriver:
 
     def __init__(self, store: Storage) -> None:
         self.store = store
+        # Per session cleared by this deriver, the first record of each call id: every
+        # record it has was written here, so a result finds its call without a query.
+        self._firsts: OrderedDict[str, dict[str, WorkRow]] = OrderedDict()
 
     def clear(self, session_id: str) -> None:
         self.store.work.clear(session_id)
+        self._firsts[session_id] = {}
+        self._firsts.move_to_end(session_id)
+        while len(self._firsts) > CALL_SESSIONS:
+            self._firsts.popitem(last=False)
 
     def follow(self, event: EventRow, items: Sequence[Any]) -> None:
         """Record a call, or settle the call a result answers (``items`` are not read)."""
@@ -179,32 +189,42 @@ class WorkDeriver:
         tool = event.tool_name or (event.text.split(" ", 1)[0] if event.text else "") or "tool"
         text = self.store.events.full_text(event) if event.truncated else event.text
         action, target = describe(tool, text, event.cwd)
-        self.store.work.insert(
-            WorkRow(
-                session_id=event.session_id,
-                seq=event.seq,
-                call_id=event.call_id,
-                tool=tool,
-                action=action,
-                target=target,
-                result_seq=None,
-                outcome=None,
-                exit_code=None,
-                turn=event.turn,
-                event_time=event.event_time,
-                project=event.project or event.cwd,
-                words=words(tool, action, target, None),
-            )
+        row = WorkRow(
+            session_id=event.session_id,
+            seq=event.seq,
+            call_id=event.call_id,
+            tool=tool,
+            action=action,
+            target=target,
+            result_seq=None,
+            outcome=None,
+            exit_code=None,
+            turn=event.turn,
+            event_time=event.event_time,
+            project=event.project or event.cwd,
+            words=words(tool, action, target, None),
         )
+        self.store.work.insert(row)
+        firsts = self._firsts.get(event.session_id)
+        if firsts is not None and event.call_id:
+            firsts.setdefault(event.call_id, row)
 
     def _result(self, event: EventRow) -> None:
         if not event.call_id:
             return
-        row = self.store.work.by_call(event.session_id, event.call_id)
+        firsts = self._firsts.get(event.session_id)
+        if firsts is None:
+            self._settle(event, self.store.work.by_call(event.session_id, event.call_id))
+        elif not self._settle(event, firsts.get(event.call_id)):
+            # A record kept here whose write a failed pass took back: ask the table.
+            self._settle(event, self.store.work.by_call(event.session_id, event.call_id))
+
+    def _settle(self, event: EventRow, row: WorkRow | None) -> bool:
+        """Settle ``row`` by the result; False only when the record is not stored."""
         if row is None or event.seq < row.seq:
-            return
+            return True
         outcome = event.outcome or ("failed" if event.is_error else "succeeded")
-        self.store.work.set_result(
+        return self.store.work.set_result(
             replace(
                 row,
                 result_seq=event.seq,

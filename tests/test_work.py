@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import new_db
-from derived_state import dump
+from derived_state import dump, ev
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +27,8 @@ from memplug.explain import explain, render_explain
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
-from memplug.models import Message
-from memplug.work import TARGET_CHARS, describe, exit_code, words
+from memplug.models import HostEvent, Message
+from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude_code"
@@ -147,6 +147,66 @@ def test_records_do_not_depend_on_how_events_arrive(tmp_path: Path, batch: int) 
         # earlier pass re-indexes it: both ways leave it whole and in step with its rows.
         assert {k: dump(memory)[k] for k in ("work_records", "work_fts")} == whole
         assert memory.store.admin.check_indexes()["work_fts"] == "ok"
+
+
+def _shared_ids() -> list[HostEvent]:
+    def call(seq: int, command: str, call_id: str) -> HostEvent:
+        return ev("dup", seq, "Bash " + json.dumps({"command": command}), type="tool/call",
+                  tool_name="Bash", call_id=call_id)  # fmt: skip
+
+    def result(seq: int, text: str, call_id: str) -> HostEvent:
+        return ev("dup", seq, text, type="tool/result", tool_name="Bash", call_id=call_id,
+                  outcome="failed" if text.startswith("Exit") else None)  # fmt: skip
+
+    return [
+        result(1, "Exit code 9", "a"),  # answers no call yet
+        call(2, "make one", "a"),
+        result(3, "done", "a"),
+        call(4, "make two", "a"),  # the same id again: results settle the first call
+        result(5, "Exit code 2", "a"),
+        call(6, "make three", "b"),
+        result(7, "Exit code 1", "b"),
+        result(8, "ok", "zz"),
+    ]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 8])
+def test_a_result_settles_the_first_call_of_its_id(tmp_path: Path, batch: int) -> None:
+    # A whole session is derived with its calls kept in memory; later batches ask the
+    # table for each result: both make the same choice.
+    events = _shared_ids()
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
+        for start in range(0, len(events), batch):
+            memory.ingest(events[start : start + batch])
+        want = {
+            2: ("make one", 5, "failed", 2),
+            4: ("make two", None, None, None),
+            6: ("make three", 7, "failed", 1),
+        }
+        assert work_of(memory) == want
+        memory.extractor.rebuild()
+        assert work_of(memory) == want
+
+
+def work_of(memory: Memory) -> dict[int, tuple[str, int | None, str | None, int | None]]:
+    return {
+        r.seq: (r.target, r.result_seq, r.outcome, r.exit_code)
+        for r in memory.store.work.session_rows("dup")
+    }
+
+
+def test_a_kept_call_whose_write_was_taken_back_is_looked_up(tmp_path: Path) -> None:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
+        memory.ingest(_shared_ids())
+        stored = {e.seq: e for e in memory.store.events.session_events("dup", after_seq=-1)}
+        deriver = WorkDeriver(memory.store)
+        deriver.clear("dup")
+        with pytest.raises(RuntimeError), memory.store.transaction():
+            deriver.follow(stored[2], ())
+            raise RuntimeError("a failed pass")
+        deriver.follow(stored[4], ())
+        deriver.follow(stored[5], ())
+        assert work_of(memory) == {4: ("make two", 5, "failed", 2)}
 
 
 def test_the_query_names_the_failed_command(session: Memory) -> None:

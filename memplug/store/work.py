@@ -79,13 +79,15 @@ class WorkStore:
         )
         self.conn.execute("DELETE FROM meta WHERE key = 'work_fts_deferred'")
 
-    def set_result(self, row: WorkRow) -> None:
-        """Write what a result settled on its call's record (outcome, exit code, words)."""
+    def set_result(self, row: WorkRow) -> bool:
+        """Write what a result settled on its call's record (outcome, exit code, words);
+        False when there is no such record."""
         self.conn.execute(
             "UPDATE work_records SET result_seq = ?, outcome = ?, exit_code = ?, words = ? "
             "WHERE session_id = ? AND seq = ?",
             (row.result_seq, row.outcome, row.exit_code, row.words, row.session_id, row.seq),
         )
+        return bool(self.conn.changes())
 
     def get(self, session_id: str, seq: int) -> WorkRow | None:
         row = self.conn.execute(
