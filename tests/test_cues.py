@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memplug.cues import (
+    _TRIGGERS,
     ALL_RULES,
     DOC_BEGIN,
     DOC_END,
     MODIFIERS,
     TASK_FIELDS,
+    _maybe_cue,
     all_examples,
     analyse,
     canonical,
@@ -361,3 +363,12 @@ def test_a_speaker_label_is_no_key_but_a_known_key_is() -> None:
     assert subject_key("Gina: 2 kids") is None
     assert subject_key("Deadline: Friday") == "deadline"
     assert subject_key("api_port: 9090") == "api_port"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([*_TRIGGERS, "K", "İ", "x", " ", "\n", "Do", "NOT"]), max_size=6))
+def test_the_prefilter_finds_every_trigger_in_any_script(parts) -> None:
+    # Its ASCII shortcut must not lose a trigger: texts mixing scripts, cases and spaces.
+    text = "".join(parts)
+    lowered = " ".join(text.lower().split())
+    assert _maybe_cue(text) == any(trigger in lowered for trigger in _TRIGGERS)
