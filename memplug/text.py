@@ -8,6 +8,7 @@ removed, trailing spaces cut from each line, and the whole text stripped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -112,6 +113,8 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+# Each event's time is formatted when its line is checked and again when it is stored.
+@functools.lru_cache(maxsize=64)
 def format_time(value: datetime) -> str:
     """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
     if value.tzinfo is None:
