@@ -75,7 +75,9 @@ OUTCOME_WORDS: dict[str, str] = {
     "timed_out": "timed out failed",
 }
 _EXIT = re.compile(r"\A\s*(?:exit code|exit status|exit)[:\s]\s*(-?\d{1,5})\b", re.IGNORECASE)
-_JOINED = re.compile(r"[^\W_]+(?:[_-][^\W_]+)+")
+# Only from the start of a run, and without giving back (`++`): the plain form retried
+# every later start inside each long word and was the most of a record's Python cost.
+_JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[_-][^\W_]++)+")
 # Sessions whose calls the deriver keeps in memory (one is derived at a time).
 CALL_SESSIONS = 4
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +169,17 @@ def _shared_ids() -> list[HostEvent]:
         result(7, "Exit code 1", "b"),
         result(8, "ok", "zz"),
     ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab1é_- ./Σ", max_size=24))
+def test_joined_names_are_the_runs_a_backtracking_search_finds(target: str) -> None:
+    reference = re.findall(r"[^\W_]+(?:[_-][^\W_]+)+", target)
+    joined = " ".join(w.replace("_", "").replace("-", "") for w in reference)
+    assert (
+        words("Bash", "ran", target, None)
+        == " ".join(p for p in (joined, "Bash", "ran run command") if p).lower()
+    )
 
 
 @pytest.mark.parametrize("batch", [1, 2, 8])
