@@ -34,7 +34,7 @@ fuzz: $(STAMP)
 	$(BIN)/python tests/fuzz/run.py --seconds $${FUZZ_SECONDS:-60}
 
 accept: $(STAMP)
-	for c in foundation assembly claude-code reliability; do $(SHARED)/acceptance/$$c || exit 1; done
+	for c in foundation assembly claude-code reliability core; do $(SHARED)/acceptance/$$c || exit 1; done
 
 cli-docs: $(STAMP)
 	$(BIN)/python -m memplug.cli.docs docs/cli.md
