@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from memplug.db import Database, utc_now
 from memplug.paths import default_db_path
-from memplug.peek import saved_positions
-from memplug.store import InsertResult, Store
+from memplug.store.peek import saved_positions
+from memplug.store.sqlite import InsertResult, Store
 
 if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through

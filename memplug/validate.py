@@ -37,7 +37,7 @@ from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
 from memplug.query import _PATH, _QUOTED, _URLISH
-from memplug.store import EventRow
+from memplug.store.events import EventRow
 from memplug.store.ports import Storage
 from memplug.store.skills import ValidationRecord
 

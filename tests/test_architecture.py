@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("semantic", ("memplug.semantic.*",)),
     ("capture", ("memplug.capture", "memplug.work")),
     ("store", ("memplug.store.*",)),
-    ("db", ("memplug.db", "memplug.peek")),
+    ("db", ("memplug.db",)),
     (
         "base",
         (

@@ -13,7 +13,7 @@ import pytest
 
 from memplug.hosts import claude_hook
 from memplug.hosts.claude_idle import nothing_new, unread
-from memplug.peek import saved_positions
+from memplug.store.peek import saved_positions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"

@@ -31,7 +31,7 @@ import pytest
 from memplug.db import Database
 from memplug.memory import IMPORT_BATCH, Memory
 from memplug.models import parse_event
-from memplug.store import Store
+from memplug.store.sqlite import Store
 from memplug.text import normalize_text, redact_private, sha256_hex
 
 # Slow, still run by `make test`: killed processes and real imports of tens of thousands of events.

@@ -52,7 +52,8 @@ IDLE_PATH = {
     "memplug.hosts",
     "memplug.hosts.claude_idle",
     "memplug.paths",
-    "memplug.peek",
+    "memplug.store",
+    "memplug.store.peek",
 }
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from memplug.errors import DatabaseBusy
 from memplug.memory import Memory
-from memplug.store import Store, ports
+from memplug.store import ports
+from memplug.store.sqlite import Store
 
 SUB_PORTS: dict[str, type[Any]] = {
     "events": ports.EventPort,

@@ -104,7 +104,7 @@ def _claude_idle(stdin: bytes, db_path: str | None) -> bool:
     having imported os, json and apsw only (docs/claude-code.md, "Latency")."""
     from memplug.hosts.claude_idle import nothing_new
     from memplug.paths import default_db_file
-    from memplug.peek import saved_positions
+    from memplug.store.peek import saved_positions
 
     try:
         return nothing_new(stdin, default_db_file(db_path), saved_positions)

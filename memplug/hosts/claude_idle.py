@@ -3,7 +3,7 @@
 Most hooks are ``PostToolUse`` on a transcript already read to its end. Telling that
 needs the payload, the transcript's size and its saved cursor, so this module uses
 ``os`` and ``json`` only, and the caller hands it the cursor reader
-(:func:`memplug.peek.saved_positions`): such a hook then exits before the host
+(:func:`memplug.store.peek.saved_positions`): such a hook then exits before the host
 registry, the hook module or the configuration are imported. Whenever it is not sure
 it says "not idle", and :mod:`memplug.hosts.claude_hook` decides (and reports) as
 always; that module asks :func:`unread` the same question, so the rule is one.

@@ -16,8 +16,8 @@ from memplug.config import CaptureConfig
 from memplug.db import Database, utc_now
 from memplug.errors import ValidationError
 from memplug.jsonl import dump_line, parse_line
-from memplug.store import Store
 from memplug.store.events import EVENT_COLUMNS
+from memplug.store.sqlite import Store
 
 SEEDS: tuple[bytes, ...] = (
     b'{"session_id": "s1", "seq": 7, "type": "user/message", "role": "user", '
