@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plugin", ("memplug.plugin",)),
     ("memory", ("memplug.memory",)),
     ("reports", ("memplug.core", "memplug.diagnostics", "memplug.explain", "memplug.purge")),
-    ("assemble", ("memplug.assemble", "memplug.validate")),
+    ("assemble", ("memplug.assemble.*", "memplug.validate")),
     ("rules", ("memplug.skill_rules",)),
     ("timeline", ("memplug.timeline",)),
     ("graph", ("memplug.graph",)),

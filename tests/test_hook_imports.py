@@ -112,7 +112,7 @@ def test_a_prompt_hook_imports_only_the_stdlib_apsw_and_what_it_uses(
         {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "which port for checkout?"}
     )
     modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
-    assert "memplug.assemble" in modules, "the prompt hook did not assemble"
+    assert "memplug.assemble.assembler" in modules, "the prompt hook did not assemble"
     assert under(modules, NEVER) == []
     assert third_party(modules, floor(tmp_path)) == []
 

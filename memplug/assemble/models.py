@@ -1,0 +1,358 @@
+"""Assembly's data: candidates, requests, entries, omissions and results, with the reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memplug.messages import Message, TokenMeter
+from memplug.refs import event_ref
+from memplug.retrieve.precision import CARRIED, FELL_OFF, WEAK_TERMS
+from memplug.store.logs import LogRecord
+from memplug.text import sha256_hex
+
+if TYPE_CHECKING:
+    from memplug.retrieve.precision import QueryTerms
+    from memplug.retrieve.work import WorkFound
+    from memplug.skill_rules import SkillContext
+    from memplug.store.skills import ValidationRecord
+
+
+# How long an attempt waits for the write lock to log itself before giving up on the row.
+LOG_WAIT_MS = 1000
+
+# Section names, in the order they are filled and rendered.
+SECTIONS: tuple[str, ...] = (
+    "core",
+    "task",
+    "rules-core",
+    "rules",
+    "memory",
+    "evidence",
+    "work",
+    "notice",
+)
+
+# Omission reasons (the vocabulary explain, docs and tests agree on).
+OVER_BUDGET = "over budget"
+BELOW_MIN_SCORE = "below min score"
+VISIBLE = "visible in context"
+NOT_QUOTABLE = "not inline-quotable (assembly.evidenceTypes)"
+SUPERSEDED = "superseded"
+GENERATED = "generated source"
+EMPTY_TEXT = "empty text"
+DUPLICATE = "duplicate"
+REDACTED = "redacted"
+OVER_LIMIT = "over limit"  # set by retrieval: ranked past assembly.candidateLimit
+# The kind of a work entry that is "where we were" rather than matched by the query.
+RECENT = "recent"
+# Retrieval's coverage reason for a session with no events (memplug.retrieve.coverage).
+UNKNOWN_SESSION = "unknown_session"
+OVER_CORE_BUDGET = "over core budget"  # past assembly.coreBudgetTokens (memplug.core)
+IN_CORE = "in the core"
+IN_TASK = "in the task section"
+OMISSION_REASONS: tuple[str, ...] = (
+    OVER_BUDGET,
+    BELOW_MIN_SCORE,
+    VISIBLE,
+    NOT_QUOTABLE,
+    SUPERSEDED,
+    GENERATED,
+    EMPTY_TEXT,
+    DUPLICATE,
+    REDACTED,
+    OVER_LIMIT,
+    OVER_CORE_BUDGET,
+    IN_CORE,
+    IN_TASK,
+    CARRIED,
+    WEAK_TERMS,
+    FELL_OFF,
+)
+
+
+# -- candidates ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumberInfo:
+    """A number in a memory item, with what qualifies it."""
+
+    text: str
+    unit: str | None = None
+    conditions: tuple[str, ...] = ()
+    flagged: bool | None = None
+
+    @property
+    def bare(self) -> bool:
+        """A number with neither unit nor condition: injected only with a warning."""
+        if self.flagged is not None:
+            return self.flagged
+        return not self.unit and not self.conditions
+
+
+@dataclass(frozen=True)
+class ItemCandidate:
+    """A ranked memory item, as retrieval hands it to assembly."""
+
+    id: str
+    kind: str
+    content: str
+    evidence_type: str
+    status: str = "active"
+    score: float = 0.0
+    why: str = ""
+    session_id: str = ""
+    conditions: tuple[str, ...] = ()
+    numbers: tuple[NumberInfo, ...] = ()
+    scope: tuple[tuple[str, str], ...] = ()
+    source_refs: tuple[tuple[str, int], ...] = ()
+    superseded_by: str | None = None
+    # Holds a numeric symbol of the query verbatim: kept even below the min score.
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class EventCandidate:
+    """A raw event retrieval found (a hit, or the source of a selected item)."""
+
+    session_id: str
+    seq: int
+    type: str
+    text: str
+    role: str | None = None
+    source_kind: str | None = None
+    generated: bool = False
+    score: float = 0.0
+    why: str = ""
+    turn: int | None = None
+    time: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return event_ref(self.session_id, self.seq)
+
+
+@dataclass(frozen=True)
+class Omission:
+    ref: str
+    section: str
+    reason: str
+    score: float | None = None
+    detail: str | None = None
+    # A summary row stands for this many omissions with the same reason (ref "*").
+    count: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ref": self.ref, "section": self.section, "reason": self.reason}
+        if self.score is not None:
+            out["score"] = round(self.score, 4)
+        if self.detail:
+            out["detail"] = self.detail
+        if self.count is not None:
+            out["count"] = self.count
+        return out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    complete: bool = True
+    reasons: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"complete": self.complete, "reasons": list(self.reasons)}
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Everything retrieval found for one step, ranked, plus what it left out."""
+
+    items: tuple[ItemCandidate, ...] = ()
+    events: tuple[EventCandidate, ...] = ()
+    omitted: tuple[Omission, ...] = ()
+    coverage: Coverage = Coverage()
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    # Items a superseded candidate points at, for the notice ("now: …").
+    successors: Mapping[str, ItemCandidate] = field(default_factory=dict)
+    # Sections 2-3: the resident skill core and task-relevant rules; and the session's
+    # blocked validation run, whose repair reminder leads the rules section.
+    skills: SkillContext | None = None
+    repair: ValidationRecord | None = None
+    # Work records the query names; else, after a compaction, where the session was.
+    work: WorkFound | None = None
+    # The query's terms and their strength in scope (memplug.retrieve.precision).
+    terms: QueryTerms | None = None
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    field: str  # goal, progress, blockers, open_items
+    text: str
+    ref: str | None = None  # SESSION:SEQ of the event that set it
+
+
+@dataclass(frozen=True)
+class TaskState:
+    lines: tuple[TaskLine, ...] = ()
+
+
+class ResidentLine(Protocol):
+    """One line of the resident core, rendered (``memplug.core`` makes them)."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def line(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def sources(self) -> tuple[str, ...]: ...
+
+
+class ResidentCore(Protocol):
+    """The step's resident core: its lines in order, and the choice under a budget."""
+
+    @property
+    def lines(self) -> Sequence[ResidentLine]: ...
+
+    def select(
+        self, budget: int, skip: Callable[[ResidentLine], str | None] | None = None
+    ) -> tuple[Sequence[ResidentLine], Sequence[tuple[ResidentLine, str]]]: ...
+
+
+# The core of a step's scope, or None (off, or no store): given by the composition root.
+CoreProvider = Callable[["AssemblyRequest"], "ResidentCore | None"]
+
+
+class CandidateSource(Protocol):
+    """What assembly needs from the layers below (retrieval and task state)."""
+
+    def candidates(self, session_id: str, task_text: str) -> Candidates: ...
+
+    def task_state(self, session_id: str) -> TaskState: ...
+
+
+# -- request and result ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssemblyRequest:
+    """One assembly attempt: a host pre-step, ``memory assemble``, or the Python API."""
+
+    session_id: str
+    query: str | None = None
+    messages: Sequence[Message] = ()
+    turn: int | None = None
+    step: int | None = None
+    trigger: str = "api"
+    token_meter: TokenMeter | None = None
+    # How long the log write may wait for another writer's lock (default LOG_WAIT_MS).
+    log_wait_ms: int | None = None
+    # The project (cwd) a host names when the session has no events yet: its core is
+    # still resident (a new session starts with what the project keeps).
+    project: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One included line, with what it cost and why it is there."""
+
+    ref: str
+    section: str
+    line: str
+    tokens: int
+    kind: str | None = None
+    score: float | None = None
+    why: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ref": self.ref, "section": self.section}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        if self.score is not None:
+            out["score"] = round(self.score, 4)
+        out["why"] = self.why
+        out["tokens"] = self.tokens
+        return out
+
+
+@dataclass
+class AssemblyResult:
+    """What an attempt produced: the text (when injected) and its full account."""
+
+    session_id: str
+    injected: bool
+    text: str
+    budget: int
+    used_tokens: int
+    token_source: str
+    included: list[Entry] = field(default_factory=list)
+    omitted: list[Omission] = field(default_factory=list)
+    coverage: Coverage = Coverage()
+    sections: list[dict[str, Any]] = field(default_factory=list)
+    query_text: str = ""
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    assembly_id: int | None = None
+    turn: int | None = None
+    step: int | None = None
+    trigger: str = "api"
+    duration_ms: float | None = None
+    # Why nothing was injected (None when something was).
+    why_not: str | None = None
+
+    @property
+    def content_hash(self) -> str | None:
+        return sha256_hex(self.text) if self.injected else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The documented JSON shape of ``memory assemble --json``."""
+        return {
+            "injected": self.injected,
+            "text": self.text,
+            "assembly_id": self.assembly_id,
+            "session_id": self.session_id,
+            "budget": self.budget,
+            "used_tokens": self.used_tokens,
+            "token_source": self.token_source,
+            "included": [e.as_dict() for e in self.included],
+            "omitted": [o.as_dict() for o in self.omitted],
+            "coverage": self.coverage.as_dict(),
+            "sections": self.sections,
+            "query": {"text": self.query_text, **dict(self.signals)},
+            "errors": list(self.errors),
+            "why_not": self.why_not,
+        }
+
+    def to_log(self, created_at: str) -> LogRecord:
+        return LogRecord(
+            session_id=self.session_id,
+            turn=self.turn,
+            step=self.step,
+            trigger=self.trigger,
+            created_at=created_at,
+            query_text=self.query_text,
+            query=dict(self.signals),
+            budget=self.budget,
+            used_tokens=self.used_tokens,
+            token_source=self.token_source,
+            content_hash=self.content_hash,
+            injected=self.injected,
+            text=self.text if self.injected else None,
+            sections=self.sections,
+            included=[e.as_dict() for e in self.included],
+            omitted=[o.as_dict() for o in self.omitted],
+            coverage={
+                **self.coverage.as_dict(),
+                **({"why_not": self.why_not} if self.why_not else {}),
+            },
+            errors=list(self.errors),
+            duration_ms=self.duration_ms,
+        )

@@ -1,0 +1,1 @@
+"""One mixin per section of the assembled message; the Assembler composes them."""

@@ -1,0 +1,141 @@
+"""The raw evidence section: quoted events in their own words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from memplug.assemble.draft import Draft
+from memplug.assemble.models import (
+    DUPLICATE,
+    EMPTY_TEXT,
+    GENERATED,
+    NOT_QUOTABLE,
+    OVER_LIMIT,
+    VISIBLE,
+    Candidates,
+    EventCandidate,
+)
+from memplug.assemble.render import (
+    COPY_LOOKBACK,
+    COPY_MAX_CHARS,
+    COPY_MIN_CHARS,
+    COPY_WORDS,
+    VisibleText,
+    prose_only,
+    snippet,
+)
+from memplug.assemble.sections.base import SectionBase
+from memplug.retrieve.precision import Relevance
+
+if TYPE_CHECKING:
+    pass
+
+
+class EvidenceSections(SectionBase):
+    """Section 5 of the message (mixed into the Assembler)."""
+
+    def _evidence_section(
+        self,
+        draft: Draft,
+        candidates: Candidates,
+        visible: VisibleText,
+        carried: Mapping[str, Sequence[str]],
+    ) -> None:
+        title = self.labels["section.evidence"]
+        cfg = self.config.assembly
+        quotable = set(cfg.evidence_types)
+        quote_all = "*" in quotable
+        seen: set[str] = set()
+        kept: list[EventCandidate] = []
+        for event in candidates.events:
+            ref = event.ref
+            if ref in seen:
+                draft.omit(ref, "evidence", DUPLICATE, event.score)
+                continue
+            seen.add(ref)
+            if event.generated or event.source_kind in self.generated_kinds:
+                draft.omit(ref, "evidence", GENERATED, event.score)
+            elif not quote_all and event.type not in quotable:
+                draft.omit(ref, "evidence", NOT_QUOTABLE, event.score, event.type)
+            elif not event.text.strip():
+                draft.omit(ref, "evidence", EMPTY_TEXT, event.score)
+            elif visible and visible.contains(event.text):
+                draft.omit(ref, "evidence", VISIBLE, event.score)
+            else:
+                kept.append(event)
+        judge = None
+        if cfg.precise and candidates.terms is not None:
+            judge = Relevance(
+                candidates.terms, candidates.events, kept, carried, cfg.evidence_falloff
+            )
+        assistant = 0
+        for event in kept:
+            why_not = judge.reason(event) if judge is not None else None
+            said = event.type == "assistant/message"
+            if why_not is not None:
+                draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
+            elif said and assistant >= cfg.assistant_quotes:
+                draft.omit(
+                    event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
+                )
+            else:
+                taken = draft.offer(
+                    "evidence",
+                    title,
+                    event.ref,
+                    self.event_line(event),
+                    kind=event.type,
+                    score=event.score,
+                    why=event.why,
+                )
+                assistant += int(said and taken)
+
+    def event_line(self, event: EventCandidate) -> str:
+        labels = self.labels
+        text, limit = event.text, self.config.assembly.snippet_chars
+        if event.type == "assistant/message":
+            # The agent's own words: labelled as such, without what it copied in.
+            where = [labels["said.assistant"]]
+            limit = min(limit, self.config.assembly.assistant_snippet_chars)
+            text = self._own_words(event, prose_only(text, labels["quote.block"]), limit)
+        else:
+            where = [labels.get(f"role.{event.role}", event.role or event.type)]
+        if event.time:
+            # Minutes are enough to order events; seconds only cost tokens.
+            where.append(event.time[:16].replace("T", " "))
+        if event.turn is not None:
+            where.append(labels["turn"].format(turn=event.turn))
+        quote = snippet(text, limit)
+        return f"- [ev {event.ref}] {labels['sep'].join(where)}{labels['colon']}{quote}"
+
+    def _own_words(self, event: EventCandidate, text: str, limit: int) -> str:
+        """Assistant text without the runs of words a recent tool result of its session
+        holds verbatim: what the agent copied from a page or a log is tool output, not
+        its word. Only the part that can reach the quote (twice its limit) is checked,
+        and only that part is kept."""
+        text = text[: 2 * limit]
+        words = text.split()
+        if self.store is None or len(words) < COPY_WORDS:
+            return text
+        output = self.store.events.output_before(
+            event.session_id, event.seq, COPY_LOOKBACK, COPY_MAX_CHARS
+        )
+        haystack = " ".join(" ".join(output).split()).lower()
+        if not haystack:
+            return text
+        lowered = [w.lower() for w in words]
+        copied = [False] * len(words)
+        for i in range(len(words) - COPY_WORDS + 1):
+            window = " ".join(lowered[i : i + COPY_WORDS])
+            if len(window) >= COPY_MIN_CHARS and window in haystack:
+                copied[i : i + COPY_WORDS] = [True] * COPY_WORDS
+        if not any(copied):
+            return text
+        out: list[str] = []
+        for word, gone in zip(words, copied, strict=True):
+            if not gone:
+                out.append(word)
+            elif not out or out[-1] != self.labels["quote.block"]:
+                out.append(self.labels["quote.block"])
+        return " ".join(out)

@@ -1,0 +1,62 @@
+"""The work section: tool calls and results, and where we were."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memplug.assemble.draft import Draft
+from memplug.assemble.models import RECENT, VISIBLE, Entry
+from memplug.assemble.render import VisibleText, work_visible
+from memplug.assemble.sections.base import SectionBase
+
+if TYPE_CHECKING:
+    from memplug.retrieve.work import WorkFound, WorkHit
+
+
+class WorkSections(SectionBase):
+    """Section 6 of the message (mixed into the Assembler)."""
+
+    def _work_section(
+        self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+    ) -> None:
+        """Work records, within ``assembly.workBudgetTokens`` of the remaining budget."""
+        hits = (work.relevant or work.recent) if work is not None else ()
+        if not hits or work is None:
+            return
+        cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
+        rest = draft.remaining - cap
+        draft.remaining = cap
+        entries = [
+            Entry(h.ref, "work", self.work_line(h), 0, RECENT if h.recent else h.row.action)
+            for h in hits
+        ]
+        title = self.title("work", entries)
+        for hit, entry in zip(hits, entries, strict=True):
+            if visible and work_visible(hit, session_id, work.compacted_at):
+                draft.omit(hit.ref, "work", VISIBLE, hit.score, "after the latest compaction")
+                continue
+            draft.offer(
+                "work", title, hit.ref, entry.line, kind=entry.kind, score=hit.score, why=hit.why
+            )
+        draft.remaining += rest
+        # What the work budget left out stays out: a top-up is for the other sections.
+        draft.deferred = [d for d in draft.deferred if d[1] != "work"]
+
+    def work_line(self, hit: WorkHit) -> str:
+        labels, row = self.labels, hit.row
+        target = row.target
+        if row.action in ("ran", "searched"):
+            target = "`" + target.replace("`", "'") + "`"
+        elif row.action == "delegated":
+            target = '"' + target + '"'
+        elif row.action == "called":
+            target = row.tool
+        line = f"- [ev {hit.ref}] {labels[f'work.{row.action}']} {target}"
+        ended = []
+        if row.outcome is None:
+            ended.append(labels["outcome.none"])
+        elif row.outcome != "succeeded" or row.action in ("ran", "delegated"):
+            ended.append(labels.get(f"outcome.{row.outcome}", row.outcome))
+        if row.exit_code is not None:
+            ended.append(labels["outcome.exit"].format(code=row.exit_code))
+        return line + (" → " + labels["sep"].join(ended) if ended else "")
