@@ -21,7 +21,6 @@ injected when a long run of it is quoted verbatim (:func:`bench.prestep.quoted`)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import io
 import json
@@ -34,6 +33,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from bench.prestep import locomo_conversations, quoted
 from bench.report import machine, write_section
@@ -52,12 +53,10 @@ MODES: dict[str, dict[str, Any]] = {
 def configured(memory: Memory, budget: int, mode: str) -> Memory:
     """The same open database under another budget and mode."""
     config = memory.config
-    assembly = dataclasses.replace(
+    assembly = replace(
         config.assembly, min_budget_tokens=budget, soft_budget_tokens=budget, **MODES[mode]
     )
-    loaded = dataclasses.replace(
-        memory.loaded, config=dataclasses.replace(config, assembly=assembly)
-    )
+    loaded = replace(memory.loaded, config=replace(config, assembly=assembly))
     return Memory(memory.db, loaded)
 
 

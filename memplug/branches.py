@@ -22,11 +22,11 @@ The walk imports nothing beyond the standard library: the Claude Code hook runs 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(Struct, frozen=True):
     """What the walk needs of one event."""
 
     seq: int
@@ -37,8 +37,7 @@ class Link:
     call_id: str | None = None
 
 
-@dataclass(frozen=True)
-class ActivePath:
+class ActivePath(Struct, frozen=True):
     """The seqs on the active path, ascending, and whether a parent cycle cut the walk.
 
     ``branched`` is False when no event carried an entry id: then there is one path

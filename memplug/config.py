@@ -5,24 +5,25 @@ variable names a key as ``MEMPLUG_<SECTION>__<KEY>`` in upper snake case
 (``MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS=2000``). Unknown keys are errors that name the
 key; numbers are clamped to sane bounds rather than trusted.
 
-Sections are frozen dataclasses checked by :func:`validate_config` below, not pydantic models:
-every Claude Code hook is a fresh process that loads the configuration, and importing
-pydantic and building its validators cost that process more than the dozen scalar and
-list types here need (docs/benchmarks.md).
+Sections are frozen records (docs/architecture.md "Records") checked by
+:func:`validate_config` below, not pydantic models: every Claude Code hook is a fresh
+process that loads the configuration, and importing pydantic and building its validators
+cost that process more than the dozen scalar and list types here need
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from msgspec import Struct, field
 
 from memplug.errors import ValidationError
 from memplug.paths import CONFIG_FILENAME, config_file
@@ -32,30 +33,30 @@ ENV_PREFIX = "MEMPLUG_"
 _ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
 
 
-def _bounded(default: float, low: float, high: float) -> Any:
-    """A number field whose value is clamped into ``[low, high]`` rather than refused."""
-    return field(default=default, metadata={"clamp": (low, high)})
+class Clamp(Struct, frozen=True):
+    """Marks a number key (``Annotated[int, Clamp(1, 100)]``) whose value is clamped
+    into ``[low, high]`` rather than refused."""
+
+    low: float
+    high: float
 
 
-@dataclass(frozen=True)
-class CaptureConfig:
+class CaptureConfig(Struct, frozen=True):
     index_thinking: bool = False
     index_tool_output: bool = True
-    max_text_chars: int = _bounded(20_000, 1_000, 1_000_000)
+    max_text_chars: Annotated[int, Clamp(1_000, 1_000_000)] = 20_000
     generated_source_kinds: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ExtractionConfig:
+class ExtractionConfig(Struct, frozen=True):
     enabled: bool = True
     extract_proposals: bool = True
 
 
-@dataclass(frozen=True)
-class RetrievalConfig:
-    limit: int = _bounded(24, 1, 100)
+class RetrievalConfig(Struct, frozen=True):
+    limit: Annotated[int, Clamp(1, 100)] = 24
     min_score: float = 0.5
-    candidate_budget: int = _bounded(400, 10, 100_000)
+    candidate_budget: Annotated[int, Clamp(10, 100_000)] = 400
     like_fallback_cap: int = 2_000
     exact_match_boost: float = 0.5
     recency_boost: float = 0.1
@@ -94,9 +95,9 @@ class RetrievalConfig:
     # fixed pivot and capped, so that a long answer that mentions everything does not
     # outrank the short turn that holds the fact, nor is buried for being long.
     bm25_k1: float = 1.2
-    bm25_b: float = _bounded(0.5, 0.0, 1.0)
-    length_pivot_chars: int = _bounded(200, 1, 1_000_000)
-    length_cap: float = _bounded(8.0, 1.0, 1_000.0)
+    bm25_b: Annotated[float, Clamp(0.0, 1.0)] = 0.5
+    length_pivot_chars: Annotated[int, Clamp(1, 1_000_000)] = 200
+    length_cap: Annotated[float, Clamp(1.0, 1_000.0)] = 8.0
     # A hit's session adds this share of its best score; a hit lends these shares of
     # its score to the next and the previous event: evidence sits next to what matches.
     session_weight: float = 0.5
@@ -111,53 +112,50 @@ class RetrievalConfig:
     regex_max_haystack_chars: int = 2_000_000
 
 
-@dataclass(frozen=True)
-class AssemblyConfig:
-    min_budget_tokens: int = _bounded(600, 50, 200_000)
-    soft_budget_tokens: int = _bounded(3000, 0, 200_000)
+class AssemblyConfig(Struct, frozen=True):
+    min_budget_tokens: Annotated[int, Clamp(50, 200_000)] = 600
+    soft_budget_tokens: Annotated[int, Clamp(0, 200_000)] = 3000
     # Event types quoted as raw evidence; assistant text is labelled "assistant said"
     # and ranks below the user's word. Tool output never is (docs/security.md).
     evidence_types: tuple[str, ...] = ("user/message", "assistant/message")
     # The work section (docs/assembly.md, "Work"): its own share of the budget (0 turns
     # it off), how many records the query may bring, how many "where we were" records.
-    work_budget_tokens: int = _bounded(400, 0, 200_000)
-    work_records: int = _bounded(8, 0, 100)
-    recent_work_records: int = _bounded(5, 0, 100)
+    work_budget_tokens: Annotated[int, Clamp(0, 200_000)] = 400
+    work_records: Annotated[int, Clamp(0, 100)] = 8
+    recent_work_records: Annotated[int, Clamp(0, 100)] = 5
     # Assistant messages quoted per step at most, each cut to this many characters:
     # the agent's words are long, and they rank below the user's.
-    assistant_quotes: int = _bounded(10, 0, 100)
-    assistant_snippet_chars: int = _bounded(300, 80, 20_000)
+    assistant_quotes: Annotated[int, Clamp(0, 100)] = 10
+    assistant_snippet_chars: Annotated[int, Clamp(80, 20_000)] = 300
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
-    snippet_chars: int = _bounded(600, 80, 20_000)
+    snippet_chars: Annotated[int, Clamp(80, 20_000)] = 600
     # How many ranked items and events assembly asks retrieval for; the budget decides
     # how many are used, so this is set to fill it rather than to retrieval.limit.
-    candidate_limit: int = _bounded(100, 1, 100)
+    candidate_limit: Annotated[int, Clamp(1, 100)] = 100
     # Which sessions a step's memory comes from: its own, its project's, or all.
     scope: Literal["session", "project", "global"] = "project"
     # The resident core (section 0): its own share of the budget, ≈ 2 KB of text.
-    core_budget_tokens: int = _bounded(500, 0, 20_000)
+    core_budget_tokens: Annotated[int, Clamp(0, 20_000)] = 500
     # Precise, not full (docs/assembly.md): quote an event only when it adds to its
     # item, needs a strong term or two weak ones, and stops where relevance falls off
     # (under this share of the best quotable line's query weight). False quotes every
     # ranked candidate that fits, as before issue 13 (the budget curve's baseline).
     precise: bool = True
-    evidence_falloff: float = _bounded(0.3, 0.0, 1.0)
+    evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.3
 
     @property
     def budget_tokens(self) -> int:
         return max(self.min_budget_tokens, self.soft_budget_tokens)
 
 
-@dataclass(frozen=True)
-class DiagnosticsConfig:
-    assembly_log_retention: int = _bounded(1000, 1, 1_000_000)
+class DiagnosticsConfig(Struct, frozen=True):
+    assembly_log_retention: Annotated[int, Clamp(1, 1_000_000)] = 1000
     error_log_retention: int = 500
 
 
-@dataclass(frozen=True)
-class HookConfig:
-    max_context_chars: int = _bounded(9_000, 500, 100_000)
+class HookConfig(Struct, frozen=True):
+    max_context_chars: Annotated[int, Clamp(500, 100_000)] = 9_000
     deadline_ms: int = 4_000
 
 
@@ -165,13 +163,12 @@ class HookConfig:
 RULE_CATEGORIES: tuple[str, ...] = ("workflow", "constraint", "style", "current_state", "reference")
 
 
-@dataclass(frozen=True)
-class SkillsConfig:
+class SkillsConfig(Struct, frozen=True):
     include: tuple[str, ...] = ("**/SKILL.md",)
     exclude: tuple[str, ...] = ("**/.git/**", "**/node_modules/**")
     # Workflow lines per skill in the resident core; the rest are omitted "over limit".
-    core_max_lines: int = _bounded(6, 0, 100)
-    rules_limit: int = _bounded(12, 0, 100)
+    core_max_lines: Annotated[int, Clamp(0, 100)] = 6
+    rules_limit: Annotated[int, Clamp(0, 100)] = 12
     min_rule_score: float = 0.05
     category_weights: dict[str, float] = field(
         default_factory=lambda: {
@@ -184,8 +181,7 @@ class SkillsConfig:
     )
 
 
-@dataclass(frozen=True)
-class PreconditionConfig:
+class PreconditionConfig(Struct, frozen=True):
     """Before a tool touches a path matching a pattern, that path must (not) exist."""
 
     name: str = ""
@@ -195,8 +191,7 @@ class PreconditionConfig:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class ValidationConfig:
+class ValidationConfig(Struct, frozen=True):
     # Run the checks on each committed assistant message (hosts and hooks).
     enabled: bool = True
     # Each check is a table with a `type`; unknown types are reported and skipped when
@@ -204,30 +199,28 @@ class ValidationConfig:
     checks: tuple[dict[str, Any], ...] = ()
     preconditions: tuple[PreconditionConfig, ...] = ()
     block_on_violation: bool = False
-    max_repair_attempts: int = _bounded(2, 0, 20)
-    reminder_max_chars: int = _bounded(600, 80, 4_000)
+    max_repair_attempts: Annotated[int, Clamp(0, 20)] = 2
+    reminder_max_chars: Annotated[int, Clamp(80, 4_000)] = 600
 
 
-@dataclass(frozen=True)
-class SemanticConfig:
+class SemanticConfig(Struct, frozen=True):
     # "off", or the name of a provider registered under the `memplug.embedders` entry
     # points ("builtin" with `pip install 'memplug[semantic]'`).
     provider: str = "off"
-    batch_size: int = _bounded(256, 1, 10_000)
+    batch_size: Annotated[int, Clamp(1, 10_000)] = 256
     # How long a live capture (a hook, an on_event) may spend embedding new events; the
     # rest waits for the next capture, an import or `memory rebuild --vectors`.
-    capture_budget_ms: int = _bounded(30, 0, 60_000)
+    capture_budget_ms: Annotated[int, Clamp(0, 60_000)] = 30
     # Semantic candidates a query adds, and the similarity below which none is taken.
-    candidates: int = _bounded(20, 1, 1_000)
+    candidates: Annotated[int, Clamp(1, 1_000)] = 20
     min_similarity: float = 0.2
     # The candidate of rank r (0 first) adds weight x rankK / (rankK + r) to its score
     # (lexical scores run ~0–2): measured on LoCoMo (docs/semantic.md).
     weight: float = 0.15
-    rank_k: float = _bounded(10.0, 1.0, 1_000.0)
+    rank_k: Annotated[float, Clamp(1.0, 1_000.0)] = 10.0
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Struct, frozen=True):
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
@@ -245,10 +238,9 @@ class Config:
 
 
 def _as_json(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Struct):
         return {
-            config_key(entry.name): _as_json(getattr(value, entry.name))
-            for entry in dataclasses.fields(value)
+            config_key(name): _as_json(getattr(value, name)) for name in value.__struct_fields__
         }
     if isinstance(value, tuple | list):
         return [_as_json(v) for v in value]
@@ -257,8 +249,7 @@ def _as_json(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
+class LoadedConfig(Struct, frozen=True):
     """The effective configuration and where each value came from."""
 
     config: Config
@@ -328,18 +319,23 @@ def validate_config(data: Mapping[str, Any], sources: Mapping[str, str] | None =
 
 
 def _section(cls: type[Any], data: Mapping[str, Any], loc: tuple[str, ...]) -> Any:
-    fields = {entry.name: entry for entry in dataclasses.fields(cls)}
+    fields = cls.__struct_fields__
     by_key = {config_key(name): name for name in fields} | {name: name for name in fields}
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     values: dict[str, Any] = {}
     for key, value in data.items():
         name = by_key.get(key)
         if name is None:
             raise _Invalid((*loc, str(key)))  # an unknown key: no message
-        values[name] = _check(hints[name], value, (*loc, key))
-        if "clamp" in fields[name].metadata:
-            low, high = fields[name].metadata["clamp"]
-            values[name] = min(max(values[name], low), high)
+        hint, clamp = hints[name], None
+        if typing.get_origin(hint) is Annotated:
+            hint, clamp = (
+                hint.__origin__,
+                next(m for m in hint.__metadata__ if isinstance(m, Clamp)),
+            )
+        values[name] = _check(hint, value, (*loc, key))
+        if clamp is not None:
+            values[name] = min(max(values[name], clamp.low), clamp.high)
     return cls(**values)
 
 
@@ -353,10 +349,10 @@ def _check(hint: Any, value: Any, loc: tuple[str, ...]) -> Any:
         if value is None and type(None) in args:
             return None
         return _check(next(a for a in args if a is not type(None)), value, loc)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and issubclass(hint, Struct):
         if not isinstance(value, Mapping):
             raise _Invalid(loc, "Input should be a table")
-        return _section(hint, value, loc)  # type: ignore[arg-type]
+        return _section(hint, value, loc)
     if origin is Literal:
         if any(type(value) is type(option) and value == option for option in args):
             return value

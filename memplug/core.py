@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from memplug.assemble import (
     OVER_CORE_BUDGET,
@@ -60,8 +62,7 @@ WHY = {
 }
 
 
-@dataclass(frozen=True)
-class CoreLine:
+class CoreLine(Struct, frozen=True):
     """One candidate line of the core, rendered, with what it costs and why it is there."""
 
     ref: str
@@ -76,8 +77,7 @@ class CoreLine:
     session_id: str = ""
 
 
-@dataclass(frozen=True)
-class Core:
+class Core(Struct, frozen=True):
     """The ordered candidate lines of one scope, and the selection under a budget."""
 
     scope: str
@@ -120,8 +120,7 @@ class Core:
         }
 
 
-@dataclass
-class CoreScope:
+class CoreScope(Struct):
     """Which sessions a core is made from, and the key it is cached under."""
 
     key: str

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import pairwise
+
+from msgspec import Struct
 
 from memplug.numbers import Number, conditions_of, extract_numbers
 from memplug.text import CJK_RUN, normalize_text
@@ -36,8 +37,7 @@ INLINE_REACH = 2_000
 _I = re.IGNORECASE
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(Struct, frozen=True):
     """One labelled utterance: what ``classify`` must return for it (``None``: no cue)."""
 
     text: str
@@ -45,8 +45,7 @@ class Example:
     role: str = "user"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """A named, versioned cue. ``ref`` (``id@version``) is stored in ``extractor``."""
 
     id: str
@@ -83,8 +82,7 @@ class Rule:
             yield match
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Struct, frozen=True):
     """What one sentence contributes: an item, a task update, a correction or a retraction.
 
     ``kind`` is a memory kind or a task field, or ``None`` when the sentence only
@@ -834,8 +832,7 @@ _HEADINGS = frozenset(
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
 
 
-@dataclass(frozen=True)
-class Sentence:
+class Sentence(Struct, frozen=True):
     text: str
     # A label that stood alone on the line above a bullet list ("Decisions:").
     header: Rule | None = None

@@ -11,11 +11,11 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
+from msgspec import Struct
 
 from memplug.errors import (
     DatabaseBusy,
@@ -31,8 +31,7 @@ BUSY_TIMEOUT_MS = 5000
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
-@dataclass(frozen=True)
-class Migration:
+class Migration(Struct, frozen=True):
     version: int
     name: str
     sql: str

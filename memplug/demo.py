@@ -25,8 +25,9 @@ import shutil
 import statistics
 import sys
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from memplug.models import HostEvent, Injection, Message, parse_event
 from memplug.plugin import Plugin, open_plugin
@@ -60,8 +61,7 @@ def read_events(path: Path) -> list[HostEvent]:
         return [parse_event(json.loads(line)) for line in stream if line.strip()]
 
 
-@dataclass
-class Step:
+class Step(Struct):
     turn: int | None
     step: int | None
     query: str
@@ -69,8 +69,7 @@ class Step:
     seq: int | None = None  # where the host committed the injection
 
 
-@dataclass
-class Replay:
+class Replay(Struct):
     """A minimal host: its own seq counter, a context window, compaction, injections."""
 
     plugin: Plugin

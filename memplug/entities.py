@@ -26,9 +26,10 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from msgspec import Struct, field
 
 # Per event: more is listing, not naming (a pasted file list names nothing in particular).
 MAX_ENTITIES_PER_EVENT = 24
@@ -100,22 +101,19 @@ _PACKAGE_SEP = re.compile(r"[-_.]+")
 _PRODUCT = re.compile(r"[A-Z][a-z]+\.js")
 
 
-@dataclass(frozen=True)
-class Entity:
+class Entity(Struct, frozen=True):
     id: str
     type: str
     name: str
 
 
-@dataclass(frozen=True)
-class Relation:
+class Relation(Struct, frozen=True):
     src: str
     relation: str
     dst: str
 
 
-@dataclass
-class Found:
+class Found(Struct):
     """What one text names, in order of first appearance, and how the parts relate."""
 
     entities: list[Entity] = field(default_factory=list)
@@ -366,9 +364,7 @@ def _looks_like_file(name: str) -> bool:
     return bool(dot and stem and ext.lower() in FILE_EXTENSIONS)
 
 
-def _untaken(
-    pattern: re.Pattern[str], text: str, taken: _Taken
-) -> Iterator[re.Match[str]]:
+def _untaken(pattern: re.Pattern[str], text: str, taken: _Taken) -> Iterator[re.Match[str]]:
     """Matches that start outside every span already read, each taken in turn."""
     for match in pattern.finditer(text):
         if match.start() not in taken:

@@ -14,8 +14,9 @@ import math
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from msgspec import Struct, field
 
 from memplug.config import Config
 from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_words
@@ -57,8 +58,7 @@ def content_hash(content: str) -> str:
     return sha256_hex(canonical(content))
 
 
-@dataclass
-class ExtractReport:
+class ExtractReport(Struct):
     """What one run did; ``skipped`` lists cues that changed nothing, and why."""
 
     sessions: list[str] = field(default_factory=list)
@@ -93,8 +93,7 @@ class ExtractReport:
         return data
 
 
-@dataclass
-class _Context:
+class _Context(Struct):
     """The event (or action) causing the changes being written."""
 
     session_id: str
@@ -117,9 +116,7 @@ class Follower(Protocol):
 
 
 class Extractor:
-    def __init__(
-        self, store: Storage, config: Config, followers: Sequence[Follower] = ()
-    ) -> None:
+    def __init__(self, store: Storage, config: Config, followers: Sequence[Follower] = ()) -> None:
         self.store = store
         self.items = store.items
         self.config = config

@@ -21,8 +21,9 @@ session and seq) is current and every other edge from the same entity is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.entities import (
     FUNCTIONAL_RELATIONS,
@@ -127,8 +128,7 @@ def _last_values(relations: list[tuple[str, str, str]]) -> list[tuple[str, str, 
     ]
 
 
-@dataclass(frozen=True)
-class _Edge:
+class _Edge(Struct, frozen=True):
     """Edge rows of several sessions joined into one statement of the graph."""
 
     src: str

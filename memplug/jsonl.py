@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from msgspec import Struct
 
 from memplug.errors import ValidationError
 from memplug.models import HostEvent, parse_event
@@ -21,8 +22,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True)
-class Rejected:
+class Rejected(Struct, frozen=True):
     line: int
     error: str
     file: str | None = None
@@ -103,8 +103,7 @@ class _LineReader(Protocol):
     def readline(self, size: int = -1, /) -> bytes: ...
 
 
-@dataclass(frozen=True)
-class _TooLong:
+class _TooLong(Struct, frozen=True):
     size: int
 
 

@@ -6,13 +6,14 @@ the only place that orders them; the services themselves only depend downward.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from memplug.db import Database, utc_now
 from memplug.paths import default_db_path
@@ -39,8 +40,7 @@ if TYPE_CHECKING:
 IMPORT_BATCH = 5_000
 
 
-@dataclass
-class ImportSummary:
+class ImportSummary(Struct):
     new: int = 0
     present: int = 0
     rejected: list[Rejected] = field(default_factory=list)
@@ -107,7 +107,7 @@ class Memory:
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
-        return Memory(self.db, dataclasses.replace(self.loaded, config=config))
+        return Memory(self.db, replace(self.loaded, config=config))
 
     @staticmethod
     def saved_cursors(

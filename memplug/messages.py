@@ -1,8 +1,9 @@
 """The messages a host shows memplug at a step, and where each one's content came from.
 
-Plain frozen dataclasses, apart from the pydantic boundary models in
-:mod:`memplug.models` (which nest them and validate them there): a Claude Code prompt
-hook builds these and assembles, and must not import pydantic to do it.
+Plain frozen dataclasses, not records (docs/architecture.md "Records"): the pydantic
+boundary models in :mod:`memplug.models` nest them and validate them there, and pydantic
+validates a dataclass natively. A Claude Code prompt hook builds these and assembles,
+and must not import pydantic to do it.
 """
 
 from __future__ import annotations

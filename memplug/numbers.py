@@ -11,9 +11,10 @@ Pure and deterministic: the result depends on the text alone.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from msgspec import Struct, field
 
 # fmt: off
 _LATIN_UNITS: dict[str, str] = {
@@ -172,8 +173,7 @@ _CJK_CONDITIONS = (
 )
 
 
-@dataclass(frozen=True)
-class Number:
+class Number(Struct, frozen=True):
     """One number found in text, with everything needed to quote it honestly."""
 
     raw: str
@@ -184,8 +184,8 @@ class Number:
     metric: str | None = None
     per: str | None = None
     conditions: tuple[str, ...] = ()
-    start: int = field(default=0, compare=False)
-    end: int = field(default=0, compare=False)
+    start: int = field(default=0)
+    end: int = field(default=0)
 
     @property
     def flagged(self) -> bool:
@@ -212,8 +212,7 @@ class Number:
         }
 
 
-@dataclass
-class _Found:
+class _Found(Struct):
     start: int
     end: int
     kind: str
@@ -228,8 +227,7 @@ class _Found:
     conditions: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Phrase:
+class _Phrase(Struct, frozen=True):
     start: int
     text: str
     leading: bool

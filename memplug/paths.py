@@ -33,9 +33,7 @@ def default_db_file(explicit: str | os.PathLike[str] | None = None) -> str:
     return os.path.join(os.path.expanduser(home), "memory.sqlite")
 
 
-def config_file(
-    db_path: Path, explicit: str | os.PathLike[str] | None = None
-) -> tuple[Path, bool]:
+def config_file(db_path: Path, explicit: str | os.PathLike[str] | None = None) -> tuple[Path, bool]:
     """A database's config file and whether it was named (``--config``/``MEMPLUG_CONFIG``,
     which must exist) rather than found (``memory.toml`` beside the database, optional)."""
     from pathlib import Path

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from memplug.text import glob_regex
 
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 PATH_FIELDS: tuple[str, ...] = ("file_path", "path", "notebook_path", "filePath", "paths")
 
 
-@dataclass(frozen=True)
-class PreconditionResult:
+class PreconditionResult(Struct, frozen=True):
     allow: bool
     reason: str | None = None
     precondition: str | None = None

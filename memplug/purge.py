@@ -9,9 +9,10 @@ WAL is checkpointed and truncated so no old page image survives beside the file.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Protocol
+
+from msgspec import Struct, field
 
 from memplug.errors import UsageError
 from memplug.store.admin import PurgePlan
@@ -29,8 +30,7 @@ class Derivable(Protocol):
     def derive(self, session_ids: Iterable[str]) -> str | None: ...
 
 
-@dataclass
-class PurgeReport:
+class PurgeReport(Struct):
     plan: PurgePlan
     deleted: dict[str, int] = field(default_factory=dict)
     rederived: tuple[str, ...] = ()

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Literal
+
+from msgspec import Struct, field
 
 from memplug.text import CJK_RUN, normalize_text
 
@@ -129,8 +130,7 @@ _CJK_STOP_SPLIT = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(Struct, frozen=True):
     """One needle. ``text`` is what must occur (lower case) for the term to match."""
 
     text: str
@@ -161,8 +161,7 @@ class Term:
         return "like"
 
 
-@dataclass(frozen=True)
-class QuerySignals:
+class QuerySignals(Struct, frozen=True):
     """Everything :func:`parse_query` found, in a deterministic order."""
 
     text: str
@@ -261,8 +260,7 @@ def _cjk_subruns(run: str) -> list[str]:
     return [part for part in _CJK_STOP_SPLIT.split(run) if len(part) >= 2]
 
 
-@dataclass
-class _Collector:
+class _Collector(Struct):
     max_terms: int
     terms: list[Term] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)

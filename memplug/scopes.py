@@ -11,7 +11,8 @@ directory when the database knows it, else ``global`` — and every result says 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
 from memplug.store.ports import Storage
@@ -25,8 +26,7 @@ def row_scope(project: str | None, session_id: str) -> str:
     return f"project:{project}" if project else f"session:{session_id}"
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Struct, frozen=True):
     """A resolved query scope: its name as results report it and the row filter."""
 
     name: str

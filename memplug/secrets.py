@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 
+from msgspec import Struct
 
-@dataclass(frozen=True, slots=True, order=True)
-class SecretSpan:
+
+class SecretSpan(Struct, frozen=True, order=True):
     """``text[start:end]`` looks like a secret of ``kind``."""
 
     start: int
@@ -34,8 +34,7 @@ class SecretSpan:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Rule:
+class _Rule(Struct, frozen=True):
     kind: str
     # Compiled on first use (:func:`_compiled`): most texts hold no rule's hint, and
     # compiling every rule at import cost each prompt hook process a few milliseconds.

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from memplug.config import Config, SkillsConfig
 from memplug.query import QuerySignals, parse_query
@@ -28,8 +29,7 @@ def rule_ref(rule: RuleRow) -> str:
     return f"rule:{rule.skill}:{rule.key}"
 
 
-@dataclass(frozen=True)
-class CoreLine:
+class CoreLine(Struct, frozen=True):
     """A line of the resident skill core: a skill's description or a workflow step."""
 
     ref: str
@@ -39,8 +39,7 @@ class CoreLine:
     when_to_use: str | None = None
 
 
-@dataclass(frozen=True)
-class RuleHit:
+class RuleHit(Struct, frozen=True):
     """A task-relevant rule, ranked."""
 
     rule: RuleRow
@@ -53,8 +52,7 @@ class RuleHit:
         return rule_ref(self.rule)
 
 
-@dataclass(frozen=True)
-class SkillOmission:
+class SkillOmission(Struct, frozen=True):
     ref: str
     section: str
     reason: str
@@ -62,8 +60,7 @@ class SkillOmission:
     detail: str | None = None
 
 
-@dataclass(frozen=True)
-class SkillContext:
+class SkillContext(Struct, frozen=True):
     core: tuple[CoreLine, ...] = ()
     rules: tuple[RuleHit, ...] = ()
     omitted: tuple[SkillOmission, ...] = ()

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.config import RULE_CATEGORIES, SkillsConfig
 from memplug.db import utc_now
@@ -55,8 +56,7 @@ _SLUG = re.compile(r"[^\w]+")
 # -- parsing --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ParsedSkill:
+class ParsedSkill(Struct, frozen=True):
     name: str
     enabled: bool
     description: str | None
@@ -113,8 +113,7 @@ def _meta_text(meta: Mapping[str, Any], key: str) -> str | None:
     return flat or None
 
 
-@dataclass
-class _Rule:
+class _Rule(Struct):
     key: str | None
     text: str
     category: str
@@ -241,8 +240,7 @@ def find_skill_files(root: Path, config: SkillsConfig) -> list[Path]:
 # -- ingestion --------------------------------------------------------------------------
 
 
-@dataclass
-class IngestSummary:
+class IngestSummary(Struct):
     new: int = 0
     changed: int = 0
     unchanged: int = 0

@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.config import Config
 from memplug.entities import in_text, in_tool_input, project_entity, tool_paths
@@ -60,8 +61,7 @@ def failure_line(output: str) -> str:
     return next((line for line in lines if _ERROR_LINE.search(line)), lines[-1] if lines else "")
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(Struct, frozen=True):
     kind: str
     seq_from: int
     text: str
@@ -155,8 +155,7 @@ class TimelineDeriver:
         return _Entry("tool_succeeded", start, f"{tool} {outcome}", event.call_id, named)
 
 
-@dataclass(frozen=True)
-class TimelineRequest:
+class TimelineRequest(Struct, frozen=True):
     """A resolved timeline query: what a page token carries to continue it."""
 
     scope: str

@@ -24,11 +24,12 @@ import importlib.util
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pydantic
+from msgspec import Struct
+from msgspec.structs import replace
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -294,8 +295,7 @@ def load_script(module: str, function: str, base_dir: str | None) -> Callable[..
 # -- a run ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
+class CheckOutcome(Struct, frozen=True):
     violations: list[dict[str, Any]]
     errors: list[dict[str, Any]]
     checked: int

@@ -22,8 +22,9 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from memplug.store.events import EventRow
 from memplug.store.ports import Storage

@@ -291,3 +291,33 @@ def test_the_sql_pattern_sees_sql(text: str) -> None:
 )
 def test_the_sql_pattern_leaves_prose_alone(text: str) -> None:
     assert not SQL.search(text)
+
+
+# docs/architecture.md "Records": records are msgspec Structs; these stay dataclasses
+# because the pydantic boundary models nest them (pydantic validates dataclasses).
+DATACLASS_MODULES = {"memplug.messages"}
+
+
+def _dataclass_lines(module: Module) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.ClassDef)
+        for deco in node.decorator_list
+        if "dataclass" in ast.unparse(deco)
+    ]
+
+
+def test_records_are_structs() -> None:
+    found = [
+        f"{module.name}:{line}"
+        for module in modules()
+        if module.name not in DATACLASS_MODULES
+        for line in _dataclass_lines(module)
+    ]
+    assert found == [], "a record is a msgspec.Struct (docs/architecture.md Records)"
+
+
+def test_the_record_check_sees_a_dataclass() -> None:
+    messages = next(m for m in modules() if m.name == "memplug.messages")
+    assert len(_dataclass_lines(messages)) == 2

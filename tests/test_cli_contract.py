@@ -185,9 +185,7 @@ def test_a_clamped_config_value_is_said_once_and_marked(cli, shop_db: Path) -> N
     assert cli("--db", str(shop_db), "status").stderr == ""
 
 
-def test_rebuild_gives_back_every_derived_row_but_sqlites_row_numbers(
-    cli, tmp_path: Path
-) -> None:
+def test_rebuild_gives_back_every_derived_row_but_sqlites_row_numbers(cli, tmp_path: Path) -> None:
     """What "identical" covers (docs/extraction.md): every derived row and column —
     item ids, content, status, links, lifecycle rows with their actors and details —
     but not the row numbers SQLite hands out, which count insertions across sessions."""

@@ -50,10 +50,6 @@ def test_config_doc_names_every_key() -> None:
     from memplug.config import Config
 
     doc = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
-    keys = [
-        f"{section}.{key}"
-        for section, values in Config().to_dict().items()
-        for key in values
-    ]
+    keys = [f"{section}.{key}" for section, values in Config().to_dict().items() for key in values]
     missing = [key for key in keys if f"`{key}`" not in doc]
     assert not missing, f"docs/config.md does not describe {missing}"

@@ -182,9 +182,7 @@ def test_a_new_session_starts_with_its_projects_core(
     assert standing["lines"], "the fixture session states constraints"
     fresh = project / "fresh-session.jsonl"
     fresh.write_text("")
-    result = hook(
-        "SessionStart", source="startup", session_id="fresh", transcript_path=str(fresh)
-    )
+    result = hook("SessionStart", source="startup", session_id="fresh", transcript_path=str(fresh))
     assert result.returncode == 0, result.stderr
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "## Project core" in context

@@ -224,9 +224,7 @@ def test_tools_are_read_only(api_db: Path) -> None:
     assert server.call(settings, "memory_timeline", {})["scope"] == f"project:{CWD}"
 
 
-def test_search_defaults_to_the_working_directory_s_project(
-    api_db: Path, tmp_path: Path
-) -> None:
+def test_search_defaults_to_the_working_directory_s_project(api_db: Path, tmp_path: Path) -> None:
     with Memory.open(api_db) as memory:
         memory.ingest([ev("w1", 1, "the web app uses port 8080 too", cwd="/home/ana/web")])
     here = server.call(settings_for(api_db), "memory_search", {"query": "8080", "limit": 40})

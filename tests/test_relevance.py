@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from memplug.assemble import AssemblyRequest, EventCandidate
 from memplug.memory import Memory
@@ -122,9 +122,9 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
     reasons = {o.ref: o.reason for o in result.omitted if o.section == "evidence"}
     assert reasons and set(reasons.values()) <= {WEAK_TERMS, "over limit"}
     assert "check" in result.signals["weak"]
-    assembly = dataclasses.replace(memory.config.assembly, precise=False)
-    config = dataclasses.replace(memory.config, assembly=assembly)
-    loose = Memory(memory.db, dataclasses.replace(memory.loaded, config=config))
+    assembly = replace(memory.config.assembly, precise=False)
+    config = replace(memory.config, assembly=assembly)
+    loose = Memory(memory.db, replace(memory.loaded, config=config))
     before = loose.assemble(AssemblyRequest("s", query="check the stripe key"))
     assert len([e for e in before.included if e.section == "evidence"]) > 10
     assert result.used_tokens * 3 < before.used_tokens

@@ -7,7 +7,6 @@ intended ranking change (review the diff: it is the point of the file).
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import itertools
 import json
@@ -20,6 +19,7 @@ import pytest
 from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from memplug.errors import MemplugError, NotFound, ValidationError
 from memplug.memory import Memory
@@ -436,7 +436,7 @@ def test_the_candidate_budget_is_reported(fresh: Memory) -> None:
         ],
     )  # fmt: skip
     retriever = Retriever(fresh.store, fresh.config)
-    retriever.ranking = dataclasses.replace(retriever.ranking, candidate_budget=10)
+    retriever.ranking = replace(retriever.ranking, candidate_budget=10)
     page = retriever.search("deploy", session="m")
     assert "candidate_budget" in page.coverage.reasons and not page.coverage.complete
     roomy = Retriever(fresh.store, fresh.config).search("deploy", session="m")
@@ -451,7 +451,7 @@ def test_the_like_scan_window_is_reported(fresh: Memory) -> None:
     ]  # fmt: skip
     _lines(fresh, events)
     retriever = Retriever(fresh.store, fresh.config)
-    retriever.ranking = dataclasses.replace(retriever.ranking, like_scan_rows=10)
+    retriever.ranking = replace(retriever.ranking, like_scan_rows=10)
     page = retriever.search("端口", session="w")
     assert page.total == 0 and page.coverage.reasons == ["like_scan_window"]
     assert refs(Retriever(fresh.store, fresh.config).search("端口", session="w")) == ["w:1"]

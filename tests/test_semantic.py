@@ -282,9 +282,7 @@ def test_a_failing_provider_is_recorded_and_never_breaks_capture(tmp_path: Path,
     assert "provider failed: RuntimeError: the model exploded" in result.output
 
 
-def test_an_unavailable_provider_shows_in_status_and_rebuild_refuses(
-    tmp_path: Path, cli
-) -> None:
+def test_an_unavailable_provider_shows_in_status_and_rebuild_refuses(tmp_path: Path, cli) -> None:
     path = tmp_path / "m.sqlite"
     imported(path, semantic={"provider": "absent"}).close()
     env = {"MEMPLUG_SEMANTIC__PROVIDER": "absent"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from memplug.cli import main
 from memplug.cli.app import cli
@@ -162,7 +162,7 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
     (tmp_path / "a" / "README.md").write_text("- not a skill")
     config = Config().skills
     assert find_skill_files(tmp_path, config) == [tmp_path / "a" / "SKILL.md"]
-    other = dataclasses.replace(config, include=("**/*.md",), exclude=())
+    other = replace(config, include=("**/*.md",), exclude=())
     assert len(find_skill_files(tmp_path, other)) == 3
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from memplug.assemble.models import OVER_BUDGET, REDACTED, VISIBLE, Entry, Omission
 from memplug.assemble.render import VisibleText
@@ -35,8 +36,7 @@ class Meter:
         return estimate_tokens(text)
 
 
-@dataclass
-class Draft:
+class Draft(Struct):
     """The state of one build: what is in, what is out, what is left."""
 
     budget: int
@@ -125,8 +125,7 @@ class Draft:
         self.omitted.append(Omission(ref, section, reason, score, detail or None))
 
 
-@dataclass
-class Packed:
+class Packed(Struct):
     budget: int
     meter: Meter
     draft: Draft

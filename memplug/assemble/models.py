@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from msgspec import Struct, field
 
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
@@ -75,8 +76,7 @@ OMISSION_REASONS: tuple[str, ...] = (
 # -- candidates ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NumberInfo:
+class NumberInfo(Struct, frozen=True):
     """A number in a memory item, with what qualifies it."""
 
     text: str
@@ -92,8 +92,7 @@ class NumberInfo:
         return not self.unit and not self.conditions
 
 
-@dataclass(frozen=True)
-class ItemCandidate:
+class ItemCandidate(Struct, frozen=True):
     """A ranked memory item, as retrieval hands it to assembly."""
 
     id: str
@@ -113,8 +112,7 @@ class ItemCandidate:
     pinned: bool = False
 
 
-@dataclass(frozen=True)
-class EventCandidate:
+class EventCandidate(Struct, frozen=True):
     """A raw event retrieval found (a hit, or the source of a selected item)."""
 
     session_id: str
@@ -134,8 +132,7 @@ class EventCandidate:
         return event_ref(self.session_id, self.seq)
 
 
-@dataclass(frozen=True)
-class Omission:
+class Omission(Struct, frozen=True):
     ref: str
     section: str
     reason: str
@@ -155,8 +152,7 @@ class Omission:
         return out
 
 
-@dataclass(frozen=True)
-class Coverage:
+class Coverage(Struct, frozen=True):
     complete: bool = True
     reasons: tuple[str, ...] = ()
 
@@ -164,8 +160,7 @@ class Coverage:
         return {"complete": self.complete, "reasons": list(self.reasons)}
 
 
-@dataclass(frozen=True)
-class Candidates:
+class Candidates(Struct, frozen=True):
     """Everything retrieval found for one step, ranked, plus what it left out."""
 
     items: tuple[ItemCandidate, ...] = ()
@@ -185,15 +180,13 @@ class Candidates:
     terms: QueryTerms | None = None
 
 
-@dataclass(frozen=True)
-class TaskLine:
+class TaskLine(Struct, frozen=True):
     field: str  # goal, progress, blockers, open_items
     text: str
     ref: str | None = None  # SESSION:SEQ of the event that set it
 
 
-@dataclass(frozen=True)
-class TaskState:
+class TaskState(Struct, frozen=True):
     lines: tuple[TaskLine, ...] = ()
 
 
@@ -242,8 +235,7 @@ class CandidateSource(Protocol):
 # -- request and result ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AssemblyRequest:
+class AssemblyRequest(Struct, frozen=True):
     """One assembly attempt: a host pre-step, ``memory assemble``, or the Python API."""
 
     session_id: str
@@ -260,8 +252,7 @@ class AssemblyRequest:
     project: str | None = None
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Struct, frozen=True):
     """One included line, with what it cost and why it is there."""
 
     ref: str
@@ -283,8 +274,7 @@ class Entry:
         return out
 
 
-@dataclass
-class AssemblyResult:
+class AssemblyResult(Struct):
     """What an attempt produced: the text (when injected) and its full account."""
 
     session_id: str

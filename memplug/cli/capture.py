@@ -95,9 +95,7 @@ def embed_with_bar(memory: Memory, show_bar: bool) -> EmbedReport | None:
     """Embed what the import added, with its own progress bar on a terminal."""
     if not show_bar or not memory.semantic.enabled or memory.semantic.embedder is None:
         return memory.embed_vectors()
-    with click.progressbar(
-        length=memory.semantic.lag(), label="embedding", file=sys.stderr
-    ) as bar:
+    with click.progressbar(length=memory.semantic.lag(), label="embedding", file=sys.stderr) as bar:
         return memory.embed_vectors(progress=bar.update)
 
 

@@ -6,11 +6,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from msgspec import Struct
 
 from memplug.config import LoadedConfig
 from memplug.memory import Memory
@@ -19,8 +19,7 @@ from memplug.paths import default_db_path
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
 
-@dataclass
-class CliContext:
+class CliContext(Struct):
     db_path: str | None
     config_path: str | None
 

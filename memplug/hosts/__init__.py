@@ -3,7 +3,7 @@
 The registry (``HostSpec``, ``builtin``, ``all_hosts``, ``with_part``) lives in
 :mod:`memplug.hosts.registry` and is loaded on first use of one of these names: a
 Claude Code hook with nothing new imports :mod:`memplug.hosts.claude_idle` only, and
-the registry's dataclasses, typing and pathlib cost that process more than its work.
+the registry's records, typing and pathlib cost that process more than its work.
 """
 
 from __future__ import annotations

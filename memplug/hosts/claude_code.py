@@ -73,9 +73,10 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug import branches
 from memplug.hosts import HostSpec
@@ -116,8 +117,7 @@ _OUTPUT_TAGS = re.compile(
 _REJECTED = "The user doesn't want to proceed with this tool use"
 
 
-@dataclass
-class CursorState:
+class CursorState(Struct):
     """Everything a read needs from the reads before it (kept by the caller, as JSON)."""
 
     offset: int = 0
@@ -159,8 +159,7 @@ class CursorState:
         return CursorState.from_dict(self.to_dict())
 
 
-@dataclass
-class ReadResult:
+class ReadResult(Struct):
     """One incremental read: events of ``[start, state.offset)`` and what was left out."""
 
     session_id: str
@@ -181,8 +180,7 @@ class ReadResult:
         return [parse_event(event) for event in self.events]
 
 
-@dataclass(frozen=True)
-class _Line:
+class _Line(Struct, frozen=True):
     offset: int
     record: dict[str, Any]
 

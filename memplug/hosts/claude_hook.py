@@ -22,15 +22,16 @@ take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
@@ -72,8 +73,7 @@ LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
 
 
-@dataclass
-class HookReport:
+class HookReport(Struct):
     """What one hook did; the CLI prints ``output`` and nothing else."""
 
     event: str | None = None
@@ -95,8 +95,7 @@ class Deadline:
         return max(0.0, (self.end - time.monotonic()) * 1000)
 
 
-@dataclass(frozen=True)
-class Transcript:
+class Transcript(Struct, frozen=True):
     """A transcript file, the memplug session it feeds, and whether its writer is known
     to be between model calls (an unfinished-looking message is then complete)."""
 
@@ -445,12 +444,12 @@ def capped(memory: Memory, cap: int) -> Memory:
     config = memory.config
     if config.assembly.budget_tokens <= limit:
         return memory
-    assembly = dataclasses.replace(
+    assembly = replace(
         config.assembly,
         min_budget_tokens=min(config.assembly.min_budget_tokens, limit),
         soft_budget_tokens=limit,
     )
-    return memory.with_config(dataclasses.replace(config, assembly=assembly))
+    return memory.with_config(replace(config, assembly=assembly))
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:

@@ -15,9 +15,10 @@ import os
 import shlex
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.errors import UsageError
 from memplug.hosts.claude_code import HOST
@@ -42,8 +43,7 @@ MCP_SERVER = "memplug"
 PLUGIN_DIR = Path(__file__).resolve().parent / "claude_plugin"
 
 
-@dataclass
-class InstallReport:
+class InstallReport(Struct):
     path: str
     command: str
     changes: dict[str, str] = field(default_factory=dict)
@@ -321,9 +321,7 @@ def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:
     return uninstall(settings_path(scope), dry_run=dry_run)
 
 
-def mcp_scope(
-    scope: str, server: dict[str, Any] | None, *, dry_run: bool = False
-) -> InstallReport:
+def mcp_scope(scope: str, server: dict[str, Any] | None, *, dry_run: bool = False) -> InstallReport:
     """Register memplug's MCP server with Claude Code (None: take it out). --user:
     ~/.claude.json; --project: ./.mcp.json."""
     path = mcp_config_path(scope)

@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
@@ -161,8 +161,7 @@ def _neighbors(memory: Memory, args: NeighborsArgs, cwd: str) -> dict[str, Any]:
     return memory.graph.neighbors(args.entity, where, hops=args.hops)
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(Struct, frozen=True):
     name: str
     description: str
     args: type[_Args]
@@ -224,8 +223,7 @@ def server_entry(options: Sequence[str] = ()) -> dict[str, Any]:
     return {"type": "stdio", "command": memory_script(), "args": [*options, "mcp"], "env": {}}
 
 
-@dataclass(frozen=True)
-class ServerSettings:
+class ServerSettings(Struct, frozen=True):
     db_path: str | None
     config_path: str | None
     cwd: str

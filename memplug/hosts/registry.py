@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import Struct
 
 Part = Literal["hook", "install", "uninstall", "mcp"]
 # A module that registers a host says so in its source; the scan reads the files and
@@ -25,8 +26,7 @@ Part = Literal["hook", "install", "uninstall", "mcp"]
 _SPEC_NAME = "HOST_SPEC"
 
 
-@dataclass(frozen=True)
-class HostSpec:
+class HostSpec(Struct, frozen=True):
     """A host's registration. Each part is ``"module:attribute"`` or None.
 
     ``hook(stdin: bytes, *, db_path, config_path) -> str`` runs one hook payload and

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from memplug.query import QuerySignals
 from memplug.retrieve.branches import ActivePaths
@@ -42,8 +43,7 @@ if TYPE_CHECKING:
 AnyEvent = EventCandidate | LightEvent
 
 
-@dataclass
-class Pool:
+class Pool(Struct):
     events: dict[int, AnyEvent] = field(default_factory=dict)
     items: dict[int, ItemCandidate] = field(default_factory=dict)
     event_df: dict[str, float] = field(default_factory=dict)

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
 from memplug.refs import EventRef, event_ref
@@ -27,8 +28,7 @@ EXPAND_MAX_CHARS = 20_000
 EXPAND_MAX_CONTEXT = 50
 
 
-@dataclass(frozen=True)
-class _Call:
+class _Call(Struct, frozen=True):
     """One expand call, from its arguments or from the token that continues it."""
 
     session_id: str

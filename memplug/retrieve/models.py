@@ -1,16 +1,17 @@
 """What retrieval returns: search pages and hits, expand results, ranked items and
 events for assembly, and the coverage every result carries.
 
-Plain frozen dataclasses: retrieval builds them, it never parses them, and a hook
-process that imported pydantic for them would pay more than it ever checks.
+Plain frozen records (docs/architecture.md "Records"): retrieval builds them, it never
+parses them, and a hook process that imported pydantic for them would pay more than it
+ever checks.
 :func:`result_json` is the one way they become JSON (``page.as_json()``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct, field
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
@@ -24,25 +25,23 @@ if TYPE_CHECKING:
 def result_json(result: Any) -> Any:
     """A result as JSON types, leaving out its fields that are None (not None values
     inside a plain dict, such as an expanded item's)."""
-    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+    if isinstance(result, Struct):
         return {
-            entry.name: result_json(value)
-            for entry in dataclasses.fields(result)
-            if (value := getattr(result, entry.name)) is not None
+            name: result_json(value)
+            for name in result.__struct_fields__
+            if (value := getattr(result, name)) is not None
         }
     if isinstance(result, list | tuple):
         return [result_json(value) for value in result]
     return result
 
 
-@dataclass(frozen=True, kw_only=True)
-class ErrorInfo:
+class ErrorInfo(Struct, frozen=True, kw_only=True):
     code: str
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class Coverage:
+class Coverage(Struct, frozen=True, kw_only=True):
     """``complete`` is false when anything was cut; ``reasons`` names what."""
 
     complete: bool = True
@@ -50,8 +49,7 @@ class Coverage:
     error: ErrorInfo | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Hit:
+class Hit(Struct, frozen=True, kw_only=True):
     """One search hit: an event (``session_id`` + ``seq``) or a memory item (``id``)."""
 
     kind: Literal["event", "memory"]
@@ -78,8 +76,7 @@ class Hit:
     sources: list[dict[str, Any]] | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class SearchPage:
+class SearchPage(Struct, frozen=True, kw_only=True):
     total: int
     # Where this page's first hit stands in the whole ranking (0 on the first page).
     offset: int = 0
@@ -93,16 +90,14 @@ class SearchPage:
         return data
 
 
-@dataclass(frozen=True, kw_only=True)
-class TextRange:
+class TextRange(Struct, frozen=True, kw_only=True):
     start: int
     end: int
     total: int
     complete: bool
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExpandedEvent:
+class ExpandedEvent(Struct, frozen=True, kw_only=True):
     session_id: str
     seq: int
     type: str
@@ -119,8 +114,7 @@ class ExpandedEvent:
     text_range: TextRange
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExpandResult:
+class ExpandResult(Struct, frozen=True, kw_only=True):
     anchor: str | None = None
     item: dict[str, Any] | None = None
     events: list[ExpandedEvent] = field(default_factory=list)
@@ -133,8 +127,7 @@ class ExpandResult:
         return data
 
 
-@dataclass(frozen=True)
-class RankedItem:
+class RankedItem(Struct, frozen=True):
     id: str
     kind: str
     content: str
@@ -180,8 +173,7 @@ class RankedItem:
         )
 
 
-@dataclass(frozen=True)
-class RankedEvent:
+class RankedEvent(Struct, frozen=True):
     session_id: str
     seq: int
     type: str
@@ -225,15 +217,13 @@ class RankedEvent:
         )
 
 
-@dataclass(frozen=True)
-class Omitted:
+class Omitted(Struct, frozen=True):
     ref: str
     reason: str
     score: float | None = None
 
 
-@dataclass(frozen=True)
-class RetrievalResult:
+class RetrievalResult(Struct, frozen=True):
     session_id: str
     items: tuple[RankedItem, ...]
     evidence: tuple[RankedEvent, ...]

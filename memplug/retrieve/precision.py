@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+from msgspec import Struct
 
 from memplug.query import QuerySignals
 from memplug.retrieve.candidates import Pool
@@ -37,8 +38,7 @@ from memplug.retrieve.ranking import Ranking
 WEAK_SHARE = 0.5
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(Struct, frozen=True):
     """The query's term groups found in one text, by their first spelling."""
 
     strong: tuple[str, ...] = ()

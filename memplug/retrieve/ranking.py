@@ -4,8 +4,9 @@ and the two BM25 formulas they parameterise."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     from memplug.config import RetrievalConfig
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
 HARD_LIMIT = 100
 
 
-@dataclass(frozen=True)
-class Ranking:
+class Ranking(Struct, frozen=True):
     """Ranking weights come from :class:`~memplug.config.RetrievalConfig` (defaults
     measured on LoCoMo and LongMemEval-S dev, docs/benchmarks.md "Retrieval"); the
     rest are work budgets."""

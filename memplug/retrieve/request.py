@@ -5,9 +5,10 @@ any candidate is read."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
 from memplug.query import scrub_surrogates
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
 SEARCH_PAGE_DEFAULT = 20
 
 
-@dataclass(frozen=True)
-class SearchRequest:
+class SearchRequest(Struct, frozen=True):
     query: str
     session: str | None
     scope: str | None
@@ -159,8 +159,7 @@ def compile_regex(pattern: str, max_pattern_bytes: int) -> regex.Pattern[str]:
         raise ValidationError(f"invalid regular expression: {error}") from None
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Struct, frozen=True):
     """Which sessions a call reads (``None``: all) and whose recency counts (``anchor``)."""
 
     kind: str

@@ -4,8 +4,9 @@ one database, each delegating to the module that does the work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from memplug.errors import NotFound, ValidationError
 from memplug.query import parse_query

@@ -8,11 +8,12 @@ scored, then by score, then by stable identity (never by rowid).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from memplug.query import QuerySignals, Term
 from memplug.retrieve.adjacency import Adjacency
@@ -33,8 +34,7 @@ from memplug.store.search import ItemCandidate, LightEvent
 EventBase = tuple[float, list[str], list[str], str | None]
 
 
-@dataclass
-class Scored:
+class Scored(Struct):
     key: tuple[Any, ...]
     score: float
     pinned: bool
@@ -54,8 +54,7 @@ class TextMatch(NamedTuple):
     needle: str | None
 
 
-@dataclass
-class ScoringContext:
+class ScoringContext(Struct):
     """What scoring one kind of candidate (items or events) for one query needs, worked
     out once: term counter, IDFs, pins, word boundaries, and whose recency counts."""
 
@@ -71,8 +70,8 @@ class ScoringContext:
     # The query's total IDF: a lexical score of 1.0 means "every term once".
     mass: float
     anchor: str | None = None
-    _plan: Plan | None = field(default=None, repr=False)
-    _sat: dict[int, float] = field(default_factory=dict, repr=False)
+    _plan: Plan | None = field(default=None)
+    _sat: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -543,6 +542,6 @@ def with_text(store: SearchPort, scored: list[Scored], first: int | None = None)
         if (first is None or index < first) and isinstance(event, LightEvent):
             if event.id not in rows:
                 continue  # purged since the first pass read it
-            item = dataclasses.replace(item, event=rows[event.id])
+            item = replace(item, event=rows[event.id])
         out.append(item)
     return out

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from memplug.query import QuerySignals, Term
 from memplug.refs import event_ref
@@ -32,8 +33,7 @@ FALL_OFF = 0.5
 MIN_TERMS = 2
 
 
-@dataclass(frozen=True)
-class WorkHit:
+class WorkHit(Struct, frozen=True):
     """A work record offered to assembly, with why it was chosen."""
 
     row: WorkRow
@@ -52,8 +52,7 @@ class WorkHit:
         return (self.row.action, self.row.target, self.row.outcome, self.row.exit_code)
 
 
-@dataclass(frozen=True)
-class WorkFound:
+class WorkFound(Struct, frozen=True):
     """A step's work records: the ones its query names, else where the session was;
     and the seq of the session's latest compaction (what came after it is still in a
     host's context)."""

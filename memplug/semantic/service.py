@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUnavailable
 from memplug.store.search import EventScope, Snapshot
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 SCORE_DECIMALS = 5
 
 
-@dataclass
-class EmbedReport:
+class EmbedReport(Struct):
     embedded: int = 0
     remaining: int = 0
     error: str | None = None
@@ -37,8 +37,7 @@ class EmbedReport:
         return {"embedded": self.embedded, "remaining": self.remaining, "error": self.error}
 
 
-@dataclass
-class SemanticHits:
+class SemanticHits(Struct):
     """Similar events, best first: ``(event id, similarity)``; reasons name what was missing."""
 
     hits: list[tuple[int, float]] = field(default_factory=list)

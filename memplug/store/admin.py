@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import apsw
+from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.refs import EventRef
@@ -68,8 +68,7 @@ FTS_INDEXES: tuple[str, ...] = ("events_fts", "memory_fts", "work_fts")
 KEPT_TABLES: tuple[str, ...] = ("host_cursors", "host_links")
 
 
-@dataclass(frozen=True)
-class PurgePlan:
+class PurgePlan(Struct, frozen=True):
     """What a purge would remove, computed before asking a person to confirm."""
 
     scope: str
@@ -94,8 +93,7 @@ class PurgePlan:
         }
 
 
-@dataclass
-class PurgeCounts:
+class PurgeCounts(Struct):
     """Rows deleted per table, and the sessions that lost only part of their events."""
 
     deleted: dict[str, int] = field(default_factory=dict)

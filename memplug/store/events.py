@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.db import Database, utc_now
 from memplug.refs import event_ref
@@ -48,8 +49,7 @@ _INSERT_EVENT = (
 _SELECT_EVENT = f"SELECT id, {', '.join(EVENT_COLUMNS)} FROM events"
 
 
-@dataclass(frozen=True)
-class EventRow:
+class EventRow(Struct, frozen=True):
     """One stored event as memplug keeps it (text capped; see ``full_text``)."""
 
     id: int
@@ -94,8 +94,7 @@ class EventRow:
         return event_ref(self.session_id, self.seq)
 
 
-@dataclass(frozen=True)
-class InsertResult:
+class InsertResult(Struct, frozen=True):
     new: int
     present: int
     sessions: tuple[str, ...]

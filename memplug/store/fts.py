@@ -9,7 +9,7 @@ get a plan through ``SearchPort.match_plan`` and hand its expressions back unrea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from memplug.query import QuerySignals, Term
 
@@ -97,8 +97,7 @@ def selectivity_key(term: Term) -> tuple[int, int]:
     return (rank, -len(term.text))
 
 
-@dataclass(frozen=True)
-class MatchPlan:
+class MatchPlan(Struct, frozen=True):
     """How the store retrieves candidates for a set of terms.
 
     ``fts`` pairs each index-served term with its MATCH expression, most selective

@@ -101,4 +101,3 @@ class HostStore:
             events.append(event)
         events.reverse()
         return events
-

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.db import Database
 from memplug.errors import ValidationError
@@ -54,8 +55,7 @@ ACTIONS: tuple[str, ...] = ("retract", "promote")
 _MARK_PREFIX = "extract_mark:"
 
 
-@dataclass(frozen=True)
-class ItemRow:
+class ItemRow(Struct, frozen=True):
     """One ``memory_items`` row."""
 
     rid: int
@@ -134,8 +134,7 @@ class ItemRow:
         }
 
 
-@dataclass(frozen=True)
-class ActionRow:
+class ActionRow(Struct, frozen=True):
     """A lifecycle change a person made (``memory retract`` / ``memory promote``)."""
 
     id: int

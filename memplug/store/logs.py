@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.text import canonical_json
@@ -62,8 +63,7 @@ _SUMMARY_KEYS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class LogRecord:
+class LogRecord(Struct, frozen=True):
     """What an assembly attempt leaves behind (the ``assembly_logs`` row, decoded)."""
 
     session_id: str

@@ -3,7 +3,7 @@
 A hook with nothing new to capture is most hooks: it reads one cursor row and stops.
 This module is that read, kept apart from ``memplug.db`` and the stores (the package's
 ``__init__`` imports nothing) so the process pays for no other import (typing,
-dataclasses, pathlib and re cost a hook more than its work; docs/claude-code.md). A
+records, pathlib and re cost a hook more than its work; docs/claude-code.md). A
 single SELECT on a read-only connection needs none of the settings every other
 connection gets.
 """

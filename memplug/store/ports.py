@@ -6,7 +6,8 @@ sub-stores are the SQLite implementation (``tests/test_store_ports.py`` checks t
 each one satisfies its Protocol); a second backend implements this module alone.
 
 Value types (``EventRow``, ``ItemRow``, ``LogRecord``, the search candidates and
-scopes, ``PurgePlan``) are plain dataclasses shared by every backend.
+scopes, ``PurgePlan``) are plain records (docs/architecture.md "Records") shared by
+every backend.
 """
 
 from __future__ import annotations

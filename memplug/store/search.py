@@ -9,8 +9,9 @@ events are appended after it was taken. Ranking lives in :mod:`memplug.retrieve`
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.query import QuerySignals
@@ -62,10 +63,7 @@ _ITEM_FIELDS = (
 _ITEM_SELECT = ", ".join(f"m.{name}" for name in _ITEM_FIELDS)
 
 
-# Not frozen: a frozen dataclass sets each of its 22 fields through object.__setattr__,
-# which made building a few thousand candidates per query a measurable cost.
-@dataclass(slots=True)
-class EventCandidate:
+class EventCandidate(Struct, frozen=True):
     """One event as retrieval sees it (text is the stored, possibly capped, text)."""
 
     id: int
@@ -140,8 +138,7 @@ _LIGHT_SELECT = (
 
 
 # Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
-@dataclass(slots=True)
-class ItemCandidate:
+class ItemCandidate(Struct):
     rid: int
     id: str
     session_id: str
@@ -160,16 +157,14 @@ class ItemCandidate:
     extractor: str
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(Struct, frozen=True):
     """The state a result was computed from: nothing newer is ever read under it."""
 
     max_event_id: int
     max_item_rid: int
 
 
-@dataclass(frozen=True)
-class EventScope:
+class EventScope(Struct, frozen=True):
     """Which events a query may see. ``None`` fields do not restrict."""
 
     # Project scope is resolved to its sessions first: events.project keeps only what
@@ -227,8 +222,7 @@ class EventScope:
         return " AND ".join(clauses), params
 
 
-@dataclass(frozen=True)
-class ItemScope:
+class ItemScope(Struct, frozen=True):
     session_ids: tuple[str, ...] | None = None
     statuses: tuple[str, ...] = ("active", "superseded", "disputed")
 
@@ -247,15 +241,13 @@ class ItemScope:
         return " AND ".join(clauses), params
 
 
-@dataclass(frozen=True)
-class LikeResult:
+class LikeResult(Struct, frozen=True):
     rows: list[Any]
     # Rows older than the scan window exist in scope: the scan did not see them.
     window_cut: bool = False
 
 
-@dataclass(frozen=True)
-class BranchRow:
+class BranchRow(Struct, frozen=True):
     """What the active-path walk (memplug.branches) needs of one event."""
 
     id: int
@@ -267,8 +259,7 @@ class BranchRow:
     call_id: str | None = None
 
 
-@dataclass
-class ScopeStats:
+class ScopeStats(Struct):
     """Rough sizes used for IDF: sums of the sessions' last sequence numbers."""
 
     events: int

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.text import canonical_json
 
 
-@dataclass(frozen=True)
-class SkillRow:
+class SkillRow(Struct, frozen=True):
     name: str
     path: str
     source: str
@@ -51,8 +51,7 @@ class SkillRow:
 
 # Not frozen: every step reads the active rules, and a frozen instance costs a setattr
 # call per field to build.
-@dataclass(slots=True)
-class RuleRow:
+class RuleRow(Struct):
     """A rule as it is in force: parsed values with any override applied."""
 
     id: str
@@ -84,8 +83,7 @@ class RuleRow:
         }
 
 
-@dataclass(frozen=True)
-class ParsedRule:
+class ParsedRule(Struct, frozen=True):
     """A rule line as ingestion found it (what ``rules`` stores before overrides)."""
 
     key: str
@@ -96,8 +94,7 @@ class ParsedRule:
     content_hash: str
 
 
-@dataclass(frozen=True)
-class ValidationRecord:
+class ValidationRecord(Struct, frozen=True):
     """One ``validation_logs`` row."""
 
     session_id: str
@@ -212,8 +209,7 @@ def _validation(row: Sequence[Any]) -> ValidationRecord:
     )
 
 
-@dataclass
-class SkillWrite:
+class SkillWrite(Struct):
     """What one skill file contributes on ingestion."""
 
     name: str

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.db import Database
 from memplug.text import canonical_json
@@ -18,8 +19,7 @@ _EDGE_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class ScopeFilter:
+class ScopeFilter(Struct, frozen=True):
     """Which derived rows a query sees: rows of one session, rows whose ``scope`` is one
     of ``scopes``, or (both None) every row."""
 
@@ -35,8 +35,7 @@ class ScopeFilter:
         return "1", []
 
 
-@dataclass(frozen=True)
-class EntryRow:
+class EntryRow(Struct, frozen=True):
     id: str
     session_id: str
     scope: str
@@ -51,8 +50,7 @@ class EntryRow:
     ref_status: str | None
 
 
-@dataclass(frozen=True)
-class EdgeRow:
+class EdgeRow(Struct, frozen=True):
     session_id: str
     src: str
     relation: str
@@ -68,8 +66,7 @@ class EdgeRow:
         return (self.last_event_time or "", self.session_id, self.last_seq)
 
 
-@dataclass(frozen=True)
-class EntityRow:
+class EntityRow(Struct, frozen=True):
     entity: str
     type: str
     name: str
@@ -77,8 +74,7 @@ class EntityRow:
     mentions: int
 
 
-@dataclass(frozen=True)
-class ItemFact:
+class ItemFact(Struct, frozen=True):
     """What the views need of an item: an event created it; its status may change later
     and is read when the view is read, never copied."""
 
@@ -89,8 +85,7 @@ class ItemFact:
     numbers: tuple[dict[str, Any], ...]
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(Struct, frozen=True):
     seq: int
     tool_name: str | None
     text: str

@@ -8,8 +8,9 @@ Vectors are bytes here; the arithmetic over them lives above the store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.store.search import EventScope, Snapshot
@@ -19,8 +20,7 @@ EMBEDDABLE = (
 )
 
 
-@dataclass
-class VectorScan:
+class VectorScan(Struct):
     """In-scope vectors with their events' own (session, seq) keys — the same in every
     database, unlike row ids — so equal scores can break ties identically everywhere."""
 
@@ -30,8 +30,7 @@ class VectorScan:
     lacking: int = 0
 
 
-@dataclass(frozen=True)
-class VectorCounts:
+class VectorCounts(Struct, frozen=True):
     embeddable: int
     current: int
     stale: int

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from memplug.db import Database
 from memplug.query import QuerySignals
@@ -29,8 +30,7 @@ _COLUMNS: tuple[str, ...] = (
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM work_records"
 
 
-@dataclass(frozen=True)
-class WorkRow:
+class WorkRow(Struct, frozen=True):
     """One work record: a tool call and, once it arrived, its result's outcome."""
 
     session_id: str
