@@ -344,9 +344,13 @@ class SearchStore:
             "(instr(lower(a.text), ?) > 0 AND instr(lower(e.text), ?) = 0)" for _ in wanted
         )
         params: list[Any] = [n for needle in wanted for n in (needle, needle)]
+        # CROSS JOIN keeps the archive (capped events only, usually none) as the outer
+        # loop, each row finding its event by key: left to the planner, the query walked
+        # every in-scope event (140 ms at 100k events).
         sql = (
-            "SELECT 1 FROM archive a JOIN events e "
-            "ON e.session_id = a.session_id AND a.ref = 'seq:' || e.seq "
+            "SELECT 1 FROM archive a CROSS JOIN events e "
+            "ON e.session_id = a.session_id AND e.seq = CAST(substr(a.ref, 5) AS INTEGER) "
+            "AND a.ref = 'seq:' || e.seq "
             f"WHERE ({tests})"
         )
         if session_ids is not None:
