@@ -22,7 +22,7 @@ from memplug.config import Config
 from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_words
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
-from memplug.refs import EventRef, event_ref
+from memplug.refs import EventRef, event_ref, row_scope
 from memplug.store.events import EventRow
 from memplug.store.items import ActionRow, ItemRow
 from memplug.store.ports import Storage
@@ -102,6 +102,7 @@ class _Context(Struct):
     actor: str
     project: str | None = None
     created: set[str] = field(default_factory=set)
+    agent: str | None = None
 
 
 class Follower(Protocol):
@@ -299,6 +300,7 @@ class Extractor:
         # batches cannot change it.
         project = event.project_key
         ctx = _Context(event.session_id, event.seq, event.event_time, "", project)
+        ctx.agent = event.agent
         tasks: list[Candidate] = []
         for candidate in candidates:
             ctx.actor = f"extractor:{candidate.rule}"
@@ -376,6 +378,8 @@ class Extractor:
             id=memory_id,
             session_id=ctx.session_id,
             project=ctx.project,
+            row_scope=row_scope(ctx.project, ctx.session_id),
+            agent=ctx.agent,
             kind=kind,
             content=cand.content,
             conditions=cand.conditions,
@@ -725,6 +729,9 @@ class Extractor:
     def inspect_item(self, memory_id: str) -> dict[str, Any]:
         item = self._item(memory_id)
         data: dict[str, Any] = {"object": "memory", **item.as_dict()}
+        # An id is read wherever it is; this says where that is (`scope` is the item's
+        # own {session, project} record).
+        data["in_scope"] = item.row_scope
         rule_id = item.extractor.split("@")[0]
         rule = RULES_BY_ID.get(rule_id)
         data["rule"] = {"ref": item.extractor, "summary": rule.summary if rule else None}
@@ -745,6 +752,8 @@ class Extractor:
                      "entry_id", "parent_id", "cwd", "project", "store", "content_hash",
                      "ingested_at"):  # fmt: skip
             data[name] = getattr(event, name)
+        data["in_scope"] = row_scope(event.project_key, event.session_id)
+        data["agent"] = event.agent
         data["is_error"] = None if event.is_error is None else bool(event.is_error)
         data["generated"] = bool(event.generated)
         data["searchable"] = bool(event.searchable)

@@ -39,7 +39,8 @@ from memplug.entities import (
 )
 from memplug.errors import NotFound, ValidationError
 from memplug.extract import READ_TYPES, is_user_statement
-from memplug.scopes import Scope, row_scope
+from memplug.refs import row_scope
+from memplug.scopes import Scope
 from memplug.store.events import EventRow
 from memplug.store.ports import Storage
 from memplug.store.timeline import EdgeRow, ItemFact
@@ -110,12 +111,12 @@ class GraphDeriver:
         if home is not None:
             entities.append(home)
             relations += [(e.id, "in_project", home.id) for e in found.entities]
-        scope = row_scope(project, event.session_id)
+        scope, agent = row_scope(project, event.session_id), event.agent
         self.rows.note_entities(
-            event.session_id, scope, event.seq, ((e.id, e.type, e.name) for e in entities)
+            event.session_id, scope, event.seq, ((e.id, e.type, e.name) for e in entities), agent
         )
         self.rows.note_edges(
-            event.session_id, scope, event.seq, event.event_time, dict.fromkeys(relations)
+            event.session_id, scope, event.seq, event.event_time, dict.fromkeys(relations), agent
         )
 
 

@@ -199,12 +199,17 @@ class Memory:
 
         return Graph(self.store)
 
-    def core(self, project: str | None = None) -> dict[str, Any]:
-        """The resident core of ``project`` (None: the global core, every session) in
-        the ``memory core --json`` shape; an unknown project is :class:`NotFound`."""
+    def core(self, project: str | None = None, *, cwd: str | None = None) -> dict[str, Any]:
+        """The resident core of ``project`` in the ``memory core --json`` shape; an
+        unknown project is :class:`NotFound`. With no project: the working directory's
+        project when ``cwd`` is given and the database knows it, else the global core
+        (every session)."""
         from memplug.core import resident_core, scope_for_project
         from memplug.errors import NotFound
 
+        if project is None and cwd is not None:
+            name = self.scope(cwd=cwd).name
+            project = name.removeprefix("project:") if name.startswith("project:") else None
         scope = scope_for_project(self.store, project)
         if project is not None and not scope.session_ids:
             raise NotFound(f"no project {project!r} in the database")
@@ -223,6 +228,41 @@ class Memory:
         from memplug.scopes import resolve
 
         return resolve(self.store, scope=scope, project=project, session=session, cwd=cwd)
+
+    def items(
+        self,
+        *,
+        scope: str | None = None,
+        project: str | None = None,
+        sessions: Sequence[str] = (),
+        status: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+        cwd: str | None = None,
+    ) -> dict[str, Any]:
+        """``{scope, items}``: memory items (``ItemRow.as_dict``) in session and creation
+        order. Given sessions and neither a scope nor a project, those sessions' items;
+        else the scope's (default: the current context, see :mod:`memplug.scopes`)."""
+        where = None
+        if sessions and scope is None and project is None:
+            name = ", ".join(f"session:{s}" for s in sessions)
+        else:
+            resolved = self.scope(scope=scope, project=project, cwd=cwd)
+            name, where = resolved.name, resolved.where
+        rows = self.store.items.find(
+            session_ids=list(sessions) or None, status=status, kind=kind, limit=limit, where=where
+        )
+        return {"scope": name, "items": [row.as_dict() for row in rows]}
+
+    def expand(self, target: str, **options: Any) -> dict[str, Any]:
+        """``memory expand --json`` (``options`` are :meth:`Retriever.expand`'s), plus the
+        ``scope`` it read: the one session whose events it returns."""
+        data = self.retriever.expand(target, **options).as_json()
+        data.setdefault("next", None)
+        events = data.get("events") or []
+        session = events[0]["session_id"] if events else (data.get("item") or {}).get("session_id")
+        data["scope"] = f"session:{session}" if session else None
+        return data
 
     def search(
         self,

@@ -5,6 +5,10 @@ The rule (docs/events.md, "Event references"): the session is everything before 
 be blank. The seq is ASCII digits only — no sign, no spaces — at most ``MAX_SEQ``,
 the bounds a host event's seq has. Leading zeros are read (``s1:007`` is ``s1:7``) but
 never written. Nothing is stripped: a ref names an event exactly or not at all.
+
+Also the one rule for the scope a session's derived rows carry (``row_scope``; what a
+query reads is :mod:`memplug.scopes`): it is written by extraction as well as by the
+views above it.
 """
 
 from __future__ import annotations
@@ -85,4 +89,10 @@ def _source_ref(entry: object, session_id: str) -> EventRef | None:
     return EventRef(str(session), seq) if str(session).strip() else None
 
 
-__all__ = ["MAX_SEQ", "EventRef", "event_ref", "parse_source_refs"]
+def row_scope(project: str | None, session_id: str) -> str:
+    """The scope a session's derived rows carry: ``project:<key>`` when the session has
+    a project, else ``session:<id>``."""
+    return f"project:{project}" if project else f"session:{session_id}"
+
+
+__all__ = ["MAX_SEQ", "EventRef", "event_ref", "parse_source_refs", "row_scope"]

@@ -2,7 +2,9 @@
 
 A derived row (memory item, timeline entry, entity, edge) carries the scope of the
 session it came from: ``project:<key>`` when the session has a project (the host's
-project name, else its working directory), ``session:<id>`` when it has none.
+project name, else its working directory), ``session:<id>`` when it has none; and,
+when the host named the agent that made its event (``EventRow.agent``), that agent's
+tag, which ``agent:<id>`` reads (the project's scope still holds the row).
 ``global`` spans everything. A query that names no scope takes the current context:
 the project given, else the session's project, else the project of the working
 directory when the database knows it, else ``global`` — and every result says which.
@@ -15,15 +17,11 @@ import os
 from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
+from memplug.refs import row_scope
 from memplug.store.ports import Storage
 from memplug.store.timeline import ScopeFilter
 
 GLOBAL = "global"
-
-
-def row_scope(project: str | None, session_id: str) -> str:
-    """The scope a session's derived rows carry."""
-    return f"project:{project}" if project else f"session:{session_id}"
 
 
 class Scope(Struct, frozen=True):
@@ -55,7 +53,14 @@ def resolve(
         if store.events.session(target) is None:
             raise NotFound(f"no session '{target}' in this database")
         return Scope(scope, ScopeFilter(session_id=target))
-    raise ValidationError(f"scope must be global, project:<key> or session:<id>, not '{scope}'")
+    if scope.startswith("agent:") and len(scope) > len("agent:"):
+        agent = scope[len("agent:") :]
+        if not store.timeline.agent_known(agent):
+            raise NotFound(f"nothing in this database was derived from agent '{agent}'")
+        return Scope(scope, ScopeFilter(agent=agent))
+    raise ValidationError(
+        f"scope must be global, project:<key>, session:<id> or agent:<id>, not '{scope}'"
+    )
 
 
 def context_session(store: Storage, cwd: str) -> str | None:

@@ -22,8 +22,9 @@ from memplug.config import Config
 from memplug.entities import in_text, in_tool_input, project_entity, tool_paths
 from memplug.errors import ValidationError
 from memplug.graph import Graph
+from memplug.refs import row_scope
 from memplug.retrieve import decode_token, encode_token, parse_time
-from memplug.scopes import Scope, resolve, row_scope
+from memplug.scopes import Scope, resolve
 from memplug.store.events import EventRow
 from memplug.store.ports import Storage
 from memplug.store.timeline import EntryRow, ItemFact, ToolCall
@@ -88,7 +89,7 @@ class TimelineDeriver:
             self._calls[(event.session_id, event.call_id)] = call
             while len(self._calls) > CALL_MEMORY:
                 self._calls.popitem(last=False)
-        scope = row_scope(event.project_key, event.session_id)
+        scope, agent = row_scope(event.project_key, event.session_id), event.agent
         for entry in self._entries(event, items):
             self.rows.add_entry(
                 id=entry_id(event.session_id, event.seq, entry.kind, entry.ref or entry.text),
@@ -101,6 +102,7 @@ class TimelineDeriver:
                 text=entry.text,
                 ref=entry.ref,
                 entities=entry.entities,
+                agent=agent,
             )
 
     def _entries(self, event: EventRow, items: Sequence[ItemFact]) -> Iterator[_Entry]:
@@ -285,6 +287,7 @@ def _entry_dict(row: EntryRow) -> dict[str, Any]:
         "scope": row.scope,
         "text": clip(row.text, ENTRY_TEXT_CHARS),
         "entities": list(row.entities),
+        "agent": row.agent,
         "follow": encode_token({"op": "expand", "s": row.session_id, "q": row.seq_from,
                                 "a": row.seq_to - row.seq_from, "br": "all"}),
     }  # fmt: skip

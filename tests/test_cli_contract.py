@@ -72,7 +72,9 @@ def test_a_query_with_no_terms_is_empty_and_complete_even_over_truncated_text(
     assert worded["coverage"]["reasons"] == ["truncated_events"]
     done = cli("--db", str(db), "search", query)
     assert done.returncode == 0
-    assert done.stdout == "no hits\ncoverage: complete — this empty result is authoritative\n"
+    assert done.stdout == (
+        "scope: global\nno hits\ncoverage: complete — this empty result is authoritative\n"
+    )
 
 
 def test_inspect_shows_an_events_type_and_tool(cli, shop_db: Path) -> None:

@@ -28,10 +28,11 @@ def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
     result = cli("--db", str(db), "search", "port 8080", "--session", "shop-1", "--limit", "3")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["score", "ref", "what", "why", "snippet"]
+    assert lines[0] == "scope: project:/home/ana/shop"  # the project of --session
+    assert lines[1].split() == ["score", "ref", "what", "why", "snippet"]
     # A memory hit names the turn it came from; that turn takes no slot of its own.
-    assert "mem_shop1_" in lines[2] and "from shop-1:34" in lines[2]
-    assert "exact:8080" in lines[2] and "*" in lines[2]
+    assert "mem_shop1_" in lines[3] and "from shop-1:34" in lines[3]
+    assert "exact:8080" in lines[3] and "*" in lines[3]
     assert not any(line.split()[1:2] == ["shop-1:34"] for line in lines)
     assert any(line.startswith("hits 1–3 of ") for line in lines)
     assert "coverage: complete" in result.stdout
@@ -42,7 +43,8 @@ def test_search_json_shape(cli: Any, db: Path) -> None:
     result = cli("--db", str(db), "search", "--json", "值班室分机号是多少", "--session", "shop-1")
     assert result.returncode == 0, result.stderr
     data = result.json()
-    assert set(data) == {"total", "offset", "hits", "next", "coverage"}
+    assert set(data) == {"total", "offset", "hits", "next", "coverage", "scope"}
+    assert data["scope"] == "project:/home/ana/shop"
     assert data["next"] is None and data["total"] == len(data["hits"])
     assert data["coverage"] == {"complete": True, "reasons": []}
     kinds = {h["kind"] for h in data["hits"]}

@@ -206,7 +206,10 @@ def test_cli_json_contract_and_paging(memory: Memory, db_path: Path) -> None:
     [
         (["--since", "yesterday"], "Error: --since must be an ISO-8601 date or time"),
         (["--next", "mp1.garbage"], "Error: malformed memplug call token"),
-        (["--scope", "team:x"], "Error: scope must be global, project:<key> or session:<id>"),
+        (
+            ["--scope", "team:x"],
+            "Error: scope must be global, project:<key>, session:<id> or agent:<id>",
+        ),
         (["--session", "nope"], "Error: no session 'nope' in this database"),
         (["--entity", "nothing-here"], "Error: no entity 'nothing-here' in scope global"),
         (["--limit", "0"], "Error: --limit must be between 1 and 100"),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
 from memplug.cli.output import CliContext, emit, json_option
+from memplug.errors import UsageError
 
 
 def _render_core(data: dict[str, Any]) -> str:
@@ -30,10 +32,21 @@ def _render_core(data: dict[str, Any]) -> str:
 
 
 @click.command("core")
-@click.option("--project", default=None, help="A project (its cwd); default: the global core.")
+@click.option(
+    "--project",
+    default=None,
+    help="A project (its cwd); default: the current one, else the global core.",
+)
+@click.option("--global", "everywhere", is_flag=True, help="The global core (every session).")
 @json_option
 @click.pass_obj
-def core_cmd(ctx: CliContext, project: str | None, as_json: bool) -> None:
-    """The resident project core, and why each line is there."""
+def core_cmd(ctx: CliContext, project: str | None, everywhere: bool, as_json: bool) -> None:
+    """The resident project core, and why each line is there.
+
+    Of the working directory's project unless told otherwise (--project, --global);
+    `--json` gives {project, scope, lines, tokens, budget, omitted, version}."""
+    if everywhere and project is not None:
+        raise UsageError("give --project or --global, not both")
     with ctx.read() as memory:
-        emit(memory.core(project), as_json, _render_core)
+        cwd = None if everywhere else os.getcwd()
+        emit(memory.core(project, cwd=cwd), as_json, _render_core)

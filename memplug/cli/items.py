@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -29,13 +30,15 @@ _LIST_FIELDS = (
     "extractor",
     "conditions",
     "numbers",
+    "agent",
     "created_at",
 )
 
 
 def _render_items(data: dict[str, Any]) -> str:
+    head = f"scope: {data['scope']}"
     if not data["items"]:
-        return "no memory items"
+        return f"{head}\nno memory items"
     rows = [
         [
             item["id"],
@@ -46,10 +49,12 @@ def _render_items(data: dict[str, Any]) -> str:
         ]
         for item in data["items"]
     ]
-    return table(rows, ["id", "kind", "status", "content", "superseded by"])
+    return head + "\n" + table(rows, ["id", "kind", "status", "content", "superseded by"])
 
 
 @click.command("items")
+@click.option("--project", help="Only this project (default: the current context).")
+@click.option("--scope", help="global, project:<key>, session:<id> or agent:<id>.")
 @click.option("--session", "sessions", multiple=True, help="Only this session (repeatable).")
 @click.option("--status", type=click.Choice(ITEM_STATUSES), help="Only items with this status.")
 @click.option("--kind", type=click.Choice(MEMORY_KINDS), help="Only items of this kind.")
@@ -58,19 +63,31 @@ def _render_items(data: dict[str, Any]) -> str:
 @click.pass_obj
 def items_cmd(
     ctx: CliContext,
+    project: str | None,
+    scope: str | None,
     sessions: tuple[str, ...],
     status: str | None,
     kind: str | None,
     limit: int | None,
     as_json: bool,
 ) -> None:
-    """List memory items (in session and creation order)."""
+    """List memory items (in session and creation order).
+
+    Reads the current context (the working directory's project, else every session)
+    unless told otherwise (--project, --scope, --session) and says which scope it read;
+    `--json` gives {scope, items}."""
     with ctx.read() as memory:
-        rows = memory.store.items.find(
-            session_ids=list(sessions) or None, status=status, kind=kind, limit=limit
+        data = memory.items(
+            scope=scope,
+            project=project,
+            sessions=sessions,
+            status=status,
+            kind=kind,
+            limit=limit,
+            cwd=os.getcwd(),
         )
-        listed = [{k: row.as_dict()[k] for k in _LIST_FIELDS} for row in rows]
-    emit({"items": listed}, as_json, _render_items)
+    data["items"] = [{k: item[k] for k in _LIST_FIELDS} for item in data["items"]]
+    emit(data, as_json, _render_items)
 
 
 def _render_inspect(data: dict[str, Any]) -> str:
@@ -80,7 +97,9 @@ def _render_inspect(data: dict[str, Any]) -> str:
             f"type       {data['type']}"
             + (f"  tool {data['tool_name']}" if data["tool_name"] else "")
             + (f"  outcome {data['outcome']}" if data["outcome"] else ""),
-            f"role       {data['role'] or '-'}",
+            f"role       {data['role'] or '-'}"
+            + (f"  agent {data['agent']}" if data["agent"] else ""),
+            f"scope      {data['in_scope']}",
             f"time       {data['event_time'] or '-'}  turn {data['turn']}",
             f"source     {data['source_kind'] or '-'}{' (generated)' if data['generated'] else ''}",
             f"extracted  {data['extracted_as'] or 'no (not read by extraction)'}",
@@ -98,6 +117,7 @@ def _render_inspect(data: dict[str, Any]) -> str:
         f"item       {data['id']}",
         f"kind       {data['kind']} ({data['evidence_type']})",
         f"status     {data['status']}",
+        f"scope      {data['in_scope']}" + (f"  agent {data['agent']}" if data["agent"] else ""),
         f"content    {data['content']}",
         f"subject    {data['subject_key'] or '-'}",
         f"extractor  {data['extractor']}",

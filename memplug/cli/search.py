@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -19,7 +20,7 @@ _BRANCHES = click.Choice(["active", "all"])
 def _render_page(data: dict[str, Any]) -> str:
     hits = data["hits"]
     coverage = data["coverage"]
-    lines: list[str] = []
+    lines: list[str] = [f"scope: {data['scope']}"]
     if hits:
         rows = []
         for hit in hits:
@@ -62,7 +63,7 @@ def _render_page(data: dict[str, Any]) -> str:
 
 
 def _render_expand(data: dict[str, Any]) -> str:
-    lines: list[str] = []
+    lines: list[str] = [f"scope: {data['scope']}"] if data["scope"] else []
     if data.get("item"):
         item = data["item"]
         lines.append(f"{item['id']}  {item['kind']} ({item['evidence_type']}, {item['status']})")
@@ -145,27 +146,23 @@ def search_cmd(
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
     with ctx.read() as memory:
-        retriever = memory.retriever
-        if next_token is not None:
-            page = retriever.page(next_token)
-        else:
-            page = retriever.search(
-                query or "",
-                session=session,
-                scope=scope,
-                mode=mode,
-                match=match,
-                role=role,
-                type=types,
-                tool=tool,
-                outcome=outcome,
-                since=since,
-                until=until,
-                branches=branches,
-                limit=limit,
-            )
-    data = page.as_json()
-    data.setdefault("next", None)
+        data = memory.search(
+            query,
+            next_token=next_token,
+            cwd=os.getcwd(),
+            session=session,
+            scope=scope,
+            mode=mode,
+            match=match,
+            role=role,
+            type=types,
+            tool=tool,
+            outcome=outcome,
+            since=since,
+            until=until,
+            branches=branches,
+            limit=limit,
+        )
     _finish(data, as_json, _render_page)
 
 
@@ -193,9 +190,7 @@ def expand_cmd(
     follow `next` until it is null to read everything.
     """
     with ctx.read() as memory:
-        result = memory.retriever.expand(
+        data = memory.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
-    data = result.as_json()
-    data.setdefault("next", None)
     _finish(data, as_json, _render_expand)

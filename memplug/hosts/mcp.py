@@ -28,7 +28,7 @@ from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
-from memplug.errors import MemplugError, NotFound
+from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
 from memplug.secrets import redact_secrets
@@ -46,7 +46,9 @@ INSTRUCTIONS = (
     "only when coverage.complete is true."
 )
 
-ScopeText = Field(None, description="global, project:<key> or session:<id> (default: current)")
+ScopeText = Field(
+    None, description="global, project:<key>, session:<id> or agent:<id> (default: current)"
+)
 
 
 class _Args(BaseModel):
@@ -103,12 +105,7 @@ class CoreArgs(_Args):
 
 
 def _core(memory: Memory, args: CoreArgs, cwd: str) -> dict[str, Any]:
-    if args.project is not None:
-        return memory.core(args.project)
-    try:
-        return memory.core(cwd)
-    except NotFound:
-        return memory.core(None)  # the working directory is no project memplug knows
+    return memory.core(args.project, cwd=cwd)
 
 
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
@@ -132,12 +129,9 @@ def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
 
 
 def _expand(memory: Memory, args: ExpandArgs, cwd: str) -> dict[str, Any]:
-    result = memory.retriever.expand(
+    return memory.expand(
         args.target, before=args.before, after=args.after, max_chars=args.max_chars
     )
-    data = result.as_json()
-    data.setdefault("next", None)
-    return data
 
 
 def _timeline(memory: Memory, args: TimelineArgs, cwd: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -88,6 +89,18 @@ class EventRow(Struct, frozen=True):
         """The project the event belongs to, from the event alone (the host's project,
         else its cwd), so that how events were batched on delivery cannot change it."""
         return self.project or self.cwd
+
+    @property
+    def agent(self) -> str | None:
+        """The agent the host says made the event (its ``agent_id`` field, kept in the
+        extras: Claude Code's subagent records), else None."""
+        if not self.extra_json or '"agent_id"' not in self.extra_json:
+            return None  # most events: no parse
+        try:
+            value = json.loads(self.extra_json).get("agent_id")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) and value else None
 
     @property
     def ref(self) -> str:

@@ -17,6 +17,7 @@ from msgspec import Struct
 from memplug.db import Database
 from memplug.errors import ValidationError
 from memplug.refs import EventRef, event_ref
+from memplug.store.timeline import ScopeFilter
 from memplug.text import canonical_json
 from memplug.vocab import EVIDENCE_TYPES, ITEM_STATUSES, LIFECYCLE_EVENTS, MEMORY_KINDS
 
@@ -41,6 +42,8 @@ ITEM_COLUMNS: tuple[str, ...] = (
     "derived_from_seq",
     "created_at",
     "updated_at",
+    "scope",
+    "agent",
 )
 _SELECT_ITEM = f"SELECT {', '.join(ITEM_COLUMNS)} FROM memory_items"
 # Columns a lifecycle change may touch; identity and provenance never change.
@@ -78,6 +81,8 @@ class ItemRow(Struct, frozen=True):
     derived_from_seq: int
     created_at: str | None
     updated_at: str | None
+    row_scope: str | None = None  # the `scope` column: project:<key> or session:<id>
+    agent: str | None = None
 
     @property
     def source_refs(self) -> list[str]:
@@ -131,6 +136,7 @@ class ItemRow(Struct, frozen=True):
             "content_hash": self.content_hash,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "agent": self.agent,
         }
 
 
@@ -212,20 +218,21 @@ class ItemStore:
         status: str | None = None,
         kind: str | None = None,
         limit: int | None = None,
+        where: ScopeFilter | None = None,
     ) -> list[ItemRow]:
-        """Items in ``(session_id, rid)`` order, filtered."""
-        where: list[str] = []
-        params: list[Any] = []
+        """Items in ``(session_id, rid)`` order, filtered (``where``: by scope)."""
+        clause, params = where.sql("memory_items") if where is not None else ("1", [])
+        where_sql = [clause]
         if session_ids:
-            where.append(f"session_id IN ({', '.join('?' for _ in session_ids)})")
+            where_sql.append(f"session_id IN ({', '.join('?' for _ in session_ids)})")
             params.extend(session_ids)
         if status:
-            where.append("status = ?")
+            where_sql.append("status = ?")
             params.append(status)
         if kind:
-            where.append("kind = ?")
+            where_sql.append("kind = ?")
             params.append(kind)
-        sql = _SELECT_ITEM + (f" WHERE {' AND '.join(where)}" if where else "")
+        sql = _SELECT_ITEM + f" WHERE {' AND '.join(where_sql)}"
         sql += " ORDER BY session_id, rid"
         if limit is not None:
             sql += " LIMIT ?"
@@ -258,6 +265,8 @@ class ItemStore:
         id: str,
         session_id: str,
         project: str | None,
+        row_scope: str,
+        agent: str | None,
         kind: str,
         content: str,
         conditions: Sequence[str],
@@ -279,8 +288,8 @@ class ItemStore:
             "INSERT INTO memory_items (id, session_id, project, kind, content, conditions_json,"
             " scope_json, numbers_json, source_refs_json, evidence_type, status,"
             " supersedes_json, superseded_by, subject_key, content_hash, extractor,"
-            " derived_from_seq, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?, ?, ?)",
+            " derived_from_seq, created_at, updated_at, scope, agent)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 id,
                 session_id,
@@ -299,6 +308,8 @@ class ItemStore:
                 derived_from_seq,
                 at,
                 at,
+                row_scope,
+                agent,
             ),
         )
         row = self.get(id)

@@ -102,6 +102,7 @@ class ItemPort(Protocol):
         status: str | None = None,
         kind: str | None = None,
         limit: int | None = None,
+        where: ScopeFilter | None = None,
     ) -> list[ItemRow]: ...
     def citing(self, session_id: str, seq: int) -> list[ItemRow]: ...
     def superseding(self, memory_id: str) -> list[ItemRow]: ...
@@ -111,6 +112,8 @@ class ItemPort(Protocol):
         id: str,
         session_id: str,
         project: str | None,
+        row_scope: str,
+        agent: str | None,
         kind: str,
         content: str,
         conditions: Sequence[str],
@@ -316,9 +319,15 @@ class TimelinePort(Protocol):
         text: str,
         ref: str | None,
         entities: Sequence[str],
+        agent: str | None = None,
     ) -> None: ...
     def note_entities(
-        self, session_id: str, scope: str, seq: int, entities: Iterable[tuple[str, str, str]]
+        self,
+        session_id: str,
+        scope: str,
+        seq: int,
+        entities: Iterable[tuple[str, str, str]],
+        agent: str | None = None,
     ) -> None: ...
     def note_edges(
         self,
@@ -327,6 +336,7 @@ class TimelinePort(Protocol):
         seq: int,
         event_time: str | None,
         edges: Iterable[tuple[str, str, str]],
+        agent: str | None = None,
     ) -> None: ...
     def tool_call(self, session_id: str, call_id: str, before: int) -> ToolCall | None: ...
     def items_after(self, session_id: str, after_seq: int) -> dict[int, list[ItemFact]]: ...
@@ -352,6 +362,7 @@ class TimelinePort(Protocol):
     def edges_in_slot(self, src: str, relation: str, where: ScopeFilter) -> list[EdgeRow]: ...
     def all_edges(self, where: ScopeFilter, relations: Sequence[str] = ()) -> list[EdgeRow]: ...
     def lagging(self, where: ScopeFilter) -> list[str]: ...
+    def agent_known(self, agent: str) -> bool: ...
 
 
 @runtime_checkable

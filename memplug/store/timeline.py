@@ -17,18 +17,23 @@ _ENTRY_COLUMNS = "id, session_id, scope, kind, seq_from, seq_to, event_time, tex
 _EDGE_COLUMNS = (
     "session_id, src, relation, dst, scope, first_seq, last_seq, last_event_time, statements"
 )
+# The derived tables whose rows carry an agent tag (migration 0007).
+AGENT_TABLES: tuple[str, ...] = ("memory_items", "timeline_entries", "graph_entities")
 
 
 class ScopeFilter(Struct, frozen=True):
-    """Which derived rows a query sees: rows of one session, rows whose ``scope`` is one
-    of ``scopes``, or (both None) every row."""
+    """Which derived rows a query sees: rows of one session, rows one agent made, rows
+    whose ``scope`` is one of ``scopes``, or (all None) every row."""
 
     session_id: str | None = None
     scopes: tuple[str, ...] | None = None
+    agent: str | None = None
 
     def sql(self, alias: str) -> tuple[str, list[Any]]:
         if self.session_id is not None:
             return f"{alias}.session_id = ?", [self.session_id]
+        if self.agent is not None:
+            return f"{alias}.agent = ?", [self.agent]
         if self.scopes is not None:
             marks = ", ".join("?" for _ in self.scopes)
             return f"{alias}.scope IN ({marks})", list(self.scopes)
@@ -48,6 +53,7 @@ class EntryRow(Struct, frozen=True):
     entities: tuple[str, ...]
     ingested_at: str | None
     ref_status: str | None
+    agent: str | None = None
 
 
 class EdgeRow(Struct, frozen=True):
@@ -116,26 +122,34 @@ class TimelineStore:
         text: str,
         ref: str | None,
         entities: Sequence[str],
+        agent: str | None = None,
     ) -> None:
         self.conn.execute(
-            f"INSERT OR IGNORE INTO timeline_entries ({_ENTRY_COLUMNS}, entities_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR IGNORE INTO timeline_entries ({_ENTRY_COLUMNS}, entities_json, agent) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (id, session_id, scope, kind, seq_from, seq_to, event_time, text, ref,
-             canonical_json(sorted(set(entities)))),
+             canonical_json(sorted(set(entities))), agent),
         )  # fmt: skip
 
     def note_entities(
-        self, session_id: str, scope: str, seq: int, entities: Iterable[tuple[str, str, str]]
+        self,
+        session_id: str,
+        scope: str,
+        seq: int,
+        entities: Iterable[tuple[str, str, str]],
+        agent: str | None = None,
     ) -> None:
-        """Record ``(entity, type, name)`` mentions at ``seq``; the first spelling stays."""
+        """Record ``(entity, type, name)`` mentions at ``seq``; the first spelling (and
+        the agent of the first mention) stays."""
         self.conn.executemany(
             "INSERT INTO graph_entities (session_id, entity, type, name, scope, first_seq,"
-            " last_seq, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, 1)"
+            " last_seq, mentions, agent) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)"
             " ON CONFLICT (session_id, entity) DO UPDATE SET"
             " name = CASE WHEN excluded.first_seq < first_seq THEN excluded.name ELSE name END,"
+            " agent = CASE WHEN excluded.first_seq < first_seq THEN excluded.agent ELSE agent END,"
             " first_seq = min(first_seq, excluded.first_seq),"
             " last_seq = max(last_seq, excluded.last_seq), mentions = mentions + 1",
-            [(session_id, e, t, n, scope, seq, seq) for e, t, n in entities],
+            [(session_id, e, t, n, scope, seq, seq, agent) for e, t, n in entities],
         )
 
     def note_edges(
@@ -145,16 +159,20 @@ class TimelineStore:
         seq: int,
         event_time: str | None,
         edges: Iterable[tuple[str, str, str]],
+        agent: str | None = None,
     ) -> None:
-        """Record ``(src, relation, dst)`` statements made at ``seq``."""
+        """Record ``(src, relation, dst)`` statements made at ``seq`` (the agent of the
+        first statement stays)."""
         self.conn.executemany(
-            f"INSERT INTO graph_edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)"
+            f"INSERT INTO graph_edges ({_EDGE_COLUMNS}, agent)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)"
             " ON CONFLICT (session_id, src, relation, dst) DO UPDATE SET"
+            " agent = CASE WHEN excluded.first_seq < first_seq THEN excluded.agent ELSE agent END,"
             " first_seq = min(first_seq, excluded.first_seq),"
             " last_event_time = CASE WHEN excluded.last_seq > last_seq"
             "   THEN excluded.last_event_time ELSE last_event_time END,"
             " last_seq = max(last_seq, excluded.last_seq), statements = statements + 1",
-            [(session_id, s, r, d, scope, seq, seq, event_time) for s, r, d in edges],
+            [(session_id, s, r, d, scope, seq, seq, event_time, agent) for s, r, d in edges],
         )
 
     # -- reading what derivation needs ----------------------------------------------------
@@ -232,7 +250,8 @@ class TimelineStore:
         total_row = self.conn.execute("SELECT count(*)" + sql, params).fetchone()
         rows = self.conn.execute(
             "SELECT t.id, t.session_id, t.scope, coalesce(m.kind, t.kind), t.seq_from,"
-            " t.seq_to, t.event_time, t.text, t.ref, t.entities_json, e.ingested_at, m.status" + sql
+            " t.seq_to, t.event_time, t.text, t.ref, t.entities_json, e.ingested_at, m.status,"
+            " t.agent" + sql
             + " ORDER BY coalesce(t.event_time, ''), t.session_id, t.seq_from, t.id"
             " LIMIT ? OFFSET ?",
             [*params, limit, offset],
@@ -251,6 +270,7 @@ class TimelineStore:
                 entities=tuple(_json_list(row[9])),
                 ingested_at=row[10],
                 ref_status=row[11],
+                agent=row[12],
             )
             for row in rows
         ]
@@ -318,7 +338,10 @@ class TimelineStore:
     def lagging(self, where: ScopeFilter) -> list[str]:
         """Sessions in view whose derivation stands behind their events."""
         clause, params = where.sql("s")
-        if where.scopes is not None:
+        if where.agent is not None:
+            # Sessions carry no agent: any session behind may hold the agent's events.
+            clause, params = "1", []
+        elif where.scopes is not None:
             # Sessions carry a project, not a scope: `project:<key>` is their project.
             projects = [s[len("project:") :] for s in where.scopes if s.startswith("project:")]
             marks = ", ".join("?" for _ in projects) or "NULL"
@@ -330,6 +353,14 @@ class TimelineStore:
             params,
         )
         return [str(r[0]) for r in rows]
+
+    def agent_known(self, agent: str) -> bool:
+        """Whether any derived row carries ``agent``."""
+        return any(
+            self.conn.execute(f"SELECT 1 FROM {table} WHERE agent = ? LIMIT 1", (agent,))
+            .fetchone() is not None
+            for table in AGENT_TABLES
+        )  # fmt: skip
 
 
 def _json_list(raw: str | None) -> list[str]:
