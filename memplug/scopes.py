@@ -74,7 +74,8 @@ def context_session(store: Storage, cwd: str) -> str | None:
 
 def searched(store: Storage, scope: str | None, session: str | None) -> str:
     """The name, in these terms, of what a search with ``scope`` and ``session`` read
-    (search's own scopes: ``session``, ``project``, ``global``, ``session:<id>``)."""
+    (search's own scopes: ``session``, ``project``, ``global``, ``session:<id>``,
+    ``agent:<id>``)."""
     if scope in ("project", None) and session is not None:
         return resolve(store, session=session).name
     if scope == "session" and session is not None:

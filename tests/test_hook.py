@@ -280,6 +280,22 @@ def test_subagent_stop_captures_the_subagent_transcript(
     assert sessions[f"{SID}/agent-a1b2c3d"] == 5
 
 
+def test_what_a_subagent_did_carries_its_agent_tag(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path, project: Path
+) -> None:
+    agent = project / SID / "subagents" / "agent-a1b2c3d.jsonl"
+    hook("SubagentStop", agent_id="a1b2c3d", agent_transcript_path=str(agent))
+    timeline = cli("--db", str(db_path), "timeline", "--scope", "agent:a1b2c3d", "--json")
+    assert timeline.returncode == 0, timeline.stderr
+    entries = timeline.json()["entries"]
+    assert entries and {(e["session_id"], e["agent"]) for e in entries} == {
+        (f"{SID}/agent-a1b2c3d", "a1b2c3d")
+    }
+    assert "tool_succeeded" in {e["kind"] for e in entries}
+    main = cli("--db", str(db_path), "timeline", "--scope", f"session:{SID}", "--json").json()
+    assert main["entries"] and {e["agent"] for e in main["entries"]} == {None}
+
+
 def test_a_hook_with_nothing_new_loads_neither_click_nor_pydantic(
     hook: Callable[..., CliResult], project: Path, db_path: Path
 ) -> None:

@@ -81,6 +81,7 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
         page = result_json(out["timeline"])
         out["timeline2"] = await s.call_tool("memory_timeline", {"next": page["next"]})
         out["neighbors"] = await s.call_tool("memory_neighbors", {"entity": "8080"})
+        out["core"] = await s.call_tool("memory_core", {})
         out["bad"] = await s.call_tool("memory_neighbors", {"entity": 8080, "hops": 9})
         out["extra"] = await s.call_tool("memory_timeline", {"scope": "global", "purge": True})
         out["token"] = await s.call_tool("memory_timeline", {"next": "mp1.nonsense"})
@@ -108,12 +109,21 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
     assert len(search["hits"]) == 2 and search["total"] > 2
     seen = {(h.get("seq"), h.get("id")) for h in search["hits"]}
     assert seen.isdisjoint({(h.get("seq"), h.get("id")) for h in search2["hits"]})
-    assert result_json(out["expand"])["events"]
+    # Each names the scope it read: the server's working directory is no project here.
+    assert search["scope"] == "global" and search2["scope"] == "global"
+    expanded = result_json(out["expand"])
+    assert expanded["events"] and expanded["scope"] == "session:s1"
+    core = result_json(out["core"])
+    assert core["scope"] == "global" and [line["kind"] for line in core["lines"]] == [
+        "constraint",
+        "decision",
+    ]
     page1, page2 = result_json(out["timeline"]), result_json(out["timeline2"])
     assert page1["scope"] == "global" and page1["next"] and page2["entries"]
     assert page1["entries"][0]["id"] != page2["entries"][0]["id"]
     neighbors = result_json(out["neighbors"])
     assert neighbors["entity"] == "port:8080" and neighbors["neighbors"]
+    assert neighbors["scope"] == "global"
 
     for name in ("bad", "extra", "token", "unknown"):
         assert out[name].is_error, name

@@ -13,7 +13,7 @@ from memplug.refs import event_ref
 _scope_options = [
     click.option("--project", help="Only this project (default: the current context)."),
     click.option("--session", help="The session whose project is the context."),
-    click.option("--scope", help="global, project:<key> or session:<id>."),
+    click.option("--scope", help="global, project:<key>, session:<id> or agent:<id>."),
 ]
 
 

@@ -105,7 +105,7 @@ def _finish(data: dict[str, Any], as_json: bool, render: Any) -> None:
 @click.command("search")
 @click.argument("query", required=False)
 @click.option("--session", help="Session the search is about (scope defaults to its project).")
-@click.option("--scope", help="session, project, global or session:<id>.")
+@click.option("--scope", help="session, project, global, session:<id> or agent:<id>.")
 @click.option("--mode", type=_MODES, default="literal", show_default=True)
 @click.option("--match", type=_MATCHES, default="any", show_default=True)
 @click.option("--role", multiple=True, help="Only events with this role (repeatable).")

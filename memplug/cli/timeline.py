@@ -40,7 +40,7 @@ def _render(data: dict[str, Any]) -> str:
 @click.command("timeline")
 @click.option("--project", help="Only this project (default: the current context).")
 @click.option("--session", help="The session whose project is the context.")
-@click.option("--scope", help="global, project:<key> or session:<id>.")
+@click.option("--scope", help="global, project:<key>, session:<id> or agent:<id>.")
 @click.option("--since", help="Only entries at or after this ISO-8601 date/time.")
 @click.option("--until", help="Only entries before this ISO-8601 date/time.")
 @click.option("--entity", help="Only entries naming this entity (id or name).")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Mapping
@@ -71,8 +70,6 @@ VISIBLE_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", 
 CHARS_PER_TOKEN = 4
 NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
-# An agent id names a file: nothing that could leave the subagents folder.
-_AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LOG_WAIT_MS = 250
 
 
@@ -214,22 +211,13 @@ def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transc
     path = Path(main_path)
     final = event in FLUSHING_EVENTS
     files = [Transcript(path, session_id, final)]
-    agent = _str(payload.get("agent_transcript_path")) or _agent_path(path, payload)
+    agent = _str(payload.get("agent_transcript_path"))
     if event == "SubagentStop" and agent is not None:
         files.append(Transcript(Path(agent), f"{session_id}/{Path(agent).stem}", True))
     elif event not in TOOL_EVENTS:  # tool hooks run on the agent's hot loop
         for sub in cc.subagent_paths(path):
             files.append(Transcript(sub, f"{session_id}/{sub.stem}", final))
     return files
-
-
-def _agent_path(main: Path, payload: Mapping[str, Any]) -> str | None:
-    """Where the subagent ``agent_id`` names writes, for a payload without the path (a
-    Claude Code before ``agent_transcript_path``): ``<session>/subagents/agent-<id>``."""
-    agent_id = _str(payload.get("agent_id"))
-    if agent_id is None or not _AGENT_ID.fullmatch(agent_id):
-        return None
-    return str(main.parent / main.stem / "subagents" / f"agent-{agent_id}.jsonl")
 
 
 def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:

@@ -58,7 +58,9 @@ class _Args(BaseModel):
 class SearchArgs(_Args):
     query: str | None = Field(None, description="Words, symbols or a quoted phrase.")
     next: str | None = Field(None, description="A `next` token from an earlier page.")
-    scope: str | None = Field(None, description="session, project, global or session:<id>.")
+    scope: str | None = Field(
+        None, description="session, project, global, session:<id> or agent:<id>."
+    )
     session: str | None = Field(None, description="The session the search is about.")
     mode: Literal["literal", "phrase", "regex"] = "literal"
     match: Literal["any", "all"] = "any"

@@ -185,6 +185,12 @@ def resolve_scope(store: SearchPort, scope: str | None, session: str | None) -> 
         if not exists:
             raise NotFound(f"no session '{target}' in this database")
         return Scope("session", (target,), None, target)
+    if scope.startswith("agent:") and len(scope) > len("agent:"):
+        # The sessions the agent's events are in (Claude Code: the subagent's own).
+        members = tuple(store.agent_sessions(scope[len("agent:") :]))
+        if not members:
+            raise NotFound(f"no event in this database names agent '{scope[len('agent:'):]}'")
+        return Scope("agent", members, None, session)
     if scope == "global":
         return Scope("global", None, None, session)
     if scope in ("session", "project"):
@@ -196,4 +202,4 @@ def resolve_scope(store: SearchPort, scope: str | None, session: str | None) -> 
             members = tuple(store.project_sessions(project))
             return Scope("project", members, project, session)
         return Scope("session", (session,), None, session)
-    raise ValidationError("--scope must be session, project, global or session:<id>")
+    raise ValidationError("--scope must be session, project, global, session:<id> or agent:<id>")

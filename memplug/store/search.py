@@ -302,6 +302,17 @@ class SearchStore:
             )
         ]
 
+    def agent_sessions(self, agent: str) -> list[str]:
+        """Sessions holding an event the host says ``agent`` made (``agent_id`` in the
+        extras; the LIKE skips parsing the rows that name no agent)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT session_id FROM events WHERE extra_json LIKE '%\"agent_id\"%'"
+            " AND json_valid(extra_json) AND json_extract(extra_json, '$.agent_id') = ?"
+            " ORDER BY session_id",
+            (agent,),
+        )
+        return [str(r[0]) for r in rows]
+
     def scope_stats(self, session_ids: Sequence[str] | None) -> ScopeStats:
         """Sizes from ``checkpoints``: cheap, and the same in every database holding
         the same events (sequence numbers are the host's, not ours)."""
