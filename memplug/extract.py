@@ -117,7 +117,9 @@ class Follower(Protocol):
 
 
 class Extractor:
-    def __init__(self, store: Storage, config: Config, followers: Sequence[Follower] = ()) -> None:
+    def __init__(
+        self, store: Storage, config: Config, followers: Sequence[Follower] = ()
+    ) -> None:
         self.store = store
         self.items = store.items
         self.config = config
@@ -298,9 +300,9 @@ class Extractor:
     def _apply(self, event: EventRow, candidates: list[Candidate], report: ExtractReport) -> None:
         # As `sessions.project` is derived, but from this event alone, so that delivery
         # batches cannot change it.
-        project = event.project_key
-        ctx = _Context(event.session_id, event.seq, event.event_time, "", project)
-        ctx.agent = event.agent
+        ctx = _Context(
+            event.session_id, event.seq, event.event_time, "", event.project_key, agent=event.agent
+        )
         tasks: list[Candidate] = []
         for candidate in candidates:
             ctx.actor = f"extractor:{candidate.rule}"

@@ -185,11 +185,12 @@ def resolve_scope(store: SearchPort, scope: str | None, session: str | None) -> 
         if not exists:
             raise NotFound(f"no session '{target}' in this database")
         return Scope("session", (target,), None, target)
-    if scope.startswith("agent:") and len(scope) > len("agent:"):
+    agent = scope.removeprefix("agent:") if scope.startswith("agent:") else ""
+    if agent:
         # The sessions the agent's events are in (Claude Code: the subagent's own).
-        members = tuple(store.agent_sessions(scope[len("agent:") :]))
+        members = tuple(store.agent_sessions(agent))
         if not members:
-            raise NotFound(f"no event in this database names agent '{scope[len('agent:'):]}'")
+            raise NotFound(f"no event in this database names agent '{agent}'")
         return Scope("agent", members, None, session)
     if scope == "global":
         return Scope("global", None, None, session)
