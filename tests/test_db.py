@@ -31,6 +31,8 @@ def test_blank_database_gets_every_migration(db_path: Path) -> None:
         assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+        config = dict(db.conn.execute("SELECT k, v FROM events_fts_config").fetchall())
+        assert config["hashsize"] == 8 * 1024 * 1024, "a bulk batch should be one FTS flush"
 
 
 def test_every_older_version_upgrades_and_keeps_data(tmp_path: Path) -> None:
