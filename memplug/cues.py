@@ -19,7 +19,7 @@ from itertools import pairwise
 from msgspec import Struct
 
 from memplug.numbers import Number, conditions_of, extract_numbers
-from memplug.text import CJK_RUN, normalize_text
+from memplug.text import cjk_run, normalize_text
 
 # Task-state fields a cue can fill; they update ``task_state``, not ``memory_items``.
 TASK_FIELDS: tuple[str, ...] = ("goal", "progress", "blocker", "open_item", "unblocked")
@@ -1109,7 +1109,7 @@ def subject_key(text: str, *, need_value: bool = False) -> str | None:
     # A value is short: "9090", "Friday", "db-staging-2 on port 5433"; a clause such as
     # "to do a triathlon in 12 weeks" is a story about the subject, not its value.
     short = len(value.split()) <= 6
-    if need_value and not (short and (_VALUE_SHAPE.search(value) or CJK_RUN.search(value))):
+    if need_value and not (short and (_VALUE_SHAPE.search(value) or cjk_run().search(value))):
         return None
     return key
 
@@ -1138,7 +1138,7 @@ def content_words(text: str) -> frozenset[str]:
         for part in parts:
             if part and part not in _STOPWORDS and (len(part) >= 2 or part.isdigit()):
                 words.add(part)
-    for run in CJK_RUN.findall(text):
+    for run in cjk_run().findall(text):
         if len(run) == 1:
             words.add(run)
         words.update(run[i : i + 2] for i in range(len(run) - 1))
@@ -1174,7 +1174,7 @@ def _old_text(match: re.Match[str]) -> str | None:
 
 
 def _meaningful(text: str) -> bool:
-    return bool(re.search(r"[A-Za-z]{2}|\d|" + CJK_RUN.pattern, text))
+    return bool(re.search(r"[A-Za-z]{2}|\d|" + cjk_run().pattern, text))
 
 
 def _candidate(
@@ -1349,7 +1349,7 @@ def _retraction(
 
 
 def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candidate:
-    rule = RULES_BY_ID["zh.kv" if CJK_RUN.match(body) or "是" in body else "en.kv"]
+    rule = RULES_BY_ID["zh.kv" if cjk_run().match(body) or "是" in body else "en.kv"]
     return _candidate(None, body, rule, "user", sentence, index, key=key, restatement=True)
 
 

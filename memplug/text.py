@@ -30,8 +30,21 @@ _CJK_CLASS = (
     "\uac00-\ud7af"  # hangul syllables
     "\uf900-\ufaff"  # CJK compatibility ideographs
 )
-CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+# The class's lowest code point: a text with no character as high holds no CJK.
+_CJK_LOW = "\u3040"
+
+
+def may_hold_cjk(text: str) -> bool:
+    """Whether ``text`` has a character at or above the first CJK code point. Most text
+    has none, and then never needs the CJK pattern: a class spanning tens of thousands
+    of code points costs a fresh (hook) process ~10 ms to compile."""
+    return not text.isascii() and max(text) >= _CJK_LOW
+
+
+@functools.cache
+def cjk_run() -> re.Pattern[str]:
+    """A run of CJK characters, compiled at its first use (see :func:`may_hold_cjk`)."""
+    return re.compile(f"[{_CJK_CLASS}]+")
 
 
 def normalize_text(text: str) -> str:
@@ -59,7 +72,9 @@ def redact_private(text: str) -> tuple[str, int]:
 
 
 def count_cjk(text: str) -> int:
-    return len(CJK_CHAR.findall(text))
+    if not may_hold_cjk(text):
+        return 0
+    return sum(len(run) for run in cjk_run().findall(text))
 
 
 def estimate_tokens(text: str) -> int:

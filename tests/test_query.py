@@ -23,6 +23,7 @@ from memplug.store.fts import (
     needs_verification,
     term_expression,
 )
+from memplug.text import cjk_run, count_cjk, may_hold_cjk
 
 FTS5_SYNTAX = ['"', '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "(", ")", "+", "-",
                "{", "}", "col:", "text:", "'", "\\", "%", "_", "\x00", "\n", "\u3000"]  # fmt: skip
@@ -305,3 +306,41 @@ def test_one_long_word_is_parsed_in_linear_time(word: str) -> None:
     parse_query(word + " " + word)
     # Quadratic patterns took 1.5–2 s on one such word; linear ones take milliseconds.
     assert time.process_time() - started < 1.0
+
+
+# Each range of the CJK class, spelled out: the lazily compiled pattern and its
+# high-character shortcut (memplug.text.may_hold_cjk) must count exactly these.
+CJK_RANGES = (
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+)
+MIXED = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.characters(min_codepoint=0x80, max_codepoint=0x303F),
+        st.sampled_from("あカ㐀中文服务한국豈\u303f\u3040\u30ff\u9fff\ua000\ud7af\ufb00🙂"),
+    ),
+    max_size=40,
+)
+
+
+@given(MIXED)
+@settings(max_examples=300)
+def test_cjk_counts_and_runs_skip_no_cjk_character(text: str) -> None:
+    in_class = [any(lo <= ord(ch) <= hi for lo, hi in CJK_RANGES) for ch in text]
+    assert count_cjk(text) == sum(in_class)
+    if not may_hold_cjk(text):
+        assert not any(in_class)
+    kept = "".join(ch for ch, cjk in zip(text, in_class, strict=True) if cjk)
+    assert "".join(cjk_run().findall(text)) == kept
+
+
+@given(st.text(alphabet=st.sampled_from("ab 12.5%ms:٣k,x"), max_size=30))
+@settings(max_examples=300)
+def test_numbers_are_read_the_same_with_or_without_the_digit_shortcut(text: str) -> None:
+    """A text with no digit skips the number pattern: it could not have matched."""
+    number = query_module._number()
+    assert bool(query_module._DIGIT.search(text)) or not number.search(text)
