@@ -31,7 +31,7 @@ class EventRef(NamedTuple):
     seq: int
 
     def __str__(self) -> str:
-        return f"{self.session_id}:{self.seq}"
+        return event_ref(self.session_id, self.seq)
 
     @classmethod
     def find(cls, text: object) -> EventRef | None:
@@ -54,8 +54,9 @@ class EventRef(NamedTuple):
 
 
 def event_ref(session_id: str, seq: int) -> str:
-    """The written form of the reference to event ``seq`` of ``session_id``."""
-    return str(EventRef(session_id, seq))
+    """The written form of the reference to event ``seq`` of ``session_id`` (built
+    without an :class:`EventRef`: retrieval and assembly write thousands a step)."""
+    return f"{session_id}:{seq}"
 
 
 def parse_source_refs(raw: str | None, session_id: str) -> tuple[EventRef, ...]:
