@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memplug import query as query_module
 from memplug.query import MAX_TERMS, cjk_windows, is_numeric_symbol, parse_query, stem
+from memplug.retrieve import precision
 from memplug.store.fts import (
     MatchPlan,
     bridge_trigrams,
@@ -344,3 +345,13 @@ def test_numbers_are_read_the_same_with_or_without_the_digit_shortcut(text: str)
     """A text with no digit skips the number pattern: it could not have matched."""
     number = query_module._number()
     assert bool(query_module._DIGIT.search(text)) or not number.search(text)
+
+
+# What memplug.retrieve.precision tested in one pattern before its CJK half became lazy.
+ONE_PATTERN = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}")
+
+
+@given(MIXED)
+@settings(max_examples=300)
+def test_the_content_check_answers_as_the_one_pattern_did(text: str) -> None:
+    assert precision._has_content(text) is bool(ONE_PATTERN.search(text))

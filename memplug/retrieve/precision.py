@@ -23,6 +23,7 @@ sections above raw evidence are packed (docs/assembly.md, "Precision"):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -33,6 +34,7 @@ from memplug.query import QuerySignals
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.lexical import TermCounter, term_idf
 from memplug.retrieve.ranking import Ranking
+from memplug.text import may_hold_cjk
 
 # A group under this share of the query's strongest IDF in scope is weak.
 WEAK_SHARE = 0.5
@@ -104,8 +106,15 @@ SUPPORT_WINDOW = 3
 LENT_SHARE = 0.5
 # A cue label ("Remember:", "Open question:", "记住：") says nothing by itself.
 _LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：.。]{1,16})?[:：]")
-# What is left must hold this much: a word, or a short CJK phrase.
-_CONTENT = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}")
+# What is left must hold this much: a word, or a short CJK phrase (that pattern's class
+# spans 27k code points and costs a fresh process ~9 ms to compile, so it is compiled
+# only for text that can hold CJK).
+_CONTENT = re.compile(r"[^\W\d_]{3,}")
+
+
+@functools.cache
+def _cjk_phrase() -> re.Pattern[str]:
+    return re.compile(r"[\u3400-\u9fff]{2,}")
 
 
 class Evidence(Protocol):
@@ -183,4 +192,11 @@ def _rest(text: str, said: Sequence[str]) -> str | None:
         if flat:
             rest = rest.replace(flat, " ")
     rest = _LABEL.sub(" ", rest)
-    return rest if _CONTENT.search(rest) else None
+    return rest if _has_content(rest) else None
+
+
+def _has_content(text: str) -> bool:
+    """A word of three letters, or a CJK phrase of two characters."""
+    if _CONTENT.search(text):
+        return True
+    return may_hold_cjk(text) and _cjk_phrase().search(text) is not None
