@@ -5,6 +5,7 @@ package metadata or rule compilation back onto the path fails."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -149,3 +150,27 @@ def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:
     modules = loaded(["--db", str(tmp_path / "m.sqlite"), "import", "-"], "{}\n", tmp_path)
     assert {"click", "pydantic", "memplug.models"} <= set(under(modules, NEVER))
     assert "pydantic" in third_party(modules, floor(tmp_path))
+
+
+def test_the_hook_runs_without_the_collector_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Off for the hook (a process that lives for one payload), on again after, for a
+    caller that runs the hook in its own process."""
+    import gc
+
+    import memplug.hosts.claude_hook
+    from memplug.cli import main
+
+    during: list[bool] = []
+
+    def hook(stdin: bytes, **_: object) -> str:
+        during.append(gc.isenabled())
+        return ""
+
+    monkeypatch.setattr(memplug.hosts.claude_hook, "main", hook)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "Stop"}')))
+    assert gc.isenabled()
+    main(["hook", "claude-code"])
+    assert during == [False]
+    assert gc.isenabled()

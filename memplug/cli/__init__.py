@@ -78,31 +78,43 @@ def main(argv: list[str] | None = None) -> Any:
             stdin = sys.stdin.buffer.read()
             if _claude_idle(stdin, db_path):
                 return None
-        # A hook process lives for one payload: the cyclic collector would spend ~7 ms
-        # of its CPU re-scanning the modules it has just imported, to free next to
-        # nothing before the process exits (docs/claude-code.md, "Latency").
-        import gc
-
-        gc.disable()
-        from memplug.hosts import builtin
-
-        spec = builtin(str(hook_options["host"]))
-        # Anything else (a plugin host, an unknown name) goes through click below.
-        if spec is not None and spec.hook is not None:
-            # Third-party pydantic plugins are looked up through package metadata on
-            # first use (~20 ms); a hook process has none to run.
-            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-            out = spec.load("hook")(
-                sys.stdin.buffer.read() if stdin is None else stdin,
-                db_path=db_path,
-                config_path=hook_options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
-            )
-            if out:
-                sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        if _builtin_hook(hook_options, stdin, db_path):
             return None
     from memplug.cli.app import run
 
     return run(args)
+
+
+def _builtin_hook(options: dict[str, str | None], stdin: bytes | None, db_path: str | None) -> bool:
+    """Run a built-in host's hook; False when the host is not one (click takes over)."""
+    # A hook process lives for one payload: the cyclic collector would spend ~7 ms of
+    # its CPU re-scanning the modules it has just imported, to free next to nothing
+    # before the process exits (docs/claude-code.md, "Latency"). It is back on after,
+    # for a caller that runs the hook in its own process.
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from memplug.hosts import builtin
+
+        spec = builtin(str(options["host"]))
+        if spec is None or spec.hook is None:
+            return False
+        # Third-party pydantic plugins are looked up through package metadata on
+        # first use (~20 ms); a hook process has none to run.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        out = spec.load("hook")(
+            sys.stdin.buffer.read() if stdin is None else stdin,
+            db_path=db_path,
+            config_path=options["--config"] or os.environ.get("MEMPLUG_CONFIG") or None,
+        )
+        if out:
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+        return True
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _claude_idle(stdin: bytes, db_path: str | None) -> bool:
