@@ -1239,6 +1239,22 @@ def _maybe_cue(text: str) -> bool:
     return any(map(lowered.__contains__, triggers))
 
 
+def _correction_frame(
+    original: str, masked: str, role: str
+) -> tuple[tuple[Rule, str | None] | None, str, str]:
+    """The correction a sentence makes (its rule and the old value it names) and the
+    text left to read: a correction cue marks the sentence; a framing one ("Actually,")
+    is cut off and what follows is read like any other sentence."""
+    hit = _first_hit(_CORRECTION_RULES, masked, role)
+    if hit is None:
+        return None, original, masked
+    targets = (_old_text(m) for r in _CORRECTION_RULES for m in r.matches(masked))
+    correction = (hit[0], next((t for t in targets if t), None))
+    if hit[0].strip and hit[1].start() == 0:
+        return correction, original[hit[1].end() :].strip(), masked[hit[1].end() :].strip()
+    return correction, original, masked
+
+
 def _analyse_sentence(
     sentence: Sentence, role: str, index: int, *, prefilter: bool = True
 ) -> Candidate | None:
@@ -1257,19 +1273,9 @@ def _analyse_sentence(
     if retraction is not None:
         return _retraction(retraction, sentence, index)
 
-    # A correction cue marks the sentence; a framing one ("Actually,") is cut off and
-    # what follows is read like any other sentence.
-    correction: tuple[Rule, str | None] | None = None
-    body, body_masked = original, masked
-    if speaking:
-        hit = _first_hit(_CORRECTION_RULES, masked, role)
-        if hit is not None:
-            targets = (_old_text(m) for r in _CORRECTION_RULES for m in r.matches(masked))
-            correction = (hit[0], next((t for t in targets if t), None))
-            if hit[0].strip and hit[1].start() == 0:
-                body = original[hit[1].end() :].strip()
-                body_masked = masked[hit[1].end() :].strip()
-
+    correction, body, body_masked = (
+        _correction_frame(original, masked, role) if speaking else (None, original, masked)
+    )
     allowed = tuple(
         r
         for r in _KIND_RULES
