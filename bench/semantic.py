@@ -7,7 +7,8 @@ one lexical only, one with ``semantic.provider = "builtin"`` (vectors embedded a
 import). Reported side by side, as ratios where the machine's load makes absolute
 times meaningless: import rate, database bytes per event, ``retrieve`` per query
 (project scope) lexical vs hybrid, the vector scan alone, a fresh process's time to
-load the provider, and the exact scan over 1M synthetic vectors in memory.
+load the provider, and — at 100k and 1M vectors — an exact scan against reading the
+nearest cells (``semantic.scanLimit``), on a table of random vectors of the stored format.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from bench.retrieval import _generate, _queries
 from memplug.diagnostics import database_bytes
 from memplug.memory import Memory
 from memplug.retrieve import Retriever
+from memplug.semantic.builtin import Builtin
+from memplug.semantic.vecmath import Cells, Packed, quantize
 from memplug.store.search import EventScope
 
 
@@ -48,8 +51,14 @@ def _timed(fn: Any, queries: list[str]) -> dict[str, float]:
     return percentiles(samples)
 
 
+def _once(fn: Any, query: Any) -> float:
+    t0 = time.perf_counter()
+    fn(query)
+    return round((time.perf_counter() - t0) * 1000, 1)
+
+
 def load_ms(runs: int = 7) -> dict[str, float]:
-    """A fresh interpreter: import numpy + the table + embed one query, minus a bare one."""
+    """A fresh interpreter: load the provider (its table memory-mapped) and embed one query."""
     code = (
         "import time; t=time.perf_counter(); from memplug.semantic.builtin import Builtin; "
         "Builtin().embed(['is the puppy ill?']); print((time.perf_counter()-t)*1000)"
@@ -61,16 +70,75 @@ def load_ms(runs: int = 7) -> dict[str, float]:
     return percentiles(samples)
 
 
-def scan_1m(dimensions: int = 256) -> float:
-    import numpy as np
+def _vector_table(path: Path, count: int, cells: int) -> Any:
+    """``count`` random int8 vectors in a table shaped like ``event_vectors`` (with its
+    cell index), spread evenly over ``cells`` cells — as a real scope's cost, not its
+    recall (``bench.semantic_cells`` measures that)."""
+    import random
 
-    rng = np.random.default_rng(0)
-    matrix = rng.standard_normal((1_000_000, dimensions)).astype(np.float16)
-    query = rng.standard_normal(dimensions).astype(np.float32)
-    t0 = time.perf_counter()
-    scores = matrix.astype(np.float32) @ query
-    np.argpartition(-scores, 50)[:50]
-    return (time.perf_counter() - t0) * 1000
+    import apsw
+
+    rng = random.Random(0)
+    conn = apsw.Connection(str(path))
+    conn.execute(
+        "CREATE TABLE v (event_id INTEGER PRIMARY KEY, model_id INTEGER, session_id TEXT, "
+        "seq INTEGER, vector BLOB, scale REAL, cell INTEGER);"
+        "CREATE INDEX v_cell ON v (model_id, cell, session_id, seq)"
+    )
+    with conn:
+        conn.executemany(
+            "INSERT INTO v VALUES (?, 1, ?, ?, ?, 0.008, ?)",
+            ((i, f"s{i % 50}", i, rng.randbytes(256), i % cells) for i in range(count)),
+        )
+    return conn
+
+
+def _score(rows: list[Any], query: bytes) -> None:
+    dots = Packed(b"".join(r[1] for r in rows), 256).dots(query)
+    sorted(range(len(dots)), key=lambda i: (-dots[i] * rows[i][2], i))[:20]
+
+
+def _exact(conn: Any, count: int, query: bytes) -> None:
+    # In chunks, as a real scan would have to: a million vectors packed at once would
+    # hold gigabytes of big integers.
+    for start in range(0, count, 20_000):
+        rows = conn.execute(
+            "SELECT event_id, vector, scale FROM v WHERE event_id >= ? AND event_id < ?",
+            (start, start + 20_000),
+        ).fetchall()
+        _score(rows, query)
+
+
+def _probed(conn: Any, cells: Cells, reads: int, query: bytes) -> None:
+    rows: list[Any] = []
+    for cell in cells.ranked(query):
+        rows += conn.execute(
+            "SELECT event_id, vector, scale FROM v WHERE model_id = 1 AND cell = ? "
+            "ORDER BY session_id, seq LIMIT ?",
+            (cell, reads - len(rows)),
+        ).fetchall()
+        if len(rows) >= reads:
+            break
+    _score(rows, query)
+
+
+def scan_scaling(sizes: tuple[int, ...], reads: int = 3_000) -> dict[int, dict[str, float]]:
+    """Per query, ms: an exact scan of every vector (read + score) against reading the
+    nearest cells until ``reads`` vectors (``semantic.scanLimit``), then scoring them."""
+    model = Builtin()
+    queries = [quantize(v)[0] for v in model.embed(_queries(30))]
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in sizes:
+            conn = _vector_table(Path(tmp) / f"v{count}.sqlite", count, len(model.cells))
+            out[count] = {
+                "exact_ms": _once(lambda q, c=conn, n=count: _exact(c, n, q), queries[0]),
+                "cells_ms": _timed(lambda q, c=conn: _probed(c, model.cells, reads, q), queries)[
+                    "p50"
+                ],
+            }
+            conn.close()
+    return out
 
 
 def hook_cost(events: int, runs: int) -> dict[str, dict[str, float]]:
@@ -89,7 +157,9 @@ def hook_cost(events: int, runs: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def run(shared: Path, events: int, hook_runs: int = 0) -> dict[str, Any]:
+def run(
+    shared: Path, events: int, hook_runs: int = 0, scaling: tuple[int, ...] = (100_000, 1_000_000)
+) -> dict[str, Any]:
     data = _generate(shared, events)
     queries = _queries(200)
     out: dict[str, Any] = {"events": events}
@@ -120,7 +190,7 @@ def run(shared: Path, events: int, hook_runs: int = 0) -> dict[str, Any]:
                 lambda q: hybrid.semantic.similar(q, scope, snap, 50), queries
             )
     out["load_ms"] = load_ms()
-    out["scan_1m_ms"] = round(scan_1m(), 1)
+    out["scaling"] = scan_scaling(scaling)
     if hook_runs:
         out["hook"] = hook_cost(events, hook_runs)
         out["hook_runs"] = hook_runs
@@ -159,10 +229,13 @@ def render(result: dict[str, Any]) -> str:
             f"| {ratio:.2f} (p95) |",
             f"| of which the vector scan, p50 / p95 ms | — | {r['similar_ms']['p50']} / "
             f"{r['similar_ms']['p95']} | |",
-            f"| fresh process: import numpy, load the table, embed a query, p50 ms | — | "
+            f"| fresh process: load the provider, embed a query, p50 ms | — | "
             f"{r['load_ms']['p50']} | |",
-            f"| exact scan of 1M float16 vectors in memory (matrix product + top 50), ms | — "
-            f"| {r['scan_1m_ms']} | |",
+            *(
+                f"| {n:,} vectors in one scope: exact scan / nearest cells (3,000 read), "
+                f"p50 ms | — | {v['exact_ms']} / {v['cells_ms']} | |"
+                for n, v in r["scaling"].items()
+            ),
             *hook,
         ]
     )
@@ -173,8 +246,10 @@ def main() -> None:
     parser.add_argument("--shared", default="../shared")
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--hook-runs", type=int, default=0, help="also time the prompt hook")
+    parser.add_argument("--scaling", default="100000,1000000", help="vector counts to scan")
     args = parser.parse_args()
-    result = run(Path(args.shared), args.events, args.hook_runs)
+    scaling = tuple(int(n) for n in args.scaling.split(",") if n)
+    result = run(Path(args.shared), args.events, args.hook_runs, scaling)
     print(result)
     print(render(result))
 

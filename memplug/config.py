@@ -218,6 +218,9 @@ class SemanticConfig(Struct, frozen=True):
     # (lexical scores run ~0–2): measured on LoCoMo (docs/semantic.md).
     weight: float = 0.15
     rank_k: Annotated[float, Clamp(1.0, 1_000.0)] = 10.0
+    # A query reads the vectors of the cells nearest to it until it has read this many
+    # (every vector, in a smaller scope): the hook's cost stays flat as memory grows.
+    scan_limit: Annotated[int, Clamp(100, 10_000_000)] = 3_000
 
 
 class Config(Struct, frozen=True):

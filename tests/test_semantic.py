@@ -1,7 +1,7 @@
 """The optional semantic provider: the seam, the packaged model, vectors in the file.
 
-These load the real builtin table that ships in the package (numpy comes with the
-``semantic`` extra, which ``make test`` installs). Test providers that fail or
+These load the real builtin table that ships in the package (it needs nothing beyond
+the standard library). Test providers that fail or
 change version are registered as real entry points of the ``memplug.embedders`` group.
 """
 
@@ -10,25 +10,28 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memplug.semantic as semantic_seam
 from memplug.cli.app import cli as memory_cli
 from memplug.config import load_config
 from memplug.memory import Memory
 from memplug.purge import purge
 from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
 from memplug.semantic.builtin import Builtin
+from memplug.semantic.vecmath import Cells, Packed, quantize, signed
 from memplug.semantic.wordpiece import WordPiece, basic_words
+from memplug.store.search import EventScope
 
 ON = {"semantic": {"provider": "builtin"}}
 
@@ -74,12 +77,13 @@ def imported(path: Path, events: Sequence[dict[str, Any]] = CHAT, **config: Any)
     return memory
 
 
-def vectors_of(memory: Memory) -> dict[tuple[str, int], bytes]:
+def vectors_of(memory: Memory) -> dict[tuple[str, int], tuple[bytes, float, int]]:
+    """Each embedded event's stored vector: int8 bytes, scale and cell."""
     rows = memory.db.conn.execute(
-        "SELECT e.session_id, e.seq, v.vector FROM event_vectors v "
+        "SELECT e.session_id, e.seq, v.vector, v.scale, v.cell FROM event_vectors v "
         "JOIN events e ON e.id = v.event_id"
     )
-    return {(r[0], r[1]): bytes(r[2]) for r in rows}
+    return {(r[0], r[1]): (bytes(r[2]), r[3], r[4]) for r in rows}
 
 
 # -- providers registered the way a plugin would be --------------------------------------
@@ -131,12 +135,25 @@ def test_the_builtin_provider_is_found_by_its_entry_point_and_loads_the_packaged
     assert isinstance(embedder, Builtin)
     assert (embedder.name, embedder.dimensions) == ("builtin", 256)
     vectors = embedder.embed(["my dog is sick", "the puppy has a fever", "port 8080 on staging"])
-    assert vectors.shape == (3, 256) and vectors.dtype == np.float32
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert [len(v) for v in vectors] == [256] * 3
+    assert all(math.isclose(math.hypot(*v), 1.0, rel_tol=1e-9) for v in vectors)
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
     # Meaning, not spelling: the paraphrase (no word in common) is nearer than the
     # unrelated sentence.
-    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
-    assert embedder.embed([""]).tolist() == [[0.0] * 256]
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.2
+    assert embedder.embed([""]) == [[0.0] * 256]
+
+
+def test_the_builtin_shortcut_names_the_registered_entry_point() -> None:
+    """The builtin provider is loaded without an entry-point scan; what it loads must be
+    what pyproject.toml registers under that name."""
+    (point,) = [
+        p for p in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if p.name == "builtin"
+    ]
+    assert point.value == "{}:{}".format(*semantic_seam.BUILTIN[1:])
 
 
 def test_an_unknown_provider_names_the_installed_ones() -> None:
@@ -144,11 +161,18 @@ def test_an_unknown_provider_names_the_installed_ones() -> None:
         load_embedder("nope")
 
 
-def test_a_missing_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_provider_whose_package_is_missing_says_so(providers) -> None:
+    providers["gone"] = "memplug_no_such_encoder.model:Encoder"
+    with pytest.raises(
+        SemanticUnavailable, match=r"'gone' is not installed \(memplug_no_such_encoder"
+    ):
+        load_embedder("gone")
+
+
+def test_the_builtin_provider_needs_no_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "memplug.semantic.builtin", raising=False)
     monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
-    with pytest.raises(SemanticUnavailable, match=r"not installed \(numpy\).*memplug\[semantic\]"):
-        load_embedder("builtin")
+    assert load_embedder("builtin").embed(["a walk helps"])[0] != [0.0] * 256
 
 
 def test_wordpiece_matches_bert_uncased_on_known_words() -> None:
@@ -208,7 +232,11 @@ def test_import_embeds_prose_and_status_reports_provider_model_and_lag(tmp_path:
         assert sorted(stored) == [
             (s, q) for s, q in [("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4), ("s2", 1), ("s2", 2)]
         ]
-        assert {len(blob) for blob in stored.values()} == {256 * 2}
+        # int8 with a scale (the largest value 127), filed in one of the 256 cells.
+        assert {len(blob) for blob, _, _ in stored.values()} == {256}
+        assert all(max(signed(blob), key=abs) in (127, -127) for blob, _, _ in stored.values())
+        assert all(scale > 0 and 0 <= cell < 256 for _, scale, cell in stored.values())
+        assert len({cell for _, _, cell in stored.values()}) > 1
         semantic = status(memory)["semantic"]
         assert semantic["state"] == "ok" and semantic["lag"] == 0
         assert semantic["version"] == Builtin.version
@@ -248,10 +276,12 @@ def test_a_live_capture_embeds_within_its_budget_and_rebuild_catches_up(
         assert len(vectors_of(m)) == 6
 
 
-def test_a_changed_model_version_is_stale_until_rebuilt(tmp_path: Path, providers) -> None:
+def test_a_changed_model_version_is_stale_until_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.sqlite"
     imported(path).close()
-    providers["builtin"] = f"{__name__}:BuiltinNext"
+    monkeypatch.setattr(semantic_seam, "BUILTIN", ("builtin", __name__, "BuiltinNext"))
     with Memory.open(path, config=ON) as memory:
         semantic = memory.semantic.status()
         assert semantic["state"] == "vectors_incomplete"
@@ -329,6 +359,21 @@ def test_purge_removes_vectors_with_their_events(tmp_path: Path) -> None:
         purge(memory, everything=True, vacuum=True)
         assert vectors_of(memory) == {}
         assert memory.db.conn.execute("SELECT count(*) FROM event_vectors").fetchone()[0] == 0
+
+
+def test_events_after_purging_the_newest_ones_still_get_vectors(tmp_path: Path) -> None:
+    """Purging the newest session frees its ids for the next events — below the
+    watermark the embedding pass starts from; they must get vectors all the same."""
+    with imported(tmp_path / "m.sqlite") as memory:
+        freed = memory.db.conn.execute("SELECT max(id) FROM events").fetchone()[0]
+        purge(memory, sessions=["s2"])
+        memory.import_jsonl([("-", jsonl([event("s3", 1, "A walk in the park calms me down.")]))])
+        reused = memory.db.conn.execute("SELECT id FROM events WHERE session_id = 's3'").fetchone()[
+            0
+        ]
+        assert reused < freed
+        assert ("s3", 1) in vectors_of(memory)
+        assert memory.semantic.status()["vectors"]["missing"] == 0
 
 
 # -- hybrid candidates -----------------------------------------------------------------------
@@ -435,3 +480,100 @@ def test_equal_similarities_break_ties_by_session_and_seq_in_any_database(
         b = second.retriever.search("grateful for the support", limit=20)
         assert [h.session_id for h in a.hits] == ["t0", "t1", "t2"]
         assert a.as_json() == b.as_json()
+
+
+# -- int8 arithmetic and the coarse cells -------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 256).flatmap(
+        lambda dims: st.tuples(
+            st.binary(min_size=dims, max_size=dims),
+            st.lists(st.binary(min_size=dims, max_size=dims), max_size=12),
+        )
+    )
+)
+def test_packed_dot_products_equal_the_plain_ones(case: tuple[bytes, list[bytes]]) -> None:
+    query, rows = case
+    packed = Packed(b"".join(rows), len(query))
+    plain = [sum(a * b for a, b in zip(signed(query), signed(row), strict=True)) for row in rows]
+    assert packed.dots(query) == plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=64))
+def test_quantize_keeps_every_value_within_half_a_step(vector: list[float]) -> None:
+    data, scale = quantize(vector)
+    assert len(data) == len(vector)
+    if scale == 0.0:
+        assert set(data) <= {0} and max(map(abs, vector)) < 1e-300
+    else:
+        assert max(map(abs, signed(data))) == 127
+        assert all(
+            abs(x - scale * q) <= scale / 2 * 1.000001
+            for x, q in zip(vector, signed(data), strict=True)
+        )
+
+
+TOPICS = [
+    "We hiked up the mountain trail and camped by the lake.",
+    "The sourdough starter needs feeding twice a day before baking bread.",
+    "My daughter scored two goals at her football match on Saturday.",
+    "The quarterly budget review moved to next Thursday afternoon.",
+    "I repotted the tomato seedlings and watered the herb garden.",
+    "Our flight to Lisbon was delayed by three hours at the airport.",
+]
+MANY = [
+    event(f"m{n // 40:02d}", n % 40 + 1, f"{TOPICS[n % len(TOPICS)]} Note {n}.") for n in range(240)
+]
+
+
+def test_a_large_scope_reads_only_the_cells_nearest_the_query(tmp_path: Path) -> None:
+    """Past `semantic.scanLimit` vectors, a query reads its nearest cells first: every hit
+    comes from a cell ranked before the last one read, and the limit holds (one cell
+    may be cut short, in its (session, seq) order, the same in every database)."""
+    query = "baking bread with a starter"
+    small = {"semantic": {"provider": "builtin", "scanLimit": 100, "candidates": 50}}
+    with imported(tmp_path / "cut.sqlite", MANY, **small) as cut:
+        embedder = cut.semantic.embedder
+        assert embedder is not None and isinstance(embedder.cells, Cells)
+        stored = vectors_of(cut)
+        ranked = embedder.cells.ranked(quantize(embedder.embed([query])[0])[0])
+        populated = [c for c in ranked if any(cell == c for _, _, cell in stored.values())]
+        scope, snap = EventScope(include_generated=False), cut.store.search.snapshot()
+        read = cut.semantic._read(
+            1, embedder.cells, quantize(embedder.embed([query])[0])[0], scope, snap
+        )
+        assert len(read.ids) == 100 < len(stored)
+        assert {stored[key][2] for key in read.keys} == set(
+            populated[: len({stored[k][2] for k in read.keys})]
+        )
+        hits = cut.semantic.similar(query, scope, snap, 50).hits
+        assert {i for i, _ in hits} <= set(read.ids)
+        key_of = dict(zip(read.ids, read.keys, strict=True))
+        text = {(e["session_id"], e["seq"]): e["text"] for e in MANY}
+        assert all("sourdough" in text[key_of[i]] for i, _ in hits[:5])
+    again = Memory.open(tmp_path / "again.sqlite", config={**ON, **small})
+    again.import_jsonl([("-", jsonl(list(reversed(MANY))))])
+    with again, imported(tmp_path / "cut2.sqlite", MANY, **small) as cut:
+        first, second = again.retriever.search(query), cut.retriever.search(query)
+        assert [(h.session_id, h.seq, h.why) for h in first.hits] == [
+            (h.session_id, h.seq, h.why) for h in second.hits
+        ]
+        assert "semantic" in first.hits[0].why
+
+
+def test_a_scope_under_the_scan_limit_is_searched_exactly(tmp_path: Path) -> None:
+    """Below `semantic.scanLimit`, reading cell by cell reads every vector: the hits are
+    those of a scan of all of them."""
+    query = "a delayed flight"
+    with imported(tmp_path / "m.sqlite", MANY) as memory:
+        embedder = memory.semantic.embedder
+        assert embedder is not None
+        scope, snap = EventScope(include_generated=False), memory.store.search.snapshot()
+        everything = memory.store.vectors.scan(1, scope, snap)
+        by_cells = memory.semantic._read(
+            1, embedder.cells, quantize(embedder.embed([query])[0])[0], scope, snap
+        )
+        assert sorted(by_cells.ids) == sorted(everything.ids) and len(everything.ids) == 240

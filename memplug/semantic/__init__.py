@@ -3,8 +3,8 @@
 Nothing heavy is imported here — no numpy, no model: the default install
 (``semantic.provider = "off"``) imports this module at most, and a hook that does not
 use a provider never pays for one. Providers register under the entry-point group
-``memplug.embedders`` (``builtin`` is memplug's own, installed by
-``pip install 'memplug[semantic]'``); :func:`load_embedder` resolves a name lazily.
+``memplug.embedders`` (``builtin`` is memplug's own, standard library only);
+:func:`load_embedder` resolves a name lazily.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 ENTRY_POINT_GROUP = "memplug.embedders"
 OFF = "off"
+# memplug's own provider, as registered in pyproject.toml: found without scanning the
+# installed packages' entry points (importlib.metadata costs a prompt hook ~30-200 ms).
+BUILTIN = ("builtin", "memplug.semantic.builtin", "Builtin")
 # The coverage reasons a degraded semantic side reports (docs/semantic.md).
 UNAVAILABLE = "semantic_unavailable"
 INCOMPLETE = "vectors_incomplete"
@@ -21,9 +24,11 @@ INCOMPLETE = "vectors_incomplete"
 
 @runtime_checkable
 class Embedder(Protocol):
-    """A text embedder. ``embed`` returns one unit-length float32 row per text, shape
-    ``(len(texts), dimensions)``; ``name`` and ``version`` are stored with every vector,
-    so a changed model marks the old vectors stale."""
+    """A text embedder. ``embed`` returns one unit-length row of ``dimensions`` floats per
+    text (lists, or a numpy array); ``name`` and ``version`` are stored with every vector,
+    so a changed model marks the old vectors stale. A provider may also offer ``cells``
+    (:class:`memplug.semantic.vecmath.Cells`): large scopes are then searched through
+    the cells nearest to the query instead of every vector."""
 
     name: str
     version: str
@@ -38,6 +43,8 @@ class SemanticUnavailable(Exception):
 
 def load_embedder(name: str) -> Embedder:
     """The provider registered as ``name``, constructed; a clear error when it cannot be."""
+    if name == BUILTIN[0]:
+        return _builtin()
     from memplug.plugins import PluginError, entry_points, load
 
     points = entry_points(ENTRY_POINT_GROUP)
@@ -54,7 +61,7 @@ def load_embedder(name: str) -> Embedder:
         if isinstance(cause, ImportError):
             raise SemanticUnavailable(
                 f"semantic provider {name!r} is not installed ({cause.name or cause}): "
-                "pip install 'memplug[semantic]'"
+                "install the package that provides it"
             ) from None
         raise SemanticUnavailable(str(error)) from None
     except Exception as error:
@@ -63,4 +70,16 @@ def load_embedder(name: str) -> Embedder:
         ) from None
     if not isinstance(embedder, Embedder):
         raise SemanticUnavailable(f"semantic provider {name!r} is not an Embedder")
+    return embedder
+
+
+def _builtin() -> Embedder:
+    import importlib
+
+    try:
+        embedder: Embedder = getattr(importlib.import_module(BUILTIN[1]), BUILTIN[2])()
+    except Exception as error:  # its table missing or damaged: said, never raised
+        raise SemanticUnavailable(
+            f"semantic provider 'builtin' failed to start: {type(error).__name__}: {error}"
+        ) from None
     return embedder

@@ -1,9 +1,10 @@
 """The semantic side of memory: keeping vectors current and finding similar events.
 
-Used only when ``semantic.provider`` is not ``"off"``; numpy is imported inside the
-methods that need it, so status on a default install stays numpy-free. Whatever goes
-wrong (provider missing, raising, vectors behind) becomes a coverage reason and a
-status line — never an exception into the host.
+Used only when ``semantic.provider`` is not ``"off"``. Nothing here imports numpy: a
+vector is stored as int8 with a scale and scored with integer arithmetic
+(:mod:`memplug.semantic.vecmath`), so a prompt hook pays only for the table rows its
+prompt uses. Whatever goes wrong (provider missing, raising, vectors behind) becomes a
+coverage reason and a status line — never an exception into the host.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUnavailable
+from memplug.semantic.vecmath import Cells, Packed, quantize
 from memplug.store.search import EventScope, Snapshot
 from memplug.store.vectors import VectorScan
 
@@ -45,10 +47,16 @@ class SemanticHits(Struct):
     notice: str | None = None
 
 
-def encode(vector: Any) -> bytes:
-    import numpy as np
+def encode(vector: Any, cells: Cells | None) -> tuple[bytes, float, int | None]:
+    """``(int8 bytes, scale, cell)`` of a provider's float row (a list or an array)."""
+    data, scale = quantize([float(x) for x in vector])
+    return data, scale, None if cells is None or not scale else cells.nearest(data)
 
-    return np.asarray(vector, dtype="<f2").tobytes()
+
+def cells_of(embedder: Embedder) -> Cells | None:
+    """The provider's coarse cells, when it has them (a third-party one may not)."""
+    cells = getattr(embedder, "cells", None)
+    return cells if isinstance(cells, Cells) else None
 
 
 class Semantic:
@@ -103,28 +111,33 @@ class Semantic:
             model_id = self._model_id(embedder, create=True)
         assert model_id is not None
         top = vectors.max_event_id()
-        after = 0
+        cells = cells_of(embedder)
+        # Every embeddable event up to the watermark has a vector: a hook with one new
+        # event looks at that event only, not at the whole history.
+        after = vectors.watermark(model_id)
         while budget_ms is None or (time.perf_counter() - start) * 1000 < budget_ms:
             batch = vectors.pending(model_id, self.config.batch_size, after, top)
             if not batch:
                 with store.write_transaction():
                     vectors.set_watermark(model_id, top)
-                break
+                return report
             try:
                 rows = embedder.embed([text for *_, text in batch])
             except Exception as error:
                 report.error = f"{type(error).__name__}: {error}"
                 break
+            after = batch[-1][0]
             with store.write_transaction():
                 vectors.put(
                     model_id,
                     [
-                        (i, session, seq, encode(v))
+                        (i, session, seq, *encode(v, cells))
                         for (i, session, seq, _), v in zip(batch, rows, strict=True)
                     ],
                 )
+                # Batches come in id order from the watermark: nothing before is missing.
+                vectors.set_watermark(model_id, after)
             report.embedded += len(batch)
-            after = batch[-1][0]
             if progress is not None:
                 progress(len(batch))
         report.remaining = vectors.counts(model_id).missing
@@ -164,7 +177,8 @@ class Semantic:
     # -- candidates -----------------------------------------------------------------
 
     def similar(self, text: str, scope: EventScope, snap: Snapshot, limit: int) -> SemanticHits:
-        """The ``limit`` in-scope events most similar to ``text`` (exact scan)."""
+        """The ``limit`` in-scope events most similar to ``text``: an exact scan, or over a
+        large scope the vectors of the cells nearest to the query (``semantic.scanLimit``)."""
         out = SemanticHits()
         embedder = self.embedder
         if embedder is None:
@@ -173,34 +187,58 @@ class Semantic:
                 out.notice = f"semantic search unavailable: {self.unavailable}"
             return out
         model_id = self._model_id(embedder, create=False)
-        found = self.store.vectors.scan(model_id, scope, snap) if model_id else None
-        if found is None or found.lacking:
+        if model_id is None or self.store.vectors.lacking(model_id, scope, snap):
             out.reasons.append(INCOMPLETE)
             out.notice = "semantic search incomplete: some events have no current vector yet"
-        if found is None or not found.ids or not text.strip():
+        if model_id is None or not text.strip():
             return out
         try:
-            query = embedder.embed([text])
+            query, query_scale = quantize([float(x) for x in embedder.embed([text])[0]])
         except Exception as error:
             out.reasons = [UNAVAILABLE]
             out.notice = f"semantic search failed: {type(error).__name__}: {error}"
             return out
-        out.hits = _top(query, found, embedder.dimensions, limit, self.config.min_similarity)
+        found = self._read(model_id, cells_of(embedder), query, scope, snap)
+        out.hits = _top(query, query_scale, found, embedder.dimensions, limit, self.config)
         return out
+
+    def _read(
+        self, model_id: int, cells: Cells | None, query: bytes, scope: EventScope, snap: Snapshot
+    ) -> VectorScan:
+        """Every in-scope vector, or, when the provider has cells, the nearest cells'
+        until ``semantic.scanLimit`` vectors were read (all of them in a small scope)."""
+        vectors = self.store.vectors
+        if cells is None:
+            return vectors.scan(model_id, scope, snap)
+        limit = self.config.scan_limit
+        found = VectorScan()
+        for cell in cells.ranked(query):
+            part = vectors.scan(model_id, scope, snap, cell=cell, limit=limit - len(found.ids))
+            found.ids += part.ids
+            found.keys += part.keys
+            found.blobs += part.blobs
+            found.scales += part.scales
+            if len(found.ids) >= limit:
+                break
+        return found
 
 
 def _top(
-    query: Any, found: VectorScan, dimensions: int, limit: int, floor: float
+    query: bytes,
+    query_scale: float,
+    found: VectorScan,
+    dimensions: int,
+    limit: int,
+    config: SemanticConfig,
 ) -> list[tuple[int, float]]:
-    import numpy as np
-
-    matrix = np.frombuffer(b"".join(found.blobs), dtype="<f2").reshape(len(found.ids), dimensions)
-    scores = np.round(matrix.astype(np.float32) @ np.asarray(query, np.float32)[0], SCORE_DECIMALS)
+    if not found.ids:
+        return []
+    dots = Packed(b"".join(found.blobs), dimensions).dots(query)
+    scores = [
+        round(query_scale * scale * dot, SCORE_DECIMALS)
+        for scale, dot in zip(found.scales, dots, strict=True)
+    ]
     # Best score first, ties by the events' own (session, seq): a total order, the same
     # in every database.
-    sessions = sorted({session for session, _ in found.keys})
-    rank = {session: index for index, session in enumerate(sessions)}
-    session_key = np.fromiter((rank[s] for s, _ in found.keys), np.int64, len(found.keys))
-    seq_key = np.fromiter((seq for _, seq in found.keys), np.int64, len(found.keys))
-    order = np.lexsort((seq_key, session_key, -scores))[: min(limit, len(found.ids))]
-    return [(found.ids[i], float(scores[i])) for i in order if scores[i] >= floor]
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], found.keys[i]))[:limit]
+    return [(found.ids[i], scores[i]) for i in order if scores[i] >= config.min_similarity]

@@ -198,7 +198,10 @@ class AdminStore:
             counts.add(table, self._delete_where_session(table))
         counts.add("assembly_logs", self._delete_logs_mentioning(session_ids))
         counts.add("memory_items", self._delete_items_citing(session_ids, None))
-        counts.add("meta", self._delete_session_meta() + self._delete_core_cache())
+        counts.add(
+            "meta",
+            self._delete_session_meta() + self._delete_core_cache() + self._forget_watermarks(),
+        )
         return counts
 
     def delete_before(self, cutoff_epoch: float) -> PurgeCounts:
@@ -275,7 +278,7 @@ class AdminStore:
         )
         counts.add("assembly_logs", self._delete_logs_mentioning(partial))
         counts.add("memory_items", self._delete_items_citing(partial, set(refs)))
-        counts.add("meta", self._delete_core_cache())
+        counts.add("meta", self._delete_core_cache() + self._forget_watermarks())
         return counts
 
     def delete_all(self) -> PurgeCounts:
@@ -317,6 +320,12 @@ class AdminStore:
             "DELETE FROM meta WHERE instr(key, ':') > 0 "
             "AND substr(key, instr(key, ':') + 1) IN (SELECT id FROM temp.purge_ids)"
         )
+
+    def _forget_watermarks(self) -> int:
+        """Deleting the newest events lets SQLite give their ids to new events, below a
+        semantic model's watermark (``vectors_through:``): forget it, and the next
+        embedding pass looks at every event once (store/vectors.py)."""
+        return self._changes("DELETE FROM meta WHERE key GLOB 'vectors_through:*'")
 
     def _delete_core_cache(self) -> int:
         """Cached cores quote items of any session in their scope: all are made again."""

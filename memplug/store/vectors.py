@@ -27,7 +27,7 @@ class VectorScan(Struct):
     ids: list[int] = field(default_factory=list)
     keys: list[tuple[str, int]] = field(default_factory=list)
     blobs: list[bytes] = field(default_factory=list)
-    lacking: int = 0
+    scales: list[float] = field(default_factory=list)
 
 
 class VectorCounts(Struct, frozen=True):
@@ -107,12 +107,15 @@ class VectorStore:
         row = self.conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
         return int(row[0]) if row else 0
 
-    def put(self, model_id: int, rows: Sequence[tuple[int, str, int, bytes]]) -> None:
-        """Store ``(event id, session id, seq, vector)`` rows (inside the caller's write),
-        replacing a stale vector of the event."""
+    def put(
+        self, model_id: int, rows: Sequence[tuple[int, str, int, bytes, float, int | None]]
+    ) -> None:
+        """Store ``(event id, session id, seq, int8 vector, scale, cell)`` rows (inside the
+        caller's write), replacing a stale vector of the event."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO event_vectors (event_id, model_id, session_id, seq, vector) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO event_vectors "
+            "(event_id, model_id, session_id, seq, vector, scale, cell) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(event_id, model_id, *rest) for event_id, *rest in rows],
         )
 
@@ -131,35 +134,51 @@ class VectorStore:
             (f"vectors_through:{model_id}", str(event_id)),
         )
 
-    def scan(self, model_id: int, scope: EventScope, snap: Snapshot) -> VectorScan:
+    def scan(
+        self,
+        model_id: int,
+        scope: EventScope,
+        snap: Snapshot,
+        *,
+        cell: int | None = None,
+        limit: int = -1,
+    ) -> VectorScan:
         """Current vectors of in-scope events under the snapshot with their events'
-        (session, seq) keys, and how many in-scope embeddable events lack one."""
+        (session, seq) keys; with ``cell``, only that cell's, at most ``limit`` of them in
+        (session, seq) order."""
         found = VectorScan()
+        by_cell = "" if cell is None else " AND v.cell = ?"
         if _by_session_only(scope):
             sql = (
-                "SELECT event_id, session_id, seq, vector FROM event_vectors "
-                "WHERE model_id = ? AND event_id <= ?"
+                "SELECT v.event_id, v.session_id, v.seq, v.vector, v.scale FROM event_vectors v "
+                f"WHERE v.model_id = ?{by_cell} AND v.event_id <= ?"
             )
-            params: list[Any] = [model_id, snap.max_event_id]
+            params: list[Any] = [model_id, *([] if cell is None else [cell]), snap.max_event_id]
             if scope.session_ids is not None:
-                sql += f" AND session_id IN ({', '.join('?' for _ in scope.session_ids)})"
+                sql += f" AND v.session_id IN ({', '.join('?' for _ in scope.session_ids)})"
                 params.extend(scope.session_ids)
         else:
             where, extra = scope.where()
             sql = (
-                "SELECT v.event_id, v.session_id, v.seq, v.vector FROM event_vectors v "
-                f"JOIN events e ON e.id = v.event_id WHERE v.model_id = ? AND e.id <= ? AND {where}"
+                "SELECT v.event_id, v.session_id, v.seq, v.vector, v.scale FROM event_vectors v "
+                f"JOIN events e ON e.id = v.event_id WHERE v.model_id = ?{by_cell} "
+                f"AND e.id <= ? AND {where}"
             )
-            params = [model_id, snap.max_event_id, *extra]
-        # In row order (no sort of the vectors): ties are broken by ``keys`` above.
-        for event_id, session_id, seq, blob in self.conn.execute(sql, params):
+            params = [model_id, *([] if cell is None else [cell]), snap.max_event_id, *extra]
+        if cell is not None:
+            # The cell index's own order: a cut-short cell gives the same rows everywhere.
+            sql += " ORDER BY v.session_id, v.seq LIMIT ?"
+            params.append(limit)
+        # Otherwise in row order (no sort of the vectors): ties are broken by ``keys``.
+        for event_id, session_id, seq, blob, scale in self.conn.execute(sql, params):
             found.ids.append(event_id)
             found.keys.append((session_id, seq))
             found.blobs.append(blob)
-        found.lacking = self._lacking(model_id, scope, snap)
+            found.scales.append(scale or 0.0)
         return found
 
-    def _lacking(self, model_id: int, scope: EventScope, snap: Snapshot) -> int:
+    def lacking(self, model_id: int, scope: EventScope, snap: Snapshot) -> int:
+        """How many in-scope embeddable events under the snapshot lack a current vector."""
         through = self.watermark(model_id)
         if snap.max_event_id <= through:
             return 0
