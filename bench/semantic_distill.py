@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bench.minilm import MiniLM, load
-from bench.retrieval import BASELINE_STOP, load_locomo
+from bench.quality import BASELINE_STOP, load_locomo
 from memplug.semantic import builtin
 
 SIF = 1e-4
@@ -77,14 +77,14 @@ def write_table(table: np.ndarray, vocab: list[str]) -> None:
 def _corpora(shared: Path, lme_questions: int, conversations: int) -> list[dict[str, Any]]:
     """One memory per LoCoMo conversation and per LME question: ``{turns, questions}``."""
     out = []
-    loaded, _ = load_locomo(shared / "data" / "locomo" / "locomo10.json")
-    for conv in loaded[:conversations]:
+    loaded = load_locomo(shared / "data" / "locomo" / "locomo10.json")
+    for conv in loaded.memories[:conversations]:
         out.append(
             {
                 "set": "locomo",
-                "ids": [t["dia_id"] for t in conv["turns"]],
-                "texts": [t["text"] for t in conv["turns"]],
-                "questions": [(q["question"], set(q["gold"])) for q in conv["questions"]],
+                "ids": [t.key for t in conv.turns],
+                "texts": [t.text for t in conv.turns],
+                "questions": [(q.question, set(q.gold)) for q in conv.questions],
             }
         )
     with gzip.open(shared / "data" / "longmemeval" / "longmemeval_s_dev.json.gz") as f:

@@ -107,7 +107,12 @@ class Memory:
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
-        return Memory(self.db, replace(self.loaded, config=config))
+        other = Memory(self.db, replace(self.loaded, config=config))
+        if config.semantic == self.config.semantic and "semantic" in self.__dict__:
+            # The same provider, loaded once: its table is a prompt hook's largest fixed
+            # cost after the imports (a cached_property is seeded through __dict__).
+            other.__dict__["semantic"] = self.__dict__["semantic"]
+        return other
 
     @staticmethod
     def saved_cursors(

@@ -174,3 +174,19 @@ def test_the_hook_runs_without_the_collector_and_gives_it_back(
     main(["hook", "claude-code"])
     assert during == [False]
     assert gc.isenabled()
+
+
+def test_a_prompt_hook_with_the_semantic_provider_imports_no_numpy_and_no_metadata(
+    hook_run: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider on costs the prompt hook its table's rows, not numpy's import or an
+    entry-point scan (docs/semantic.md, "Cost")."""
+    db, payload = hook_run
+    monkeypatch.setenv("MEMPLUG_SEMANTIC__PROVIDER", "builtin")
+    stdin = json.dumps(
+        {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "which port for checkout?"}
+    )
+    modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
+    assert {"memplug.semantic.builtin", "memplug.semantic.vecmath"} <= set(modules)
+    assert under(modules, (*NEVER, "numpy")) == []
+    assert third_party(modules, floor(tmp_path)) == []
