@@ -38,7 +38,6 @@ from typing import Any
 from bench.prestep import quoted
 from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
-from memplug.retrieve import Retriever
 from memplug.text import estimate_tokens
 
 BUDGET_TOKENS = 3000
@@ -359,7 +358,7 @@ def _ask(
 ) -> None:
     key_of = {(t.session, t.seq): t.key for t in turns.turns}
     text_of = {t.key: t.text for t in turns.turns}
-    retriever = Retriever(memory.store, memory.config)
+    retriever = memory.retriever  # with the semantic provider, when the variant turns it on
     last = turns.turns[-1].session
     for q in turns.questions:
         t0 = time.perf_counter()
@@ -401,6 +400,9 @@ def evaluate(
                         continue
                     tally, times = out[variant.name]
                     with Memory.open(path, config=_merge(build, variant.config)) as memory:
+                        # A semantic variant embeds what the shared import did not (its
+                        # provider was off); nothing happens for the others.
+                        memory.embed_vectors()
                         _ask(memory, turns, variant, tally, times, HALVES[n % 2])
         progress(f"{data.name}: {n + 1}/{len(data.memories)} memories")
     return out

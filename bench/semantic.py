@@ -29,6 +29,7 @@ from memplug.diagnostics import database_bytes
 from memplug.memory import Memory
 from memplug.retrieve import Retriever
 from memplug.semantic.builtin import Builtin
+from memplug.semantic.service import cell_groups
 from memplug.semantic.vecmath import Cells, Packed, quantize
 from memplug.store.search import EventScope
 
@@ -110,12 +111,13 @@ def _exact(conn: Any, count: int, query: bytes) -> None:
 
 
 def _probed(conn: Any, cells: Cells, reads: int, query: bytes) -> None:
+    """What ``Semantic._read`` does: the nearest cells in doubling groups."""
     rows: list[Any] = []
-    for cell in cells.ranked(query):
+    for group in cell_groups(cells.ranked(query)):
         rows += conn.execute(
-            "SELECT event_id, vector, scale FROM v WHERE model_id = 1 AND cell = ? "
-            "ORDER BY session_id, seq LIMIT ?",
-            (cell, reads - len(rows)),
+            "SELECT event_id, vector, scale FROM v WHERE model_id = 1 AND cell IN "
+            f"({', '.join('?' for _ in group)}) ORDER BY cell, session_id, seq LIMIT ?",
+            (*group, reads - len(rows)),
         ).fetchall()
         if len(rows) >= reads:
             break
@@ -141,20 +143,34 @@ def scan_scaling(sizes: tuple[int, ...], reads: int = 3_000) -> dict[int, dict[s
     return out
 
 
-def hook_cost(events: int, runs: int) -> dict[str, dict[str, float]]:
-    """``UserPromptSubmit`` as Claude Code runs it (a whole process), provider off and on:
-    each mode its own database of the same events (``bench.hook_latency``)."""
+def interleaved(db: Path, projects: Path, runs: int) -> dict[str, dict[str, float]]:
+    """``UserPromptSubmit`` as Claude Code runs it (a whole process) on one database,
+    provider off and on in turn, so a change in the machine's load hits both alike."""
     from bench import hook_latency
 
-    out = {}
-    for mode in ("off", "builtin"):
-        os.environ["MEMPLUG_SEMANTIC__PROVIDER"] = mode
-        try:
-            rows = hook_latency.measure(events, runs)
-        finally:
-            del os.environ["MEMPLUG_SEMANTIC__PROVIDER"]
-        out[mode] = rows["UserPromptSubmit (memory hook claude-code)"]
-    return out
+    prompt = hook_latency._payload(projects, "UserPromptSubmit", prompt=hook_latency.PROMPT)
+    samples: dict[str, tuple[list[float], list[float]]] = {"off": ([], []), "builtin": ([], [])}
+    for _ in range(runs):
+        for mode, (wall, cpu) in samples.items():
+            env = {**os.environ, "MEMPLUG_DB": str(db), "MEMPLUG_SEMANTIC__PROVIDER": mode}
+            one = hook_latency._timed([hook_latency.MEMORY, "hook", "claude-code"], prompt, 1, env)
+            wall += one[0]
+            cpu += one[1]
+    return {mode: hook_latency._stats(s) for mode, s in samples.items()}
+
+
+def hook_cost(events: int, runs: int) -> dict[str, dict[str, float]]:
+    """The prompt hook with the provider off and on, on one database of ``events``
+    synthetic events (``bench.hook_latency``) whose vectors were embedded at import."""
+    from bench import hook_latency
+
+    os.environ["MEMPLUG_SEMANTIC__PROVIDER"] = "builtin"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            db, projects = hook_latency._populate(Path(tmp), events)
+            return interleaved(db, projects, runs)
+    finally:
+        del os.environ["MEMPLUG_SEMANTIC__PROVIDER"]
 
 
 def run(

@@ -29,6 +29,7 @@ from memplug.memory import Memory
 from memplug.purge import purge
 from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
 from memplug.semantic.builtin import Builtin
+from memplug.semantic.service import cell_groups
 from memplug.semantic.vecmath import Cells, Packed, quantize, signed
 from memplug.semantic.wordpiece import WordPiece, basic_words
 from memplug.store.search import EventScope
@@ -530,25 +531,27 @@ MANY = [
 
 
 def test_a_large_scope_reads_only_the_cells_nearest_the_query(tmp_path: Path) -> None:
-    """Past `semantic.scanLimit` vectors, a query reads its nearest cells first: every hit
-    comes from a cell ranked before the last one read, and the limit holds (one cell
-    may be cut short, in its (session, seq) order, the same in every database)."""
+    """Past `semantic.scanLimit` vectors, a query reads its nearest cells first (in
+    groups that double: 8, 8, 16, …), and the limit holds; the last group may be cut
+    short, in (cell, session, seq) order, the same in every database."""
     query = "baking bread with a starter"
     small = {"semantic": {"provider": "builtin", "scanLimit": 100, "candidates": 50}}
     with imported(tmp_path / "cut.sqlite", MANY, **small) as cut:
         embedder = cut.semantic.embedder
         assert embedder is not None and isinstance(embedder.cells, Cells)
         stored = vectors_of(cut)
-        ranked = embedder.cells.ranked(quantize(embedder.embed([query])[0])[0])
-        populated = [c for c in ranked if any(cell == c for _, _, cell in stored.values())]
+        query_bytes = quantize(embedder.embed([query])[0])[0]
+        groups = cell_groups(embedder.cells.ranked(query_bytes))
+        assert [len(g) for g in groups] == [8, 8, 16, 32, 64, 128]
         scope, snap = EventScope(include_generated=False), cut.store.search.snapshot()
-        read = cut.semantic._read(
-            1, embedder.cells, quantize(embedder.embed([query])[0])[0], scope, snap
-        )
+        read = cut.semantic._read(1, embedder.cells, query_bytes, scope, snap)
         assert len(read.ids) == 100 < len(stored)
-        assert {stored[key][2] for key in read.keys} == set(
-            populated[: len({stored[k][2] for k in read.keys})]
-        )
+        read_cells = {stored[key][2] for key in read.keys}
+        last = max(i for i, group in enumerate(groups) if read_cells & set(group))
+        assert read_cells <= {c for group in groups[: last + 1] for c in group}
+        # Every vector of the groups before the last one was read.
+        earlier = {c for group in groups[:last] for c in group}
+        assert {k for k, v in stored.items() if v[2] in earlier} <= set(read.keys)
         hits = cut.semantic.similar(query, scope, snap, 50).hits
         assert {i for i, _ in hits} <= set(read.ids)
         key_of = dict(zip(read.ids, read.keys, strict=True))

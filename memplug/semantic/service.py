@@ -107,15 +107,18 @@ class Semantic:
             return report
         start = time.perf_counter()
         store, vectors = self.store, self.store.vectors
-        with store.write_transaction():
-            model_id = self._model_id(embedder, create=True)
+        model_id = self._model_id(embedder, create=False)
+        if model_id is None:
+            with store.write_transaction():
+                model_id = self._model_id(embedder, create=True)
         assert model_id is not None
         top = vectors.max_event_id()
-        cells = cells_of(embedder)
         # Every embeddable event up to the watermark has a vector: a hook with one new
-        # event looks at that event only, not at the whole history.
+        # event looks at that event only, and a hook with none writes nothing.
         after = vectors.watermark(model_id)
-        while budget_ms is None or (time.perf_counter() - start) * 1000 < budget_ms:
+        while after < top and (
+            budget_ms is None or (time.perf_counter() - start) * 1000 < budget_ms
+        ):
             batch = vectors.pending(model_id, self.config.batch_size, after, top)
             if not batch:
                 with store.write_transaction():
@@ -127,6 +130,7 @@ class Semantic:
                 report.error = f"{type(error).__name__}: {error}"
                 break
             after = batch[-1][0]
+            cells = cells_of(embedder)
             with store.write_transaction():
                 vectors.put(
                     model_id,
@@ -140,7 +144,7 @@ class Semantic:
             report.embedded += len(batch)
             if progress is not None:
                 progress(len(batch))
-        report.remaining = vectors.counts(model_id).missing
+        report.remaining = 0 if after >= top else vectors.counts(model_id).missing
         return report
 
     def lag(self) -> int:
@@ -212,8 +216,8 @@ class Semantic:
             return vectors.scan(model_id, scope, snap)
         limit = self.config.scan_limit
         found = VectorScan()
-        for cell in cells.ranked(query):
-            part = vectors.scan(model_id, scope, snap, cell=cell, limit=limit - len(found.ids))
+        for group in cell_groups(cells.ranked(query)):
+            part = vectors.scan(model_id, scope, snap, cells=group, limit=limit - len(found.ids))
             found.ids += part.ids
             found.keys += part.keys
             found.blobs += part.blobs
@@ -221,6 +225,17 @@ class Semantic:
             if len(found.ids) >= limit:
                 break
         return found
+
+
+def cell_groups(ranked: list[int]) -> list[list[int]]:
+    """Cells, nearest first, in groups that double (8, 8, 16, 32, …): a few queries
+    reach the populated cells even when the nearest ones are empty in this scope."""
+    groups, start, size = [], 0, 8
+    while start < len(ranked):
+        groups.append(ranked[start : start + size])
+        start += size
+        size = start
+    return groups
 
 
 def _top(

@@ -66,7 +66,8 @@ class WordPiece:
     """Token ids for text, from a vocabulary listed one token a line in id order."""
 
     def __init__(self, vocab: Sequence[str], unk: str = "[UNK]") -> None:
-        self.ids = {token: index for index, token in enumerate(vocab)}
+        # zip in C: a prompt hook builds this 30k-entry map on every start.
+        self.ids = dict(zip(vocab, range(len(vocab)), strict=True))
         self.unk_id = self.ids[unk]
         self._cache: dict[str, tuple[int, ...]] = {}
         self._chunks: dict[str, tuple[int, ...]] = {}

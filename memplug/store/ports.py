@@ -413,7 +413,7 @@ class VectorPort(Protocol):
         scope: EventScope,
         snap: Snapshot,
         *,
-        cell: int | None = None,
+        cells: Sequence[int] | None = None,
         limit: int = -1,
     ) -> VectorScan: ...
     def lacking(self, model_id: int, scope: EventScope, snap: Snapshot) -> int: ...

@@ -140,20 +140,20 @@ class VectorStore:
         scope: EventScope,
         snap: Snapshot,
         *,
-        cell: int | None = None,
+        cells: Sequence[int] | None = None,
         limit: int = -1,
     ) -> VectorScan:
         """Current vectors of in-scope events under the snapshot with their events'
-        (session, seq) keys; with ``cell``, only that cell's, at most ``limit`` of them in
-        (session, seq) order."""
+        (session, seq) keys; with ``cells``, only those cells', at most ``limit`` of them
+        in (cell, session, seq) order."""
         found = VectorScan()
-        by_cell = "" if cell is None else " AND v.cell = ?"
+        by_cell = "" if cells is None else f" AND v.cell IN ({', '.join('?' for _ in cells)})"
         if _by_session_only(scope):
             sql = (
                 "SELECT v.event_id, v.session_id, v.seq, v.vector, v.scale FROM event_vectors v "
                 f"WHERE v.model_id = ?{by_cell} AND v.event_id <= ?"
             )
-            params: list[Any] = [model_id, *([] if cell is None else [cell]), snap.max_event_id]
+            params: list[Any] = [model_id, *(cells or ()), snap.max_event_id]
             if scope.session_ids is not None:
                 sql += f" AND v.session_id IN ({', '.join('?' for _ in scope.session_ids)})"
                 params.extend(scope.session_ids)
@@ -164,17 +164,17 @@ class VectorStore:
                 f"JOIN events e ON e.id = v.event_id WHERE v.model_id = ?{by_cell} "
                 f"AND e.id <= ? AND {where}"
             )
-            params = [model_id, *([] if cell is None else [cell]), snap.max_event_id, *extra]
-        if cell is not None:
-            # The cell index's own order: a cut-short cell gives the same rows everywhere.
-            sql += " ORDER BY v.session_id, v.seq LIMIT ?"
+            params = [model_id, *(cells or ()), snap.max_event_id, *extra]
+        if cells is not None:
+            # The cell index's own order: cells cut short give the same rows everywhere.
+            sql += " ORDER BY v.cell, v.session_id, v.seq LIMIT ?"
             params.append(limit)
         # Otherwise in row order (no sort of the vectors): ties are broken by ``keys``.
-        for event_id, session_id, seq, blob, scale in self.conn.execute(sql, params):
-            found.ids.append(event_id)
-            found.keys.append((session_id, seq))
-            found.blobs.append(blob)
-            found.scales.append(scale or 0.0)
+        rows = self.conn.execute(sql, params).fetchall()
+        found.ids = [row[0] for row in rows]
+        found.keys = [(row[1], row[2]) for row in rows]
+        found.blobs = [row[3] for row in rows]
+        found.scales = [row[4] or 0.0 for row in rows]
         return found
 
     def lacking(self, model_id: int, scope: EventScope, snap: Snapshot) -> int:
