@@ -170,11 +170,11 @@ class VectorStore:
             sql += " ORDER BY v.cell, v.session_id, v.seq LIMIT ?"
             params.append(limit)
         # Otherwise in row order (no sort of the vectors): ties are broken by ``keys``.
-        rows = self.conn.execute(sql, params).fetchall()
-        found.ids = [row[0] for row in rows]
-        found.keys = [(row[1], row[2]) for row in rows]
-        found.blobs = [row[3] for row in rows]
-        found.scales = [row[4] or 0.0 for row in rows]
+        rows: list[tuple[Any, ...]] = self.conn.execute(sql, params).fetchall()
+        found.ids = [int(row[0]) for row in rows]
+        found.keys = [(str(row[1]), int(row[2])) for row in rows]
+        found.blobs = [bytes(row[3]) for row in rows]
+        found.scales = [float(row[4] or 0.0) for row in rows]
         return found
 
     def lacking(self, model_id: int, scope: EventScope, snap: Snapshot) -> int:
