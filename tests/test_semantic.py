@@ -585,16 +585,16 @@ def test_a_scope_under_the_scan_limit_is_searched_exactly(tmp_path: Path) -> Non
 def test_a_memory_under_another_budget_shares_its_loaded_provider(tmp_path: Path) -> None:
     """The prompt hook assembles through ``with_config`` (a smaller budget): the table is
     loaded once per process, not once per Memory; another semantic config loads its own."""
-    import dataclasses
+    from msgspec.structs import replace
 
     with Memory.open(tmp_path / "m.sqlite", config=ON) as memory:
         assert memory.semantic.embedder is not None
         config = memory.config
-        smaller = dataclasses.replace(
-            config, assembly=dataclasses.replace(config.assembly, soft_budget_tokens=100)
+        smaller = replace(
+            config, assembly=replace(config.assembly, soft_budget_tokens=100)
         )
         assert memory.with_config(smaller).semantic is memory.semantic
-        other = dataclasses.replace(
-            config, semantic=dataclasses.replace(config.semantic, candidates=5)
+        other = replace(
+            config, semantic=replace(config.semantic, candidates=5)
         )
         assert memory.with_config(other).semantic is not memory.semantic
