@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import freezegun
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -458,7 +459,12 @@ def test_explain_says_how_each_line_was_found(tmp_path: Path) -> None:
 def test_a_live_capture_embeds_its_new_events_within_the_default_budget(tmp_path: Path) -> None:
     from memplug.models import parse_event
 
-    with Memory.open(tmp_path / "m.sqlite", config=ON) as memory:
+    # The budget is wall time: a frozen clock keeps a loaded machine from spending it
+    # before the first batch, so what is checked is the capture path, not the machine.
+    with (
+        freezegun.freeze_time("2026-11-30 12:00:00"),
+        Memory.open(tmp_path / "m.sqlite", config=ON) as memory,
+    ):
         memory.ingest([parse_event(e) for e in PETS[:2]])
         assert sorted(vectors_of(memory)) == [("p1", 1), ("p1", 2)]
         memory.ingest([parse_event(e) for e in PETS[2:]])
@@ -590,11 +596,7 @@ def test_a_memory_under_another_budget_shares_its_loaded_provider(tmp_path: Path
     with Memory.open(tmp_path / "m.sqlite", config=ON) as memory:
         assert memory.semantic.embedder is not None
         config = memory.config
-        smaller = replace(
-            config, assembly=replace(config.assembly, soft_budget_tokens=100)
-        )
+        smaller = replace(config, assembly=replace(config.assembly, soft_budget_tokens=100))
         assert memory.with_config(smaller).semantic is memory.semantic
-        other = replace(
-            config, semantic=replace(config.semantic, candidates=5)
-        )
+        other = replace(config, semantic=replace(config.semantic, candidates=5))
         assert memory.with_config(other).semantic is not memory.semantic
