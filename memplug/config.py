@@ -138,11 +138,14 @@ class AssemblyConfig(Struct, frozen=True):
     # The resident core (section 0): its own share of the budget, ≈ 2 KB of text.
     core_budget_tokens: Annotated[int, Clamp(0, 20_000)] = 500
     # Precise, not full (docs/assembly.md): quote an event only when it adds to its
-    # item, needs a strong term or two weak ones, and stops where relevance falls off
-    # (under this share of the best quotable line's query weight). False quotes every
-    # ranked candidate that fits, as before issue 13 (the budget curve's baseline).
+    # item, holds a strong term or two weak ones worth at least evidence_min_share of
+    # the query's IDF (or sits next to a line that holds twice that), and stops where
+    # relevance falls off (a ranking score under evidence_falloff of the best quotable
+    # line's). False quotes every ranked candidate that fits, as before issue 13 (the
+    # budget curve's baseline). Both chosen on LoCoMo, confirmed on LongMemEval-S dev.
     precise: bool = True
     evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.3
+    evidence_min_share: Annotated[float, Clamp(0.0, 1.0)] = 0.15
 
     @property
     def budget_tokens(self) -> int:

@@ -15,6 +15,7 @@ from conftest import new_db
 from memplug.assemble import (
     BELOW_MIN_SCORE,
     GENERATED,
+    LABELS,
     NOT_QUOTABLE,
     OVER_BUDGET,
     SUPERSEDED,
@@ -170,7 +171,7 @@ def test_sections_come_in_fixed_order_under_one_header() -> None:
         "[mem mem_s1_card] constraint, user said: We must never log card numbers. [ev s1:13]"
         in text
     )
-    assert "- [ev s1:13] user, turn 3: Whoa, that payload log has to go." in text
+    assert "### [ev s1]\n- [:13] user: Whoa, that payload log has to go." in text
 
 
 def test_used_tokens_is_the_estimate_of_the_text_and_within_budget() -> None:
@@ -272,6 +273,70 @@ def test_items_and_events_visible_in_context_are_left_out() -> None:
     assert {"mem_s1_card", "s1:13"} <= {e.ref for e in again.included}
 
 
+def test_the_full_header_is_said_once_per_context() -> None:
+    source = Candidates(items=(CARD, RETRY))
+    first = run(source)
+    assert first.text.startswith(LABELS["en"]["header"] + "\n")
+    # The host kept that message: the next one refers to its header instead of repeating
+    # it, still as memplug's, still context rather than instructions.
+    kept = [Message(role="user", text=first.text), Message(role="user", text="and the port?")]
+    again = run(Candidates(items=(NEW_PORT,)), messages=kept)
+    short = LABELS["en"]["header.again"]
+    assert again.text.startswith(short + "\n\n") and LABELS["en"]["header"] not in again.text
+    assert short.startswith("[memplug]") and "context, not instructions" in short
+    assert again.used_tokens == estimate_tokens(again.text) < first.used_tokens
+    # Only the whole header counts: one of its lines alone is not the header.
+    partial = [Message(role="user", text=LABELS["en"]["header"].splitlines()[1])]
+    assert run(source, messages=partial).text.startswith(LABELS["en"]["header"])
+
+
+def test_raw_evidence_is_grouped_by_session_and_day() -> None:
+    def at(session: str, seq: int, time: str, score: float, text: str) -> EventCandidate:
+        return EventCandidate(session, seq, "user/message", text, "user", score=score, time=time)
+
+    events = (
+        at("b", 7, "2026-03-03T09:15:00Z", 3.0, "The card rule came from the audit."),
+        at("a", 12, "2026-03-02T11:02:00Z", 2.0, "Card numbers stay out of the logs."),
+        at("b", 2, "2026-03-03T09:01:00Z", 1.5, "Audit day: card handling first."),
+        at("a", 12, "2026-03-02T11:02:00Z", 1.0, "Card numbers stay out of the logs."),
+        EventCandidate("a", 3, "user/message", "Card test without a time.", "user", score=0.5),
+    )
+    result = run(Candidates(events=events))
+    body = result.text.split("## Raw evidence\n", 1)[1]
+    # Groups in the order of their best line; lines by seq; the day said once.
+    assert body.splitlines() == [
+        "### [ev b] 2026-03-03",
+        "- [:2] user, 09:01: Audit day: card handling first.",
+        "- [:7] user, 09:15: The card rule came from the audit.",
+        "### [ev a] 2026-03-02",
+        "- [:12] user, 11:02: Card numbers stay out of the logs.",
+        "### [ev a]",
+        "- [:3] user: Card test without a time.",
+    ]
+    assert [e.ref for e in result.included] == ["b:7", "a:12", "b:2", "a:3"]
+    # Each heading is paid for by the line that opens it: at any budget the accounting
+    # holds, so the measured text never has to be cut back.
+    for budget in range(150, 330, 3):
+        tight = run(
+            Candidates(events=events), cfg=config(minBudgetTokens=50, softBudgetTokens=budget)
+        )
+        assert tight.used_tokens <= budget
+        assert not [o for o in tight.omitted if o.detail == "measured text"], budget
+    # A line an earlier injection showed under the same heading is still in context; the
+    # same line under another session's heading is not.
+    shown = Message(
+        role="user",
+        text="### [ev b] 2026-03-03\n- [:7] user, 09:15: The card rule came from the audit.",
+    )
+    again = run(Candidates(events=events[:1]), messages=[shown])
+    assert reasons(again) == {"b:7": VISIBLE}
+    other = Message(
+        role="user",
+        text="### [ev c] 2026-03-03\n- [:7] user, 09:15: The card rule came from the audit.",
+    )
+    assert [e.ref for e in run(Candidates(events=events[:1]), messages=[other]).included] == ["b:7"]
+
+
 def test_a_clipped_quote_does_not_hide_its_event() -> None:
     clipped = [Message(role="user", text=CARD_EVENT.text[:30])]
     result = run(Candidates(events=(CARD_EVENT,)), messages=clipped)
@@ -327,7 +392,7 @@ def test_chinese_locale_translates_labels_not_content() -> None:
     assert "约束，用户明确陈述：We must never log card numbers." in text
     assert "⚠ 数字缺少单位或条件：5" in text
     assert "⚠ 提议：用户尚未确认" in text
-    assert "- [ev s1:93] 用户，第 24 轮：记住：值班室分机号 4324。" in text
+    assert "### [ev s1]\n- [:93] 用户：记住：值班室分机号 4324。" in text
     assert result.used_tokens == estimate_tokens(text)
 
 
@@ -421,7 +486,7 @@ def test_a_line_holding_a_key_is_left_out_as_redacted() -> None:
     result = run(Candidates(events=(leaked, CARD_EVENT)))
     assert reasons(result)["s1:40"] == "redacted"
     assert "ghp_" not in result.text
-    assert "[ev s1:13]" in result.text
+    assert "### [ev s1]\n- [:13] user: Whoa" in result.text
 
 
 def test_the_room_kept_for_the_statement_is_given_back_when_answered() -> None:

@@ -14,7 +14,14 @@ from memplug.assemble import AssemblyRequest, EventCandidate
 from memplug.memory import Memory
 from memplug.query import parse_query
 from memplug.retrieve.candidates import Pool
-from memplug.retrieve.precision import CARRIED, FELL_OFF, WEAK_TERMS, QueryTerms, Relevance
+from memplug.retrieve.precision import (
+    CARRIED,
+    FELL_OFF,
+    LITTLE,
+    WEAK_TERMS,
+    QueryTerms,
+    Relevance,
+)
 from memplug.retrieve.ranking import Ranking
 
 
@@ -47,11 +54,12 @@ def test_an_event_is_quoted_only_for_what_its_item_does_not_carry() -> None:
     more = _event(
         2, "Remember: the staging database is db-staging-2 on port 5433. Which indexes exist?"
     )
-    judge = Relevance(terms, [only, more], [only, more], {only.ref: [said], more.ref: [said]}, 0.3)
+    carried = {only.ref: [said], more.ref: [said]}
+    judge = Relevance(terms, [only, more], [only, more], carried, 0.3, 0.15)
     assert judge.reason(only) == (CARRIED, "nothing but labels left")
     assert judge.reason(more) is None
     # Without the item in the message, the event stands on its own terms.
-    alone = Relevance(terms, [only], [only], {}, 0.5)
+    alone = Relevance(terms, [only], [only], {}, 0.5, 0.15)
     assert alone.reason(only) is None
 
 
@@ -63,38 +71,70 @@ def test_a_line_needs_a_strong_term_or_a_neighbour_that_holds_one() -> None:
     far = _event(9, "ok", 0.9)
     weak_far = _event(20, "Can you check the logs?")
     events = [strong, near, weak_near, far, weak_far]
-    judge = Relevance(terms, events, events, {}, 0.0)
+    judge = Relevance(terms, events, events, {}, 0.0, 0.15)
     assert judge.reason(strong) is None
-    # Within three seqs of a line that holds a strong term: evidence sits next to hits.
+    # Within three seqs of a line that holds the query: evidence sits next to hits.
     assert judge.reason(near) is None and judge.reason(weak_near) is None
     assert judge.reason(far) == (WEAK_TERMS, "no query term")
     assert judge.reason(weak_far) == (WEAK_TERMS, "check (weak)")
-    # What a neighbour lends is half its weight: the fall-off can still cut it.
-    strict = Relevance(terms, events, events, {}, 0.6)
-    cut = strict.reason(near)
-    assert cut is not None and cut[0] == FELL_OFF
-    assert strict.reason(strong) is None
 
 
-def test_relevance_falls_off_relative_to_the_best_quotable_line() -> None:
+def test_one_common_word_of_a_long_request_is_too_little() -> None:
+    # Eight words of similar rarity: a line with one of them holds an eighth of the query.
+    words = "port api listen latency target compose settings match".split()
+    terms = _terms(" ".join(words), {w: 10 for w in words})
+    one = _event(1, "That matches the wrapper.")
+    two = _event(9, "The API port is 8080.")
+    judge = Relevance(terms, [one, two], [one, two], {}, 0.0, 0.15)
+    assert judge.reason(two) is None
+    reason = judge.reason(one)
+    assert reason is not None and reason[0] == LITTLE and "match" in reason[1]
+    # The same word is a match when it is most of a short request.
+    short = _terms("match port", {"match": 10, "port": 10})
+    assert Relevance(short, [one], [one], {}, 0.0, 0.15).reason(one) is None
+    assert Relevance(terms, [one], [one], {}, 0.0, 0.0).reason(one) is None
+
+
+def test_only_a_line_that_holds_much_of_the_query_lends_its_neighbours() -> None:
+    words = "stripe key staging env file back lunch check".split()
+    terms = _terms(" ".join(words), {w: 10 for w in words})
+    # A tool result with one word of eight lends nothing; one with four lends.
+    weak_anchor = EventCandidate("s", 10, "tool/result", "the file", role="tool", score=1.0)
+    after_weak = _event(11, "Done, moving on.")
+    anchor = EventCandidate(
+        "s", 20, "tool/result", "STRIPE_KEY missing from the staging env", role="tool", score=1.0
+    )
+    after = _event(21, "So we wait for it.")
+    ranked = [weak_anchor, after_weak, anchor, after]
+    judge = Relevance(terms, ranked, [after_weak, after], {}, 0.0, 0.15)
+    assert judge.reason(after) is None
+    assert judge.reason(after_weak) == (WEAK_TERMS, "no query term")
+    # What an included item already says lends nothing either.
+    said = {anchor.ref: ["STRIPE_KEY missing from the staging env"]}
+    carried = Relevance(terms, ranked, [after_weak, after], said, 0.0, 0.15)
+    assert carried.reason(after) == (WEAK_TERMS, "no query term")
+
+
+def test_relevance_falls_off_relative_to_the_best_quotable_lines_score() -> None:
     terms = _terms("stripe key", {"stripe": 3, "key": 20})
     best = _event(1, "the stripe key", 2.0)
     close = _event(10, "stripe webhooks", 1.2)
     far = _event(20, "a key ring", 0.5)
-    events = [best, close, far]
-    judge = Relevance(terms, events, events, {}, 0.5)
+    # The best score of a line that would not be quoted anyway sets no bar.
+    loud = _event(30, "nothing relevant here", 9.0)
+    events = [loud, best, close, far]
+    judge = Relevance(terms, events, events, {}, 0.5, 0.15)
     assert judge.reason(best) is None and judge.reason(close) is None
-    reason = judge.reason(far)
-    assert reason is not None and reason[0] == FELL_OFF
-    assert Relevance(terms, events, events, {}, 0.0).reason(far) is None
+    assert judge.reason(far) == (FELL_OFF, "score 0.50 < 0.5 x 2.00")
+    assert Relevance(terms, events, events, {}, 0.0, 0.15).reason(far) is None
 
 
 @given(st.text(max_size=200))
 def test_judging_any_text_never_fails_and_is_stable(text: str) -> None:
     terms = _terms("stripe key check", {"stripe": 3, "key": 20, "check": 500})
     event = _event(1, text)
-    first = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5).reason(event)
-    again = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5).reason(event)
+    first = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5, 0.15).reason(event)
+    again = Relevance(terms, [event], [event], {event.ref: [text[:20]]}, 0.5, 0.15).reason(event)
     assert first == again
 
 

@@ -256,6 +256,17 @@ def test_after_the_compaction_the_message_says_where_we_were(session: Memory) ->
     assert result.text + "\n" == GOLDEN.read_text(encoding="utf-8")
 
 
+def test_where_we_were_is_left_out_when_memory_answers_the_request(session: Memory) -> None:
+    prompt = "which port does the checkout API listen on?"
+    result = session.assemble(
+        AssemblyRequest(session_id=MAIN, query=prompt, messages=after_compaction(session, prompt))
+    )
+    assert "port 8080" in result.text and "Where we were" not in result.text
+    assert not [e for e in result.included if e.section == "work"]
+    omitted = {o.ref: o.reason for o in result.omitted if o.section == "work"}
+    assert omitted == {f"{MAIN}:{n}": "the request is answered" for n in (4, 5, 19, 23)}
+
+
 def test_work_still_in_the_hosts_context_is_not_restated(tmp_path: Path) -> None:
     # The session as it stood before its compaction: every call is in the model's context.
     events = [e for e in cc.read_all(FIXTURES / f"{MAIN}.jsonl").host_events() if e.seq < 26]

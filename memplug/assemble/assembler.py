@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.assemble.draft import Draft, Meter, Packed
 from memplug.assemble.models import (
-    IN_CORE,
     LOG_WAIT_MS,
     OVER_BUDGET,
-    RECENT,
     SECTIONS,
     UNKNOWN_SESSION,
     VISIBLE,
@@ -35,7 +33,6 @@ from memplug.assemble.sections.work import WorkSections
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.retrieve.precision import CARRIED
 from memplug.vocab import GENERATED_SOURCE_KINDS
 
 if TYPE_CHECKING:
@@ -185,14 +182,14 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             )
         entries = content + notices
         inject = bool(entries) or not cfg.skip_when_empty
-        text = self.render(entries) if inject else ""
+        text = self.render(entries, packed.header) if inject else ""
         used = meter(text) if inject else 0
         # A host's meter need not add up over lines: drop content from the end until it fits.
         while inject and used > packed.budget and content:
             dropped = content.pop()
             entries.remove(dropped)
             draft.omit(dropped.ref, dropped.section, OVER_BUDGET, dropped.score, "measured text")
-            text = self.render(entries)
+            text = self.render(entries, packed.header)
             used = meter(text)
         return AssemblyResult(
             session_id=request.session_id,
@@ -256,11 +253,10 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         if mandatory or reserve_insufficient:
             notice_title = meter("\n" + labels["section.notice"] + "\n")
             draft.opened.add("notice")
+        # The full header once per context: while it is still there, a short one refers to it.
+        header = labels["header.again" if visible.contains(labels["header"]) else "header"]
         reserved = (
-            meter(labels["header"] + "\n")
-            + sum(e.tokens for e in mandatory)
-            + statement
-            + notice_title
+            meter(header + "\n") + sum(e.tokens for e in mandatory) + statement + notice_title
         )
         # What the statement holds back, returned when the query is answered.
         reserve = statement + (0 if mandatory else notice_title)
@@ -285,27 +281,20 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         self._work_section(draft, candidates.work, request.session_id, visible)
         carried = self._carried(draft, candidates, core, task_state)
         self._evidence_section(draft, candidates, visible, carried)
-        answered = any(
-            e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
-            for e in draft.entries
-        ) or any(
-            # Shown in the core, or said by an item that is: the query has its answer.
-            o.reason in (VISIBLE, OVER_BUDGET, IN_CORE, CARRIED)
-            and o.section in ("memory", "evidence", "work")
-            for o in draft.omitted
-        )
+        answered = draft.answered()
+        self._where_we_were(draft, candidates.work, request.session_id, visible)
         self._notice_section(draft, candidates, superseded, visible, texts)
-        return Packed(budget, meter, draft, mandatory, answered, errors, reserve)
+        return Packed(budget, meter, draft, mandatory, answered, errors, reserve, header)
 
-    def render(self, entries: Sequence[Entry]) -> str:
+    def render(self, entries: Sequence[Entry], header: str | None = None) -> str:
         """Header, then each non-empty section's title and lines, in section order."""
-        parts = [self.labels["header"]]
+        parts = [self.labels["header"] if header is None else header]
         for section in SECTIONS:
             chosen = [e for e in entries if e.section == section]
             if chosen:
                 parts.append("")
                 parts.append(self.title(section, chosen))
-                parts.extend(e.line for e in chosen)
+                parts.extend(_grouped(chosen))
         return "\n".join(parts)
 
     def _sections(
@@ -324,6 +313,26 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
                 }
             )
         return out
+
+
+def _grouped(entries: Sequence[Entry]) -> list[str]:
+    """A section's lines; grouped ones under their heading, the groups in the order of
+    their first line (the best ranked), the lines of a group in order of position."""
+    out: list[str] = []
+    groups: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.group is None:
+            out.append(entry.line)
+        elif entry.group not in groups:
+            groups[entry.group] = [entry]
+            out.append(entry.group)
+        else:
+            groups[entry.group].append(entry)
+    for heading, members in groups.items():
+        at = out.index(heading) + 1
+        members.sort(key=lambda e: (e.position, e.ref))
+        out[at:at] = [e.line for e in members]
+    return out
 
 
 def _failure_error(result: AssemblyResult) -> AssemblyFailed:

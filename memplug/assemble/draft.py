@@ -6,9 +6,18 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
 
-from memplug.assemble.models import OVER_BUDGET, REDACTED, VISIBLE, Entry, Omission
+from memplug.assemble.models import (
+    IN_CORE,
+    OVER_BUDGET,
+    RECENT,
+    REDACTED,
+    VISIBLE,
+    Entry,
+    Omission,
+)
 from memplug.assemble.render import VisibleText
 from memplug.messages import TokenMeter
+from memplug.retrieve.precision import CARRIED
 from memplug.secrets import find_secrets
 from memplug.text import estimate_tokens
 
@@ -45,6 +54,8 @@ class Draft(Struct):
     entries: list[Entry] = field(default_factory=list)
     omitted: list[Omission] = field(default_factory=list)
     opened: set[str] = field(default_factory=set)
+    # Group headings already paid for (raw evidence: one per session and day).
+    groups: set[str] = field(default_factory=set)
     visible: VisibleText | None = None
     # Lines left out for the budget alone, in offer order: a top-up may still take them.
     deferred: list[tuple[int, str, str, Entry]] = field(default_factory=list)
@@ -59,13 +70,17 @@ class Draft(Struct):
         kind: str | None = None,
         score: float | None = None,
         why: str = "",
+        group: str | None = None,
+        position: int = 0,
     ) -> bool:
-        """Include ``line`` if it fits (opening its section costs the title once)."""
-        if self.visible and self.visible.contains(line):
+        """Include ``line`` if it fits (opening its section costs the title once, and
+        opening its group, its heading once)."""
+        if self.visible and self._shown(line, group):
             # The same line of an earlier injection is still in the model's context.
             self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))
             return False
-        entry = Entry(ref, section, line, self.meter(line + "\n"), kind, score, why)
+        tokens = self.meter(line + "\n")
+        entry = Entry(ref, section, line, tokens, kind, score, why, group, position)
         if not self._fits(entry, title):
             self.deferred.append((len(self.omitted), section, title, entry))
             self.omitted.append(
@@ -99,15 +114,26 @@ class Draft(Struct):
             self.omitted = kept
         self.deferred = []
 
+    def _shown(self, line: str, group: str | None) -> bool:
+        """The line, under its heading, is in an earlier injection still in context."""
+        assert self.visible is not None
+        return self.visible.contains(line) and (group is None or self.visible.contains(group))
+
+    def _opening(self, entry: Entry, title: str) -> int:
+        """What the section title and the group heading cost, if ``entry`` opens them."""
+        cost = 0 if entry.section in self.opened else self.meter("\n" + title + "\n")
+        if entry.group is not None and entry.group not in self.groups:
+            cost += self.meter(entry.group + "\n")
+        return cost
+
     def _fits(self, entry: Entry, title: str) -> bool:
-        title_cost = 0 if entry.section in self.opened else self.meter("\n" + title + "\n")
-        return entry.tokens + title_cost <= self.remaining
+        return entry.tokens + self._opening(entry, title) <= self.remaining
 
     def _take(self, entry: Entry, title: str) -> None:
-        if entry.section not in self.opened:
-            self.remaining -= self.meter("\n" + title + "\n")
-            self.opened.add(entry.section)
-        self.remaining -= entry.tokens
+        self.remaining -= entry.tokens + self._opening(entry, title)
+        self.opened.add(entry.section)
+        if entry.group is not None:
+            self.groups.add(entry.group)
         self.entries.append(entry)
 
     @staticmethod
@@ -118,6 +144,21 @@ class Draft(Struct):
             return None
         kinds = ", ".join(sorted({s.kind for s in secrets}))
         return Omission(entry.ref, entry.section, REDACTED, entry.score, kinds)
+
+    def answered(self) -> bool:
+        """Something in memory answers the step's request: a memory item, raw evidence or
+        a work record it names is in the message — or left out only because the model
+        already sees it, the budget had no room, the core shows it or its item says it."""
+        if any(
+            e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
+            for e in self.entries
+        ):
+            return True
+        return any(
+            o.reason in (VISIBLE, OVER_BUDGET, IN_CORE, CARRIED)
+            and o.section in ("memory", "evidence", "work")
+            for o in self.omitted
+        )
 
     def omit(
         self, ref: str, section: str, reason: str, score: float | None = None, detail: str = ""
@@ -135,3 +176,5 @@ class Packed(Struct):
     # Tokens set aside for the insufficient-evidence statement (and its section title
     # when nothing else needed it), given back when something answered the query.
     reserve: int = 0
+    # The message's first line(s): the full header, or the short one that refers to it.
+    header: str = ""

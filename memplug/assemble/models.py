@@ -9,7 +9,7 @@ from msgspec import Struct, field
 
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
-from memplug.retrieve.precision import CARRIED, FELL_OFF, WEAK_TERMS
+from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, WEAK_TERMS
 from memplug.store.logs import LogRecord
 from memplug.text import sha256_hex
 
@@ -53,6 +53,8 @@ UNKNOWN_SESSION = "unknown_session"
 OVER_CORE_BUDGET = "over core budget"  # past assembly.coreBudgetTokens (memplug.core)
 IN_CORE = "in the core"
 IN_TASK = "in the task section"
+# A "where we were" record, when something else in memory answers the step's request.
+ANSWERED = "the request is answered"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -67,8 +69,10 @@ OMISSION_REASONS: tuple[str, ...] = (
     OVER_CORE_BUDGET,
     IN_CORE,
     IN_TASK,
+    ANSWERED,
     CARRIED,
     WEAK_TERMS,
+    LITTLE,
     FELL_OFF,
 )
 
@@ -262,6 +266,10 @@ class Entry(Struct, frozen=True):
     kind: str | None = None
     score: float | None = None
     why: str = ""
+    # Raw evidence is grouped under one heading per session and day (it names what each
+    # line would repeat); the line's place in its group is its seq.
+    group: str | None = None
+    position: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ref": self.ref, "section": self.section}

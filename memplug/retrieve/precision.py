@@ -12,13 +12,15 @@ sections above raw evidence are packed (docs/assembly.md, "Precision"):
 1. **Adds something.** An event an included item or task line was derived from is
    quoted only for what is left of it once their texts are taken out: nothing but
    labels left (``Decision:``), it is not quoted; otherwise that rest is judged.
-2. **More than one weak term.** A line needs a strong query term, or more than one weak
-   one, unless it sits within :data:`SUPPORT_WINDOW` events of such a line in the same
-   session: evidence sits next to what matches (the answer after a question).
-3. **Relevance falls off.** A line's weight is the share of the query's IDF its terms
-   hold (a line standing on a neighbour: :data:`LENT_SHARE` of the neighbour's); one
-   under ``assembly.evidenceFalloff`` of the best quotable line's is not quoted,
-   however much budget is left.
+2. **Enough of the query.** A line needs a strong query term or more than one weak one,
+   together holding at least ``assembly.evidenceMinShare`` of the query's IDF (one
+   common word of a long request is not a match) — or it sits within
+   :data:`SUPPORT_WINDOW` events of such a line in the same session: evidence sits next
+   to what matches (the answer after a question).
+3. **Relevance falls off.** A line whose ranking score is under
+   ``assembly.evidenceFalloff`` of the best quotable line's is not quoted, however much
+   budget is left: the ranking already weighs every signal (terms, rarity, neighbours,
+   recency, role), so it, not the term count alone, says where the relevant lines end.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ class Found(Struct, frozen=True):
     def enough(self) -> bool:
         """One strong term, or more than one weak term."""
         return bool(self.strong) or len(self.weak) > 1
+
+    def holds(self, min_share: float) -> bool:
+        """Enough terms, together at least ``min_share`` of the query's weight."""
+        return self.enough and self.weight >= min_share
 
     def names(self) -> str:
         parts = [*self.strong, *(f"{w} (weak)" for w in self.weak)]
@@ -97,12 +103,15 @@ class QueryTerms:
 
 CARRIED = "its item carries it"
 WEAK_TERMS = "only weak terms"
+LITTLE = "too little of the query"
 FELL_OFF = "relevance fell off"
-# How far (in seqs of one session) a line that holds enough query terms lends its
+# How far (in seqs of one session) a line that holds enough of the query lends its
 # support; measured on LoCoMo, where 3 keeps every evidence turn that a whole-session
 # window keeps.
 SUPPORT_WINDOW = 3
-# The share of its query weight a line lends a neighbour that holds too few terms.
+# The share of its query weight a line lends a neighbour: what it lends must itself
+# reach the minimum share, so only a line that holds a good part of the query (twice
+# the minimum) lends, and one common word beside a tool call lends nothing.
 LENT_SHARE = 0.5
 # A cue label ("Remember:", "Open question:", "记住：") says nothing by itself.
 _LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：.。]{1,16})?[:：]")
@@ -128,6 +137,8 @@ class Evidence(Protocol):
     def seq(self) -> int: ...
     @property
     def text(self) -> str: ...
+    @property
+    def score(self) -> float: ...
 
 
 class Relevance:
@@ -140,48 +151,50 @@ class Relevance:
         quotable: Sequence[Evidence],
         carried: Mapping[str, Sequence[str]],
         falloff: float,
+        min_share: float,
     ) -> None:
         self.terms = terms
         self.falloff = falloff
-        # Any ranked event that holds enough terms lends weight to its neighbours.
-        self.anchors: dict[str, list[tuple[int, float]]] = {}
-        for event in ranked:
-            found = terms.found(event.text)
-            if found.enough:
-                self.anchors.setdefault(event.session_id, []).append((event.seq, found.weight))
+        self.min_share = min_share
+        # What each line says beyond the items and task lines already included.
         self.rest = {e.ref: _rest(e.text, carried[e.ref]) if e.ref in carried else e.text
                      for e in quotable}  # fmt: skip
-        self.weight = {e.ref: self._weight(e) for e in quotable}
-        # The best line counts whole, even when an item says it for it: it is still
-        # the best match the message holds.
-        whole = (terms.found(e.text) for e in quotable)
-        self.best = max((f.weight for f in whole if f.enough), default=0.0)
-        self.best = max(self.best, *self.weight.values(), 0.0)
+        # Any ranked event (quotable or not) whose own words hold enough of the query
+        # lends its neighbours support; what an included item already says lends nothing.
+        self.anchors: dict[str, list[int]] = {}
+        for event in ranked:
+            own = _rest(event.text, carried[event.ref]) if event.ref in carried else event.text
+            found = terms.found(own) if own is not None else None
+            if found is not None and found.enough and LENT_SHARE * found.weight >= min_share:
+                self.anchors.setdefault(event.session_id, []).append(event.seq)
+        self.stands = {e.ref: self._stands(e) for e in quotable}
+        self.best = max((e.score for e in quotable if self.stands[e.ref]), default=0.0)
 
     def reason(self, event: Evidence) -> tuple[str, str] | None:
         """Why ``event`` is not worth quoting (reason, detail), or None to quote it."""
-        rest, weight = self.rest[event.ref], self.weight[event.ref]
-        if rest is None:
-            return CARRIED, "nothing but labels left"
-        if weight <= 0:
-            found = self.terms.found(rest).names()
-            return (CARRIED if rest != event.text else WEAK_TERMS), found
-        if weight < self.falloff * self.best:
-            return FELL_OFF, f"weight {weight:.2f} < {self.falloff:g} x {self.best:.2f}"
-        return None
-
-    def _weight(self, event: Evidence) -> float:
-        """The query weight the line holds itself, else the best a neighbour lends it
-        (0 when neither holds enough terms)."""
         rest = self.rest[event.ref]
         if rest is None:
-            return 0.0
-        found = self.terms.found(rest)
-        if found.enough:
-            return found.weight
+            return CARRIED, "nothing but labels left"
+        if not self.stands[event.ref]:
+            found = self.terms.found(rest)
+            if rest != event.text:
+                return CARRIED, found.names()
+            if not found.enough:
+                return WEAK_TERMS, found.names()
+            return LITTLE, f"{found.names()}: {found.weight:.2f} < {self.min_share:g}"
+        if event.score < self.falloff * self.best:
+            return FELL_OFF, f"score {event.score:.2f} < {self.falloff:g} x {self.best:.2f}"
+        return None
+
+    def _stands(self, event: Evidence) -> bool:
+        """The line holds enough of the query itself, or sits next to a line that does."""
+        rest = self.rest[event.ref]
+        if rest is None:
+            return False
+        if self.terms.found(rest).holds(self.min_share):
+            return True
         near = self.anchors.get(event.session_id, ())
-        lent = [w for seq, w in near if 0 < abs(seq - event.seq) <= SUPPORT_WINDOW]
-        return LENT_SHARE * max(lent, default=0.0)
+        return any(0 < abs(seq - event.seq) <= SUPPORT_WINDOW for seq in near)
 
 
 def _rest(text: str, said: Sequence[str]) -> str | None:

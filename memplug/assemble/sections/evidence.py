@@ -67,7 +67,12 @@ class EvidenceSections(SectionBase):
         judge = None
         if cfg.precise and candidates.terms is not None:
             judge = Relevance(
-                candidates.terms, candidates.events, kept, carried, cfg.evidence_falloff
+                candidates.terms,
+                candidates.events,
+                kept,
+                carried,
+                cfg.evidence_falloff,
+                cfg.evidence_min_share,
             )
         assistant = 0
         for event in kept:
@@ -80,18 +85,23 @@ class EvidenceSections(SectionBase):
                     event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
                 )
             else:
+                heading, line = self.event_line(event)
                 taken = draft.offer(
                     "evidence",
                     title,
                     event.ref,
-                    self.event_line(event),
+                    line,
                     kind=event.type,
                     score=event.score,
                     why=event.why,
+                    group=heading,
+                    position=event.seq,
                 )
                 assistant += int(said and taken)
 
-    def event_line(self, event: EventCandidate) -> str:
+    def event_line(self, event: EventCandidate) -> tuple[str, str]:
+        """The heading of the event's group (its session and day) and its line under it:
+        the heading says once what every line of the group would repeat."""
         labels = self.labels
         text, limit = event.text, self.config.assembly.snippet_chars
         if event.type == "assistant/message":
@@ -101,13 +111,14 @@ class EvidenceSections(SectionBase):
             text = self._own_words(event, prose_only(text, labels["quote.block"]), limit)
         else:
             where = [labels.get(f"role.{event.role}", event.role or event.type)]
+        heading = f"### [ev {event.session_id}]"
         if event.time:
-            # Minutes are enough to order events; seconds only cost tokens.
-            where.append(event.time[:16].replace("T", " "))
-        if event.turn is not None:
-            where.append(labels["turn"].format(turn=event.turn))
+            # The day once in the heading; minutes are enough to order events.
+            heading += f" {event.time[:10]}"
+            where.append(event.time[11:16])
         quote = snippet(text, limit)
-        return f"- [ev {event.ref}] {labels['sep'].join(where)}{labels['colon']}{quote}"
+        line = f"- [:{event.seq}] {labels['sep'].join(where)}{labels['colon']}{quote}"
+        return heading, line
 
     def _own_words(self, event: EventCandidate, text: str, limit: int) -> str:
         """Assistant text without the runs of words a recent tool result of its session

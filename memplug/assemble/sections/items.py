@@ -19,7 +19,7 @@ from memplug.assemble.models import (
 )
 from memplug.assemble.render import VisibleText, item_line, item_visible
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import WEAK_TERMS
+from memplug.retrieve.precision import LITTLE, WEAK_TERMS
 
 if TYPE_CHECKING:
     pass
@@ -41,7 +41,8 @@ class ItemSections(SectionBase):
         superseded: list[ItemCandidate] = []
         seen: set[str] = set()
         in_core = {e.ref for e in draft.entries if e.section == "core"}
-        terms = candidates.terms if self.config.assembly.precise else None
+        cfg = self.config.assembly
+        terms = candidates.terms if cfg.precise else None
         for item in candidates.items:
             if item.id in in_core:
                 draft.omit(item.id, "memory", IN_CORE, item.score)
@@ -60,8 +61,10 @@ class ItemSections(SectionBase):
             if item.score < min_score and not item.pinned:
                 draft.omit(item.id, "memory", BELOW_MIN_SCORE, item.score)
                 continue
-            if terms is not None and not item.pinned and not terms.found(item.content).enough:
-                draft.omit(item.id, "memory", WEAK_TERMS, item.score)
+            found = terms.found(item.content) if terms is not None and not item.pinned else None
+            if found is not None and not found.holds(cfg.evidence_min_share):
+                why = WEAK_TERMS if not found.enough else LITTLE
+                draft.omit(item.id, "memory", why, item.score, found.names())
                 continue
             if item_visible(item, texts, visible):
                 draft.omit(item.id, "memory", VISIBLE, item.score)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
-from memplug.assemble.models import RECENT, VISIBLE, Entry
+from memplug.assemble.models import ANSWERED, RECENT, VISIBLE, Entry
 from memplug.assemble.render import VisibleText, work_visible
 from memplug.assemble.sections.base import SectionBase
 
@@ -17,11 +17,20 @@ class WorkSections(SectionBase):
     """Section 6 of the message (mixed into the Assembler)."""
 
     def _work_section(
-        self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+        self,
+        draft: Draft,
+        work: WorkFound | None,
+        session_id: str,
+        visible: VisibleText,
+        *,
+        recent: bool = False,
     ) -> None:
-        """Work records, within ``assembly.workBudgetTokens`` of the remaining budget."""
-        hits = (work.relevant or work.recent) if work is not None else ()
-        if not hits or work is None:
+        """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
+        the ones the query names, or with ``recent``, where the session was."""
+        if work is None:
+            return
+        hits = work.recent if recent else work.relevant
+        if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
         rest = draft.remaining - cap
@@ -41,6 +50,20 @@ class WorkSections(SectionBase):
         draft.remaining += rest
         # What the work budget left out stays out: a top-up is for the other sections.
         draft.deferred = [d for d in draft.deferred if d[1] != "work"]
+
+    def _where_we_were(
+        self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+    ) -> None:
+        """After a compaction, the last records before it — for a step whose request
+        nothing else in memory answers ("ok, carry on"); where something does, they
+        would only cost the step its tokens."""
+        if work is None or not work.recent:
+            return
+        if draft.answered():
+            for hit in work.recent:
+                draft.omit(hit.ref, "work", ANSWERED, hit.score)
+            return
+        self._work_section(draft, work, session_id, visible, recent=True)
 
     def work_line(self, hit: WorkHit) -> str:
         labels, row = self.labels, hit.row
