@@ -61,7 +61,7 @@ class WorkSections(SectionBase):
             return
         if draft.answered():
             for hit in work.recent:
-                draft.omit(hit.ref, "work", ANSWERED, hit.score)
+                draft.omit(hit.ref, "work", ANSWERED)
             return
         self._work_section(draft, work, session_id, visible, recent=True)
 
