@@ -44,7 +44,7 @@ from typing import Any
 
 from bench.compat import transcripts
 from bench.report import write_section
-from memplug.assemble import AssemblyRequest, snippet
+from memplug.assemble import AssemblyRequest, cited_refs, snippet
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
 from memplug.models import HostEvent, Message
@@ -64,7 +64,6 @@ BASELINE_STOP = set(
     "she they we me him her them my your his their our has have had not no yes would could "
     "should will can may might about into than then so if".split()
 )
-_CITED = re.compile(r"\[ev ([^\]\s]+:\d+)\]")
 
 
 @dataclass(frozen=True)
@@ -202,7 +201,7 @@ def run_memplug(
             result = memory.assemble(
                 AssemblyRequest(session_id=session, query=q.question, messages=messages)
             )
-            cited = frozenset(_CITED.findall(result.text))
+            cited = frozenset(cited_refs(result.text))
             figures.outcomes[q.id] = Outcome(answered(q, gold, cited), result.used_tokens, cited)
     return figures
 

@@ -29,6 +29,7 @@ from memplug.assemble import (
     NumberInfo,
     TaskLine,
     TaskState,
+    cited_refs,
 )
 from memplug.config import Config, load_config
 from memplug.errors import AssemblyFailed
@@ -171,7 +172,7 @@ def test_sections_come_in_fixed_order_under_one_header() -> None:
         "[mem mem_s1_card] constraint, user said: We must never log card numbers. [ev s1:13]"
         in text
     )
-    assert "### [ev s1]\n- [:13] user: Whoa, that payload log has to go." in text
+    assert "### [ev s1]\n- [ev :13] user: Whoa, that payload log has to go." in text
 
 
 def test_used_tokens_is_the_estimate_of_the_text_and_within_budget() -> None:
@@ -306,12 +307,12 @@ def test_raw_evidence_is_grouped_by_session_and_day() -> None:
     # Groups in the order of their best line; lines by seq; the day said once.
     assert body.splitlines() == [
         "### [ev b] 2026-03-03",
-        "- [:2] user, 09:01: Audit day: card handling first.",
-        "- [:7] user, 09:15: The card rule came from the audit.",
+        "- [ev :2] user, 09:01: Audit day: card handling first.",
+        "- [ev :7] user, 09:15: The card rule came from the audit.",
         "### [ev a] 2026-03-02",
-        "- [:12] user, 11:02: Card numbers stay out of the logs.",
+        "- [ev :12] user, 11:02: Card numbers stay out of the logs.",
         "### [ev a]",
-        "- [:3] user: Card test without a time.",
+        "- [ev :3] user: Card test without a time.",
     ]
     assert [e.ref for e in result.included] == ["b:7", "a:12", "b:2", "a:3"]
     # Each heading is paid for by the line that opens it: at any budget the accounting
@@ -326,15 +327,33 @@ def test_raw_evidence_is_grouped_by_session_and_day() -> None:
     # same line under another session's heading is not.
     shown = Message(
         role="user",
-        text="### [ev b] 2026-03-03\n- [:7] user, 09:15: The card rule came from the audit.",
+        text="### [ev b] 2026-03-03\n- [ev :7] user, 09:15: The card rule came from the audit.",
     )
     again = run(Candidates(events=events[:1]), messages=[shown])
     assert reasons(again) == {"b:7": VISIBLE}
     other = Message(
         role="user",
-        text="### [ev c] 2026-03-03\n- [:7] user, 09:15: The card rule came from the audit.",
+        text="### [ev c] 2026-03-03\n- [ev :7] user, 09:15: The card rule came from the audit.",
     )
     assert [e.ref for e in run(Candidates(events=events[:1]), messages=[other]).included] == ["b:7"]
+    # What the message cites, read back: a grouped line under its heading is SESSION:SEQ.
+    assert cited_refs(result.text) == ["b:2", "b:7", "a:12", "a:3"]
+
+
+def test_cited_refs_reads_both_forms() -> None:
+    text = "\n".join(
+        [
+            "- [mem m1] fact, user said: port 8080. [ev s:1:4] [ev s2:9]",
+            "## Raw evidence",
+            "### [ev s:1] 2026-03-02",
+            "- [ev :5] user, 10:00: a",
+            "### [ev s2]",
+            "- [ev :7] user: b [ev s3:1]",
+            "## Work done",
+            "- [ev :8] a line outside any group cites nothing",
+        ]
+    )
+    assert cited_refs(text) == ["s:1:4", "s2:9", "s:1:5", "s2:7", "s3:1"]
 
 
 def test_a_clipped_quote_does_not_hide_its_event() -> None:
@@ -392,7 +411,7 @@ def test_chinese_locale_translates_labels_not_content() -> None:
     assert "约束，用户明确陈述：We must never log card numbers." in text
     assert "⚠ 数字缺少单位或条件：5" in text
     assert "⚠ 提议：用户尚未确认" in text
-    assert "### [ev s1]\n- [:93] 用户：记住：值班室分机号 4324。" in text
+    assert "### [ev s1]\n- [ev :93] 用户：记住：值班室分机号 4324。" in text
     assert result.used_tokens == estimate_tokens(text)
 
 
@@ -486,7 +505,7 @@ def test_a_line_holding_a_key_is_left_out_as_redacted() -> None:
     result = run(Candidates(events=(leaked, CARD_EVENT)))
     assert reasons(result)["s1:40"] == "redacted"
     assert "ghp_" not in result.text
-    assert "### [ev s1]\n- [:13] user: Whoa" in result.text
+    assert "### [ev s1]\n- [ev :13] user: Whoa" in result.text
 
 
 def test_the_room_kept_for_the_statement_is_given_back_when_answered() -> None:

@@ -117,7 +117,7 @@ class EvidenceSections(SectionBase):
             heading += f" {event.time[:10]}"
             where.append(event.time[11:16])
         quote = snippet(text, limit)
-        line = f"- [:{event.seq}] {labels['sep'].join(where)}{labels['colon']}{quote}"
+        line = f"- [ev :{event.seq}] {labels['sep'].join(where)}{labels['colon']}{quote}"
         return heading, line
 
     def _own_words(self, event: EventCandidate, text: str, limit: int) -> str:
