@@ -104,7 +104,10 @@ class RetrievalConfig(Struct, frozen=True):
     next_spread: float = 0.6
     prev_spread: float = 0.3
     # A query word found whole, not only as a prefix (`billing服务` over `billing2服务`).
-    boundary_bonus: float = 0.1
+    boundary_bonus: float = 0.3
+    # A word that only begins like the query's word (another Snowball stem: `painter`
+    # for `painted`) counts this share of an occurrence.
+    prefix_match_weight: float = _bounded(0.5, 0.0, 1.0)
     generated_factor: float = 0.5
     event_recency_share: float = 0.5
     regex_timeout_ms: int = 200

@@ -11,7 +11,7 @@ Signals, in the order they are kept when the cap bites:
    paths and identifiers (``snake_case``, ``camelCase``, ``dotted.name``,
    ``kebab-case``, ``billing2``); the ones that carry a digit *pin* (see
    :attr:`Term.pin`);
-3. words of two or more letters, with a naive prefix stem;
+3. words of two or more letters, each as the prefix it shares with its Snowball stem;
 4. CJK runs (split at particles such as 的/了/是/吗), each run whole and then its
    4-, 3- and 2-character windows, longest first — there is no dictionary, so the
    window that names the subject has to be found by trying them all;
@@ -27,6 +27,7 @@ two-character CJK term goes to the store's bounded ``LIKE`` path.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable
 from typing import Literal
@@ -77,11 +78,35 @@ CJK_STOP_CHARS: frozenset[str] = frozenset(
     "的了吗呢吧啊呀嘛么是在和与及或把被给也都就还又我你他她它请"
 )
 
-# Longest first; each is stripped only when at least MIN_STEM characters remain.
-_SUFFIXES: tuple[str, ...] = (
-    "ization", "ational", "ations", "ingly", "ation", "ments", "ness", "ings", "edly",
-    "ment", "ing", "ies", "ied", "ers", "est", "ed", "es", "er", "ly", "s",
-)  # fmt: skip
+# English words whose forms no stemmer joins (irregular verbs, plurals): each line's
+# forms are one word to ranking, and a query naming one form also looks for the others
+# ("where did they meet" finds "we met"). Forms that are mostly another word (rose,
+# left as a direction, ground, bore) are left out.
+_IRREGULAR_FORMS = """
+awake awoke awoken|become became|begin began begun|bend bent|bite bitten|bleed bled|
+blow blew blown|break broke broken|bring brought|build built|burn burnt|buy bought|
+catch caught|choose chose chosen|come came|creep crept|deal dealt|dig dug|draw drew drawn|
+dream dreamt|drink drank drunk|drive drove driven|eat ate eaten|feed fed|feel felt|
+fight fought|find found|flee fled|fly flew flown|forget forgot forgotten|
+forgive forgave forgiven|freeze froze frozen|give gave given|go went gone|grow grew grown|
+hang hung|hear heard|hide hid hidden|hold held|keep kept|kneel knelt|know knew known|
+lead led|leap leapt|learn learnt|leave left|lend lent|lose lost|make made|mean meant|
+meet met|pay paid|ride rode ridden|ring rang rung|run ran|say said|see saw seen|seek sought|
+sell sold|send sent|shake shook shaken|shine shone|shoot shot|show shown|shrink shrank shrunk|
+sing sang sung|sink sank sunk|sit sat|sleep slept|slide slid|speak spoke spoken|spend spent|
+spin spun|steal stole stolen|stick stuck|sting stung|strike struck|swear swore sworn|
+sweep swept|swim swam swum|swing swung|take took taken|teach taught|tell told|think thought|
+throw threw thrown|understand understood|wake woke woken|wear wore worn|weep wept|win won|
+write wrote written|child children|person people|man men|woman women|mouse mice|foot feet|
+tooth teeth
+"""
+# form -> every form of its word, the base first.
+IRREGULAR: dict[str, tuple[str, ...]] = {
+    form: tuple(forms)
+    for forms in (line.split() for line in _IRREGULAR_FORMS.replace("\n", "").split("|"))
+    for form in forms
+}
+# A needle is never cut shorter than this.
 MIN_STEM = 3
 
 _UNITS = (
@@ -220,27 +245,45 @@ def scrub_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def stem(word: str) -> str:
-    """Naive prefix stem: strip one common English suffix, keeping three letters.
+def word_stem(word: str) -> str:
+    """The Snowball (Porter 2) English stem of a lower-case word, an irregular form's
+    being its base word's: the spellings of one word share it (``paints``, ``painted``,
+    ``painting`` → ``paint``; ``stories`` → ``stori``; ``met`` → ``meet``), while words
+    that only begin alike do not (``cheer`` and ``check``, ``face`` and ``fact``)."""
+    forms = IRREGULAR.get(word)
+    return _snowball(forms[0] if forms else word)
 
-    The stem is used as a substring needle, so ``painted`` → ``paint`` also finds
-    ``painting`` and ``painter``; a stem that overshoots only widens recall.
+
+def _snowball(word: str) -> str:
+    stemmer = _STEMMER[0]
+    if stemmer is None:
+        import Stemmer  # noqa: PLC0415 - a C extension, loaded on first use
+
+        stemmer = _STEMMER[0] = Stemmer.Stemmer("english")
+    return stemmer.stemWord(word)  # type: ignore[attr-defined]
+
+
+_STEMMER: list[object | None] = [None]
+
+
+def stem(word: str) -> str:
+    """A word's needle: the prefix it shares with its Snowball stem, so the trigram
+    index finds every spelling (``painted`` → ``paint`` finds ``painting``).
+
+    A stem ending in ``i`` stands for a word ending in ``y`` (``stories`` → ``stori``):
+    the needle stops before it, so ``story`` is found too. The needle over-reaches
+    (``paint`` is in ``painter``); ranking checks each match's own stem
+    (:func:`word_stem`) and counts a prefix-only match at ``retrieval.prefixMatchWeight``.
     """
-    if not word.isascii() or len(word) <= MIN_STEM + 1:
+    if not word.isascii() or len(word) <= MIN_STEM:
         return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
-            base = word[: -len(suffix)]
-            # "-es" is a suffix only after a sibilant (classes, boxes, wishes); in
-            # "shoes" it is "-s", and "sho" would also find "show" and "should".
-            if suffix == "es" and not base.endswith(("s", "x", "z", "ch", "sh")):
-                base = word[:-1]
-            # "running" → "runn" would miss "run": undo a doubled final consonant.
-            doubled = len(base) > MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiouls"
-            if doubled and suffix in ("ing", "ed", "er", "ers", "est"):
-                base = base[:-1]
-            return base
-    return word
+    key = _snowball(word)
+    shared = len(os.path.commonprefix([word, key]))
+    if key.endswith("i") and shared == len(key):
+        shared -= 1
+    if shared >= MIN_STEM:
+        return word[:shared]
+    return key if len(key) >= MIN_STEM else word
 
 
 def is_numeric_symbol(text: str) -> bool:
@@ -385,7 +428,11 @@ def parse_query(text: str, *, mode: str = "literal", max_terms: int = MAX_TERMS)
             if word in STOP_WORDS:
                 stops.append(Term(word, "word", word, stop=True, group=out.group()))
                 continue
-            out.add(Term(stem(word), "word", word, group=out.group()))
+            group = out.group()
+            out.add(Term(stem(word), "word", word, group=group))
+            for form in IRREGULAR.get(word, ()):
+                if form != word and form not in STOP_WORDS:
+                    out.add(Term(stem(form), "word", form, group=group))
     for term in windows:
         out.add(term)
     for term in stops:

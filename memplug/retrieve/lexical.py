@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memplug.query import QuerySignals, Term
+from memplug.query import QuerySignals, Term, word_stem
 from memplug.retrieve.ranking import Ranking
 
 # Per group: each term's (text, term, idf, CJK window weight), and the group's
@@ -23,12 +23,18 @@ class TermCounter:
     Words are stems, i.e. prefixes: they count only at the start of a word ("new" in
     "news", not in "renew"); the rest of each word is captured too, so one scan also
     tells whether the query's word occurred whole (``billing`` in ``billing服务`` but
-    not in ``billing2服务``). Everything else (symbols, phrases, CJK needles) counts
-    anywhere, longest alternative first, so a CJK run found whole counts as the run.
+    not in ``billing2服务``) and whether it is a spelling of the query's word (the
+    same Snowball stem: ``painting`` for ``painted``) or only begins like it
+    (``painter``), which counts ``prefix_weight`` of an occurrence. Everything else
+    (symbols, phrases, CJK needles) counts anywhere, longest alternative first, so a
+    CJK run found whole counts as the run.
     """
 
-    def __init__(self, signals: QuerySignals) -> None:
+    def __init__(self, signals: QuerySignals, prefix_weight: float = 1.0) -> None:
         self.groups: list[list[Term]] = [list(g) for g in signals.groups]
+        self.prefix_weight = prefix_weight
+        # Per word needle, the Snowball stems of the query words it stands for.
+        self.stems: dict[str, set[str]] = {}
         words: list[str] = []
         padded: list[str] = []
         others: list[str] = []
@@ -38,6 +44,7 @@ class TermCounter:
                     padded.append(term.text)
                 elif term.kind == "word" and term.text.isascii():
                     words.append(term.text)
+                    self.stems.setdefault(term.text, set()).add(word_stem(term.origin))
                 else:
                     others.append(term.text)
         self.word_rx = (
@@ -74,15 +81,21 @@ class TermCounter:
             plan.append((entries, ranking.boundary_bonus * group_idf[g_index]))
         return plan
 
-    def counts(self, text: str) -> tuple[dict[str, int], set[str]]:
-        """Occurrences per needle, and the whole words the word needles began."""
-        found: dict[str, int] = {}
+    def counts(self, text: str) -> tuple[dict[str, float], set[str]]:
+        """Occurrences per needle (a word's prefix-only ones weighted), and the whole
+        words the word needles began."""
+        found: dict[str, float] = {}
         whole: set[str] = set()
         if self.word_rx is not None:
             haystack = " " + text if self.word_sep else text
             for stem_text, rest in self.word_rx.findall(haystack):
-                found[stem_text] = found.get(stem_text, 0) + 1
-                whole.add(stem_text + rest)
+                word = stem_text + rest
+                weight = 1.0
+                if self.prefix_weight != 1.0 and word_stem(word) not in self.stems[stem_text]:
+                    weight = self.prefix_weight
+                if weight:
+                    found[stem_text] = found.get(stem_text, 0.0) + weight
+                whole.add(word)
         for rx in (self.padded_rx, self.other_rx):
             if rx is None:
                 continue

@@ -44,8 +44,11 @@ class Ranking(Struct, frozen=True):
     session_weight: float = 0.5
     next_spread: float = 0.6
     prev_spread: float = 0.3
+    # A word that only begins like the query's word (another Snowball stem: `painter`
+    # for `painted`) counts this share of an occurrence.
+    prefix_weight: float = 0.5
     # Word matched whole, not only as a prefix: `billing服务` over `billing2服务`.
-    boundary_bonus: float = 0.1
+    boundary_bonus: float = 0.3
     generated_factor: float = 0.5
     # How many of the best hits spread to their neighbours.
     spread_top: int = 30
@@ -92,6 +95,7 @@ class Ranking(Struct, frozen=True):
             next_spread=config.next_spread,
             prev_spread=config.prev_spread,
             boundary_bonus=config.boundary_bonus,
+            prefix_weight=config.prefix_match_weight,
             generated_factor=config.generated_factor,
             event_recency_share=config.event_recency_share,
         )
@@ -107,5 +111,5 @@ class Ranking(Struct, frozen=True):
             return 1.0
         return 1.0 - self.b + self.b * min(chars / self.length_pivot, self.length_cap)
 
-    def sat(self, tf: int, norm: float = 1.0) -> float:
+    def sat(self, tf: float, norm: float = 1.0) -> float:
         return tf * (self.k1 + 1.0) / (tf + self.k1 * norm)

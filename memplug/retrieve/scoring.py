@@ -71,7 +71,7 @@ class ScoringContext(Struct):
     mass: float
     anchor: str | None = None
     _plan: Plan | None = field(default=None)
-    _sat: dict[int, float] = field(default_factory=dict)
+    _sat: dict[float, float] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -91,7 +91,7 @@ class ScoringContext(Struct):
             pool=pool,
             ranking=ranking,
             store=store,
-            counter=TermCounter(signals),
+            counter=TermCounter(signals, ranking.prefix_weight),
             idf=idf,
             group_idf=group_idf,
             pins=pin_patterns(signals),
@@ -173,9 +173,9 @@ class ScoringContext(Struct):
     def _best_term(
         self,
         entries: list[tuple[str, Term, float, float]],
-        counts: dict[str, int],
+        counts: dict[str, float],
         norm: float,
-        memo: dict[int, float],
+        memo: dict[float, float],
     ) -> tuple[float, Term | None]:
         """A group's best-scoring term in the text: a group counts once."""
         best = 0.0
@@ -478,7 +478,9 @@ class _FullPass:
             for side, share in ((nxt, ranking.next_spread), (prev, ranking.prev_spread)):
                 if side is None or side.id not in base:
                     continue
-                self.bonus[side.id] += share * base[event.id]
+                # The role prior weighs what a turn receives as well as what it
+                # matched: the reply to a user's line is most often the assistant's.
+                self.bonus[side.id] += share * base[event.id] * self.ctx.role_weight(side)
                 if base[side.id] == 0 and side.id not in self.near:
                     self.near[side.id] = event.ref
 

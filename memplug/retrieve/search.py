@@ -134,8 +134,11 @@ class Search:
             if spread
             else None
         )
-        # A search hit must match; what surrounds it is one `expand` away.
-        scored += scorer.events(adjacency, anchor=resolved.anchor, neighbours_as_hits=False)
+        # Evidence sits next to what matches (the answer after the question), so a
+        # neighbour of a strong hit joins the list (`why: near:REF`) — except under
+        # `--match all`, whose every hit must hold every term.
+        near = request.match != "all"
+        scored += scorer.events(adjacency, anchor=resolved.anchor, neighbours_as_hits=near)
         return fold_sources(scored), pool
 
 
