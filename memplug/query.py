@@ -270,8 +270,9 @@ def stem(word: str) -> str:
     """A word's needle: the prefix it shares with its Snowball stem, so the trigram
     index finds every spelling (``painted`` → ``paint`` finds ``painting``).
 
-    A stem ending in ``i`` stands for a word ending in ``y`` (``stories`` → ``stori``):
-    the needle stops before it, so ``story`` is found too. The needle over-reaches
+    A stem ending in ``i`` stands for a ``y`` as well (``stories`` → ``stori``): the
+    needle stops before the ``i`` so that ``story`` is found too, unless that leaves
+    three letters (``redis`` stays ``redi``, not ``red``). A needle over-reaches
     (``paint`` is in ``painter``); ranking checks each match's own stem
     (:func:`word_stem`) and counts a prefix-only match at ``retrieval.prefixMatchWeight``.
     """
@@ -279,7 +280,7 @@ def stem(word: str) -> str:
         return word
     key = _snowball(word)
     shared = len(os.path.commonprefix([word, key]))
-    if key.endswith("i") and shared == len(key):
+    if key.endswith("i") and shared == len(key) and shared > MIN_STEM + 1:
         shared -= 1
     if shared >= MIN_STEM:
         return word[:shared]
@@ -429,10 +430,9 @@ def parse_query(text: str, *, mode: str = "literal", max_terms: int = MAX_TERMS)
                 stops.append(Term(word, "word", word, stop=True, group=out.group()))
                 continue
             group = out.group()
-            out.add(Term(stem(word), "word", word, group=group))
-            for form in IRREGULAR.get(word, ()):
-                if form != word and form not in STOP_WORDS:
-                    out.add(Term(stem(form), "word", form, group=group))
+            forms = [f for f in IRREGULAR.get(word, ()) if f != word and f not in STOP_WORDS]
+            for form in (word, *forms):
+                out.add(Term(stem(form), "word", form, group=group))
     for term in windows:
         out.add(term)
     for term in stops:

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memplug import query as query_module
-from memplug.query import MAX_TERMS, cjk_windows, is_numeric_symbol, parse_query, stem
+from memplug.query import (
+    MAX_TERMS,
+    cjk_windows,
+    is_numeric_symbol,
+    parse_query,
+    stem,
+    word_stem,
+)
 from memplug.retrieve import precision
 from memplug.store.fts import (
     MatchPlan,
@@ -135,10 +142,30 @@ def test_stop_words_kept_as_signals_but_not_for_ranking() -> None:
 @pytest.mark.parametrize(
     ("word", "expected"),
     [("painted", "paint"), ("painting", "paint"), ("paints", "paint"), ("running", "run"),
-     ("classes", "class"), ("go", "go"), ("port", "port"), ("stories", "stor")],
+     ("classes", "class"), ("go", "go"), ("port", "port"), ("stories", "stor"),
+     ("cheer", "cheer"), ("kids", "kid"), ("redis", "redi"), ("using", "use")],
 )  # fmt: skip
-def test_naive_prefix_stem(word: str, expected: str) -> None:
+def test_a_needle_is_the_prefix_a_word_shares_with_its_snowball_stem(
+    word: str, expected: str
+) -> None:
+    # The naive suffix stripper cut "cheer" to "che" (and found "check", "chess").
     assert stem(word) == expected
+
+
+def test_spellings_of_one_word_share_a_stem_and_other_words_do_not() -> None:
+    assert {word_stem(w) for w in ("paint", "painted", "painting", "paints")} == {"paint"}
+    assert word_stem("painter") != word_stem("painted")
+    assert word_stem("story") == word_stem("stories")
+    assert word_stem("met") == word_stem("meeting") == "meet"
+    assert word_stem("children") == word_stem("child")
+
+
+def test_an_irregular_word_looks_for_all_its_forms_as_one_group() -> None:
+    terms = parse_query("where did you meet her").ranking_terms
+    assert [(t.text, t.origin) for t in terms] == [("meet", "meet"), ("met", "met")]
+    assert len({t.group for t in terms}) == 1
+    # A form that is a stop word (did, had, got) is not looked for.
+    assert [t.text for t in parse_query("what did she buy").ranking_terms] == ["buy", "bought"]
 
 
 def test_empty_and_punctuation_only_queries_have_no_terms() -> None:

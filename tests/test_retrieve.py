@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from memplug.config import validate_config
 from memplug.errors import MemplugError, NotFound, ValidationError
 from memplug.memory import Memory
 from memplug.purge import purge
@@ -75,6 +76,11 @@ def fresh(tmp_path: Path) -> Iterator[Memory]:
 
 def refs(page: SearchPage) -> list[str]:
     return [h.id if h.kind == "memory" else f"{h.session_id}:{h.seq}" for h in page.hits]
+
+
+def matched(page: SearchPage) -> list[str]:
+    """The refs of hits that matched the query themselves (not its neighbours)."""
+    return [r for r, h in zip(refs(page), page.hits, strict=True) if not h.why.startswith("near:")]
 
 
 def turns(page: SearchPage) -> set[str]:
@@ -204,7 +210,8 @@ def test_cjk_question_finds_the_extension_note(retriever: Retriever) -> None:
     # The turn the note came from is folded under it: named, not given a slot of its own.
     assert item.sources == [{"session_id": "shop-1", "seq": 93}]
     assert "shop-1:93" not in refs(page)
-    assert all(h.why == "word:值班室分机号" for h in page.hits[:5])
+    assert all(h.why == "word:值班室分机号" for h in page.hits[:5] if not h.why.startswith("near:"))
+    assert sum(h.why == "word:值班室分机号" for h in page.hits[:5]) >= 3
 
 
 def test_two_character_terms_are_found(fresh: Memory) -> None:
@@ -220,9 +227,9 @@ def test_two_character_terms_are_found(fresh: Memory) -> None:
         ],
     )  # fmt: skip
     retriever = Retriever(fresh.store, fresh.config)
-    assert refs(retriever.search("端口", session="t")) == ["t:1"]
+    assert matched(retriever.search("端口", session="t")) == ["t:1"]
     # A two-letter word is a whole word: "go" is not "going" or "good".
-    assert refs(retriever.search("go", session="t")) == ["t:2"]
+    assert matched(retriever.search("go", session="t")) == ["t:2"]
 
 
 def test_billing_prefers_the_whole_word_over_a_longer_one(fresh: Memory) -> None:
@@ -237,6 +244,54 @@ def test_billing_prefers_the_whole_word_over_a_longer_one(fresh: Memory) -> None
     )  # fmt: skip
     page = Retriever(fresh.store, fresh.config).search("billing 端口", session="b")
     assert refs(page)[:2] == ["b:2", "b:1"]
+
+
+def _user(session: str, seq: int, text: str, role: str = "user") -> dict[str, Any]:
+    return {"session_id": session, "seq": seq, "type": f"{role}/message", "role": role,
+            "text": text, "cwd": "/p"}  # fmt: skip
+
+
+def test_a_word_that_only_begins_like_the_query_word_counts_part(fresh: Memory) -> None:
+    # Snowball stems: "painting" is a spelling of "painted", "painter" another word.
+    _lines(fresh, [_user("p", 1, "my painter friend came over"),
+                   _user("p", 9, "I love painting landscapes")])  # fmt: skip
+    painter = []
+    for weight in (0.0, 0.5, 1.0):
+        config = validate_config({"retrieval": {"prefixMatchWeight": weight}})
+        page = Retriever(fresh.store, config).search("what had she painted", session="p")
+        assert refs(page) == ["p:9", "p:1"] and page.hits[0].why == "word:painted"
+        painter.append(page.hits[1].score)
+    assert painter[0] < painter[1] < painter[2]
+    default = Retriever(fresh.store, fresh.config).search("what had she painted", session="p")
+    assert default.hits[1].score == painter[1]
+
+
+def test_an_irregular_form_finds_its_word(fresh: Memory) -> None:
+    _lines(fresh, [_user("m", 1, "We met at a pottery class in college"),
+                   _user("m", 5, "the weather is fine")])  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    assert matched(retriever.search("how did they first meet", session="m")) == ["m:1"]
+    assert matched(retriever.search("children", session="m")) == []
+
+
+def test_a_search_hit_brings_its_neighbours_weighed_by_their_role(fresh: Memory) -> None:
+    question = "which port does the billing service use?"
+    _lines(fresh, [_user("u", 1, question), _user("u", 2, "It is 9090 since Monday."),
+                   _user("a", 1, question),
+                   _user("a", 2, "It is 9090 since Monday.", role="assistant")])  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("billing port", scope="global")
+    why = {r: h.why for r, h in zip(refs(page), page.hits, strict=True)}
+    assert why["u:2"] == "near:u:1" and why["a:2"] == "near:a:1"
+    score = {r: h.score for r, h in zip(refs(page), page.hits, strict=True)}
+    # Same hit, same share: the assistant's reply receives half (its role weight).
+    assert score["u:2"] > score["a:2"]
+    even = validate_config({"retrieval": {"roleWeights": {"user": 1.0, "assistant": 1.0}}})
+    page = Retriever(fresh.store, even).search("billing port", scope="global")
+    score = {r: h.score for r, h in zip(refs(page), page.hits, strict=True)}
+    assert score["u:2"] == pytest.approx(score["a:2"])
+    # Under --match all every hit holds every term: no neighbours.
+    page = Retriever(fresh.store, fresh.config).search("billing port", scope="global", match="all")
+    assert sorted(refs(page)) == ["a:1", "u:1"]
 
 
 # -- pinning ----------------------------------------------------------------------------
@@ -454,7 +509,7 @@ def test_the_like_scan_window_is_reported(fresh: Memory) -> None:
     retriever.ranking = replace(retriever.ranking, like_scan_rows=10)
     page = retriever.search("端口", session="w")
     assert page.total == 0 and page.coverage.reasons == ["like_scan_window"]
-    assert refs(Retriever(fresh.store, fresh.config).search("端口", session="w")) == ["w:1"]
+    assert matched(Retriever(fresh.store, fresh.config).search("端口", session="w")) == ["w:1"]
 
 
 # -- modes ---------------------------------------------------------------------------------

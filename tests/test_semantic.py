@@ -426,7 +426,9 @@ def test_an_unavailable_provider_is_a_coverage_reason_and_a_notice(tmp_path: Pat
     with imported(tmp_path / "m.sqlite", PETS, semantic={"provider": "absent"}) as memory:
         page = memory.retriever.search("dog")
         assert page.coverage.reasons == ["semantic_unavailable"]
-        assert [h.seq for h in page.hits] == [2]  # lexical search goes on
+        # Lexical search goes on: the match, then its neighbours.
+        assert [(h.seq, h.why) for h in page.hits][:1] == [(2, "word:dog")]
+        assert all(h.why == "near:p1:2" for h in page.hits[1:])
         result = memory.assemble(AssemblyRequest(session_id="p1", query="my dog"))
         assert "Memory search was incomplete (semantic_unavailable)" in result.text
 
