@@ -27,10 +27,9 @@ two-character CJK term goes to the store's bounded ``LIKE`` path.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from msgspec import Struct, field
 
@@ -255,15 +254,15 @@ def word_stem(word: str) -> str:
 
 
 def _snowball(word: str) -> str:
-    stemmer = _STEMMER[0]
-    if stemmer is None:
-        import Stemmer  # noqa: PLC0415 - a C extension, loaded on first use
-
-        stemmer = _STEMMER[0] = Stemmer.Stemmer("english")
-    return stemmer.stemWord(word)  # type: ignore[attr-defined]
+    return _stemmer().stemWord(word)
 
 
-_STEMMER: list[object | None] = [None]
+@functools.cache
+def _stemmer() -> Any:
+    # A C extension (pystemmer), loaded on the first word that needs it.
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
 
 
 def stem(word: str) -> str:
@@ -279,7 +278,9 @@ def stem(word: str) -> str:
     if not word.isascii() or len(word) <= MIN_STEM:
         return word
     key = _snowball(word)
-    shared = len(os.path.commonprefix([word, key]))
+    shared = 0
+    while shared < min(len(word), len(key)) and word[shared] == key[shared]:
+        shared += 1
     if key.endswith("i") and shared == len(key) and shared > MIN_STEM + 1:
         shared -= 1
     if shared >= MIN_STEM:
