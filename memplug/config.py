@@ -107,7 +107,7 @@ class RetrievalConfig(Struct, frozen=True):
     boundary_bonus: float = 0.3
     # A word that only begins like the query's word (another Snowball stem: `painter`
     # for `painted`) counts this share of an occurrence.
-    prefix_match_weight: float = _bounded(0.5, 0.0, 1.0)
+    prefix_match_weight: Annotated[float, Clamp(0.0, 1.0)] = 0.5
     generated_factor: float = 0.5
     event_recency_share: float = 0.5
     regex_timeout_ms: int = 200
