@@ -33,13 +33,15 @@ type=(), tool=(), outcome=(), since=None, until=None, branches="active", limit=2
 
 Ranking, per candidate (see ``docs/search.md`` for the reasoning and the figures):
 
-* lexical: BM25 re-scored in code with ``b = 0`` (short turns: length normalisation
-  hurts), one contribution per thing the query said (a word with its prefix stem, a
-  symbol, a phrase, a CJK run through its best window), normalised by the query's
-  total IDF so that 1.0 means "every term once";
+* lexical: BM25 re-scored in code, its length normalised against a fixed pivot, one
+  contribution per thing the query said (a word through the prefix it shares with its
+  Snowball stem, a match whose own stem differs counting half; a symbol, a phrase, a
+  CJK run through its best window), normalised by the query's total IDF so that 1.0
+  means "every term once";
 * events: ``(lexical + exact boost) x role weight + recency``, then
   ``+ 0.5 x the best score in the same session`` and neighbour spread (the next event
-  gets 0.6, the previous 0.3 of a hit's score) — evidence sits next to what matches;
+  gets 0.6, the previous 0.3 of a hit's score, times its own role weight; a neighbour
+  that matched nothing joins as ``near:REF``) — evidence sits next to what matches;
 * items: ``(kind weight + lexical + exact boost) x evidence weight``, x0.4 when
   superseded, plus recency within ``recencyWindow`` sequence numbers;
 * pinning: a candidate holding a numeric or versioned symbol of the query verbatim
