@@ -33,8 +33,10 @@ class TermCounter:
     def __init__(self, signals: QuerySignals, prefix_weight: float = 1.0) -> None:
         self.groups: list[list[Term]] = [list(g) for g in signals.groups]
         self.prefix_weight = prefix_weight
-        # Per word needle, the Snowball stems of the query words it stands for.
+        # Per word needle, the Snowball stems of the query words it stands for; and the
+        # stems of the words it began in the texts read so far.
         self.stems: dict[str, set[str]] = {}
+        self._stems: dict[str, str] = {}
         words: list[str] = []
         padded: list[str] = []
         others: list[str] = []
@@ -81,6 +83,12 @@ class TermCounter:
             plan.append((entries, ranking.boundary_bonus * group_idf[g_index]))
         return plan
 
+    def _stem(self, word: str) -> str:
+        stemmed = self._stems.get(word)
+        if stemmed is None:
+            stemmed = self._stems[word] = word_stem(word)
+        return stemmed
+
     def counts(self, text: str) -> tuple[dict[str, float], set[str]]:
         """Occurrences per needle (a word's prefix-only ones weighted), and the whole
         words the word needles began."""
@@ -91,7 +99,7 @@ class TermCounter:
             for stem_text, rest in self.word_rx.findall(haystack):
                 word = stem_text + rest
                 weight = 1.0
-                if self.prefix_weight != 1.0 and word_stem(word) not in self.stems[stem_text]:
+                if self.prefix_weight != 1.0 and self._stem(word) not in self.stems[stem_text]:
                     weight = self.prefix_weight
                 if weight:
                     found[stem_text] = found.get(stem_text, 0.0) + weight

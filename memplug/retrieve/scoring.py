@@ -472,7 +472,14 @@ class _FullPass:
                 if n is not None and n.id not in base
             }
             self.events.update(fresh)
-            self.score(fresh)
+            # A neighbour the index did not find holds no term of the query: its text
+            # need not be read or matched (a search brings up to 60 of them).
+            pooled = self.ctx.pool.events
+            self.score(i for i in fresh if i in pooled)
+            for event_id in fresh:
+                if event_id not in pooled:
+                    self.base[event_id], self.bonus[event_id] = 0.0, 0.0
+                    self.info[event_id] = ([], [], None)
         for event in top:
             prev, nxt = adjacent.get(event.id, (None, None))
             for side, share in ((nxt, ranking.next_spread), (prev, ranking.prev_spread)):
