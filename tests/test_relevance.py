@@ -81,8 +81,9 @@ def test_a_line_needs_a_strong_term_or_a_neighbour_that_holds_one() -> None:
 
 def test_one_common_word_of_a_long_request_is_too_little() -> None:
     # Eight words of similar rarity: a line with one of them holds an eighth of the query.
-    words = "port api listen latency target compose settings match".split()
-    terms = _terms(" ".join(words), {w: 10 for w in words})
+    query = "port api listen latency target compose settings match"
+    # Document frequencies are kept by needle (a word's stem prefix: `settings` → `set`).
+    terms = _terms(query, {t.text: 10 for t in parse_query(query).ranking_terms})
     one = _event(1, "That matches the wrapper.")
     two = _event(9, "The API port is 8080.")
     judge = Relevance(terms, [one, two], [one, two], {}, 0.0, 0.15)
