@@ -21,6 +21,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memplug tests bench
+	$(BIN)/ruff format --check memplug tests bench
 	$(BIN)/mypy memplug
 
 bench: $(STAMP)

@@ -1,6 +1,6 @@
 """Capture throughput: the batched bulk path beside the per-row-trigger path, and size.
 
-    python -m bench.capture [--events 100000]
+python -m bench.capture [--events 100000]
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ Machine: {machine()}.
 | capture only, batched FTS path (`ingest(bulk=True)`, parsed events, 5k a batch) | {batched:,.0f} events/s | |
 | capture only, per-row-trigger path (`ingest(bulk=False)`, same batches) | {trigger_rate:,.0f} events/s | baseline |
 | batched ÷ per-row-trigger | {batched / trigger_rate:.2f}× | ≥ 2× |
-| one live event (`ingest([event])`, own transaction), 1,000 into {count:,} | p50 {live['p50']} ms, p95 {live['p95']} ms, p99 {live['p99']} ms | p95 ≤ 5 ms |
+| one live event (`ingest([event])`, own transaction), 1,000 into {count:,} | p50 {live["p50"]} ms, p95 {live["p95"]} ms, p99 {live["p99"]} ms | p95 ≤ 5 ms |
 | database bytes ÷ raw text bytes | {size / raw_text_bytes:.2f} ({size:,} / {raw_text_bytes:,}) | report |
 | database bytes ÷ JSONL bytes | {size / len(data):.2f} | report |
 """

@@ -42,7 +42,9 @@ def synthetic_events(count: int, sessions: int = 20, seed: int = 0) -> Iterator[
         kind, role = TYPES[(i // sessions) % 4]
         words = [rng.choice(WORDS) for _ in range(rng.randint(8, 60))]
         if rng.random() < 0.2:
-            words.insert(rng.randrange(len(words)), f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py")
+            words.insert(
+                rng.randrange(len(words)), f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py"
+            )
         if rng.random() < 0.2:
             words.insert(rng.randrange(len(words)), str(rng.randint(1000, 65000)))
         if rng.random() < 0.05:

@@ -135,7 +135,9 @@ def _lexical_lists(corpora: list[dict[str, Any]]) -> None:
 FUSIONS = {"rrf": 1.0, "rrf_w0.5": 0.5, "rrf_w0.3": 0.3}
 
 
-def lab(corpora: list[dict[str, Any]], embedders: dict[str, Any], cache: Path | None) -> dict[str, Any]:
+def lab(
+    corpora: list[dict[str, Any]], embedders: dict[str, Any], cache: Path | None
+) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for name, embed in embedders.items():
         sums: dict[tuple[str, str], float] = {}

@@ -117,9 +117,7 @@ class Follower(Protocol):
 
 
 class Extractor:
-    def __init__(
-        self, store: Storage, config: Config, followers: Sequence[Follower] = ()
-    ) -> None:
+    def __init__(self, store: Storage, config: Config, followers: Sequence[Follower] = ()) -> None:
         self.store = store
         self.items = store.items
         self.config = config
