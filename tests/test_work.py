@@ -24,11 +24,14 @@ from hypothesis import strategies as st
 
 from bench.compat import transcripts
 from memplug.assemble import AssemblyRequest
+from memplug.db import Database
 from memplug.explain import explain, render_explain
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
 from memplug.models import HostEvent, Message
+from memplug.query import parse_query
+from memplug.store.work import WorkRow, WorkStore
 from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,6 +231,24 @@ def test_the_query_names_the_failed_command(session: Memory) -> None:
         f"- [ev {MAIN}:19] ran `pytest -q tests/test_checkout.py` → failed, exit 1"
     ]
     assert "## Work done" in result.text and "Where we were" not in result.text
+
+
+def test_each_query_term_reads_only_its_newest_matches(tmp_path: Path) -> None:
+    # A word every record holds would have the search read them all: each term is read
+    # newest first, at most `per_term` rows of it, so an old record is still found by
+    # a rarer term it holds, and the pool stays bounded whatever the records in scope.
+    with Database.open(new_db(tmp_path / "m.sqlite")) as db:
+        store = WorkStore(db)
+        for seq in range(1, 31):
+            target = "src/rare_module.py" if seq == 2 else f"src/f{seq}.py"
+            words = f"read {target} common"
+            nothing = (None,) * 6
+            row = WorkRow("s1", seq, None, "Read", "read", target, *nothing, words)
+            store.insert(row)
+        found = store.match(parse_query("common rare_module"), ["s1"], 5)
+        assert [r.seq for r in found] == [2, 26, 27, 28, 29, 30]
+        assert [r.seq for r in store.match(parse_query("common"), None, 5)] == [26, 27, 28, 29, 30]
+        assert store.match(parse_query("common"), ["s2"], 5) == []
 
 
 def after_compaction(memory: Memory, prompt: str) -> list[Message]:

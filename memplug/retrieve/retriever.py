@@ -177,7 +177,9 @@ class Retriever:
         if not exists or self.work_store is None:
             return WorkFound()
         resolved = resolve_scope(self.search_store, scope, session_id)
-        finder = WorkFinder(self.work_store, self.search_store, self._paths)
+        finder = WorkFinder(
+            self.work_store, self.search_store, self._paths, self.ranking.candidate_budget
+        )
         compacted = self.work_store.latest_compaction(session_id)
         relevant = finder.relevant(parse_query(task_text), resolved.session_ids, limit)
         if relevant:

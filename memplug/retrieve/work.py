@@ -25,8 +25,6 @@ from memplug.retrieve.branches import ActivePaths
 from memplug.store.ports import SearchPort, WorkPort
 from memplug.store.work import WorkRow
 
-# Records the index hands back per query before ranking (a bounded pool).
-POOL = 400
 # A record is kept when its score is at least this share of the best one's.
 FALL_OFF = 0.5
 # Query terms a record must hold, unless one of them names one thing (symbol, phrase).
@@ -63,10 +61,14 @@ class WorkFound(Struct, frozen=True):
 
 
 class WorkFinder:
-    def __init__(self, work: WorkPort, search: SearchPort, paths: ActivePaths) -> None:
+    def __init__(
+        self, work: WorkPort, search: SearchPort, paths: ActivePaths, per_term: int
+    ) -> None:
         self.work = work
         self.search = search
         self.paths = paths
+        # Each query term's newest matches read from the index (retrieval.candidateBudget).
+        self.per_term = per_term
 
     def relevant(
         self, signals: QuerySignals, session_ids: Sequence[str] | None, limit: int
@@ -75,7 +77,7 @@ class WorkFinder:
         if limit <= 0:
             return []
         terms = [t for t in signals.ranking_terms if not t.window]
-        pool = self._on_path(self.work.match(signals, session_ids, POOL))
+        pool = self._on_path(self.work.match(signals, session_ids, self.per_term))
         if not pool:
             return []
         total = max(self.work.count(session_ids), len(pool))

@@ -413,14 +413,14 @@ class SearchStore:
         The expression may only narrow the search; ``contains`` is then the exact test
         (see ``fts.term_expression``)."""
         where, params = scope.where()
-        return _match_ids(
+        return newest_match_ids(
             self.conn, "events_fts", "events e", "e.id", "e.text", expression,
             max_id=snap.max_event_id, where=where, params=params, limit=limit,
             contains=contains,
         )  # fmt: skip
 
     def light_events(self, ids: Sequence[int]) -> dict[int, LightEvent]:
-        rows = _rows_by_ids(self.conn, f"SELECT {_LIGHT_SELECT} FROM events e", "e.id", ids)
+        rows = rows_by_ids(self.conn, f"SELECT {_LIGHT_SELECT} FROM events e", "e.id", ids)
         return {row[0]: LightEvent(*row) for row in rows}
 
     def event_like(
@@ -638,14 +638,14 @@ class SearchStore:
         """:meth:`item_matches` as rids only (newest first): the terms of one query
         overlap, so the rows are read once afterwards with :meth:`items_by_rids`."""
         where, params = scope.where()
-        return _match_ids(
+        return newest_match_ids(
             self.conn, "memory_fts", "memory_items m", "m.rid", "m.content", expression,
             max_id=snap.max_item_rid, where=where, params=params, limit=limit,
             contains=contains,
         )  # fmt: skip
 
     def items_by_rids(self, rids: Sequence[int]) -> dict[int, ItemCandidate]:
-        rows = _rows_by_ids(self.conn, f"SELECT {_ITEM_SELECT} FROM memory_items m", "m.rid", rids)
+        rows = rows_by_ids(self.conn, f"SELECT {_ITEM_SELECT} FROM memory_items m", "m.rid", rids)
         return {row[0]: ItemCandidate(*row) for row in rows}
 
     def item_like(
@@ -713,7 +713,7 @@ class SearchStore:
         ]
 
 
-def _match_ids(
+def newest_match_ids(
     conn: Any,
     fts: str,
     table: str,
@@ -721,29 +721,36 @@ def _match_ids(
     text_column: str,
     expression: str,
     *,
-    max_id: int,
+    max_id: int | None,
     where: str,
     params: list[Any],
     limit: int,
     contains: str | None,
 ) -> list[int]:
-    """Ids of in-scope rows matching an FTS expression, newest first, at most ``limit``.
+    """Ids of in-scope rows matching an FTS expression, newest first, at most ``limit``
+    (and none above ``max_id``, a snapshot's bound, when given).
 
     Walking the index by descending rowid stops after ``limit`` rows. ``contains`` is
     the exact test when the expression could only narrow the search.
     """
+    conditions = [f"{fts} MATCH ?"]
+    values: list[Any] = [expression]
+    if max_id is not None:
+        conditions.append("f.rowid <= ?")
+        values.append(max_id)
+    conditions.append(where)
+    values.extend(params)
     if contains is not None:
-        where += f" AND {text_column} LIKE ? ESCAPE '\\'"
-        params = [*params, contains]
+        conditions.append(f"{text_column} LIKE ? ESCAPE '\\'")
+        values.append(contains)
     sql = (
         f"SELECT {id_column} FROM {fts} f JOIN {table} ON {id_column} = f.rowid "
-        f"WHERE {fts} MATCH ? AND f.rowid <= ? AND {where} "
-        "ORDER BY f.rowid DESC LIMIT ?"
+        f"WHERE {' AND '.join(conditions)} ORDER BY f.rowid DESC LIMIT ?"
     )
-    return [row[0] for row in conn.execute(sql, [expression, max_id, *params, limit])]
+    return [row[0] for row in conn.execute(sql, [*values, limit])]
 
 
-def _rows_by_ids(conn: Any, select: str, id_column: str, ids: Sequence[int]) -> list[Any]:
+def rows_by_ids(conn: Any, select: str, id_column: str, ids: Sequence[int]) -> list[Any]:
     """Rows for ``ids`` (first column the id), read in chunks under SQLite's bind limit."""
     unique = sorted(set(ids))
     rows: list[Any] = []

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from msgspec import Struct
 
 from memplug.db import Database
 from memplug.query import QuerySignals
 from memplug.store.fts import build_match
+from memplug.store.search import newest_match_ids, rows_by_ids
 
 _COLUMNS: tuple[str, ...] = (
     "session_id",
@@ -126,24 +126,32 @@ class WorkStore:
         ]
 
     def match(
-        self, signals: QuerySignals, session_ids: Sequence[str] | None, limit: int
+        self, signals: QuerySignals, session_ids: Sequence[str] | None, per_term: int
     ) -> list[WorkRow]:
-        """Records whose words match any of the query's index-served terms, best bm25
-        first, ties by session and seq."""
-        expression = build_match(signals).any_expression()
-        if expression is None or (session_ids is not None and not session_ids):
+        """In-scope records matching the query's index-served terms — each term's newest
+        ``per_term`` matches, the bound the event searches keep — by session and seq.
+
+        Each term's walk down the index stops after ``per_term`` rows. Ranking every
+        match by ``bm25()`` instead grew with the records in scope: it scores each
+        match, and first counts each term's matches over the whole index.
+        """
+        if session_ids is not None and not session_ids:
             return []
-        sql = (
-            f"SELECT {', '.join('w.' + c for c in _COLUMNS)} FROM work_fts "
-            "JOIN work_records w ON w.rid = work_fts.rowid WHERE work_fts MATCH ?"
-        )
-        params: list[Any] = [expression]
+        where, params = "1", []
         if session_ids is not None:
-            sql += f" AND w.session_id IN ({', '.join('?' for _ in session_ids)})"
-            params.extend(session_ids)
-        sql += " ORDER BY bm25(work_fts), w.session_id, w.seq LIMIT ?"
-        params.append(limit)
-        return [WorkRow(*r) for r in self.conn.execute(sql, params)]
+            where = f"w.session_id IN ({', '.join('?' for _ in session_ids)})"
+            params = list(session_ids)
+        rids: set[int] = set()
+        for _, expression in build_match(signals).fts:
+            ids = newest_match_ids(
+                self.conn, "work_fts", "work_records w", "w.rid", "w.words", expression,
+                max_id=None, where=where, params=params, limit=per_term, contains=None,
+            )  # fmt: skip
+            rids.update(ids)
+        rows = rows_by_ids(
+            self.conn, f"SELECT rid, {', '.join(_COLUMNS)} FROM work_records", "rid", list(rids)
+        )
+        return sorted((WorkRow(*row[1:]) for row in rows), key=lambda r: (r.session_id, r.seq))
 
     def count(self, session_ids: Sequence[str] | None) -> int:
         if session_ids is None:
