@@ -15,6 +15,7 @@ host summarised the conversation away. Both kinds keep to the session's active p
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from msgspec import Struct
@@ -81,13 +82,13 @@ class WorkFinder:
         if not pool:
             return []
         total = max(self.work.count(session_ids), len(pool))
-        indexed = {id(r): f"{r.target.lower()} {r.words}" for r in pool}
-        idf = {t.text: _idf(sum(t.text in i for i in indexed.values()), total) for t in terms}
+        held = [(row, _held(row, terms)) for row in pool]
+        df = Counter(text for _, found in held for text in {t.text for t in found})
+        idf = {t.text: _idf(df[t.text], total) for t in terms}
         scored: list[tuple[float, list[str], WorkRow]] = []
-        for row in pool:
-            score, matched, specific = _score(indexed[id(row)], terms, idf)
-            if len(matched) >= MIN_TERMS or (specific and matched):
-                scored.append((score, matched, row))
+        for row, found in held:
+            if len(found) >= MIN_TERMS or any(_names_one_thing(t) for t in found):
+                scored.append((_score(found, idf), [t.origin for t in found], row))
         if not scored:
             return []
         best = max(s for s, _, _ in scored)
@@ -127,21 +128,22 @@ def _idf(df: int, total: int) -> float:
     return math.log(1 + (total - df + 0.5) / (df + 0.5))
 
 
-def _score(
-    words: str, terms: Sequence[Term], idf: dict[str, float]
-) -> tuple[float, list[str], bool]:
-    """Score (the best idf per query group held), the terms held, and whether one of
-    them names one thing."""
+def _held(row: WorkRow, terms: Sequence[Term]) -> list[Term]:
+    """The query's terms a record holds, in its target or its indexed words."""
+    words = f"{row.target.lower()} {row.words}"
+    return [term for term in terms if term.text in words]
+
+
+def _names_one_thing(term: Term) -> bool:
+    return term.kind in ("symbol", "phrase")
+
+
+def _score(held: Sequence[Term], idf: dict[str, float]) -> float:
+    """The best idf per query group held, summed."""
     best: dict[int, float] = {}
-    matched: list[str] = []
-    specific = False
-    for term in terms:
-        if term.text not in words:
-            continue
-        matched.append(term.origin)
-        specific = specific or term.kind in ("symbol", "phrase")
-        best[term.group] = max(best.get(term.group, 0.0), idf.get(term.text, 0.0))
-    return sum(best.values()), matched, specific
+    for term in held:
+        best[term.group] = max(best.get(term.group, 0.0), idf[term.text])
+    return sum(best.values())
 
 
 def _distinct(hits: Sequence[WorkHit]) -> list[WorkHit]:
