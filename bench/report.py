@@ -12,7 +12,8 @@ from pathlib import Path
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 # bench.run points the benchmarks at a staged copy of the report through this variable.
-REPORT_ENV = "MEMPLUG_BENCH_REPORT"
+# Not MEMPLUG_*: config reads every MEMPLUG_ variable as a key and rejects unknown ones.
+REPORT_ENV = "BENCH_REPORT"
 _HEADER = """# Benchmarks
 
 Produced by `make bench` (`python -m bench.run --shared ../shared`) on the machine
@@ -82,7 +83,7 @@ def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
 
 def write_section(heading: str, body: str) -> None:
     """Replace (or append) the ``## heading`` section of docs/benchmarks.md (or of the
-    staged copy that ``$MEMPLUG_BENCH_REPORT`` names)."""
+    staged copy that ``$BENCH_REPORT`` names)."""
     report = Path(os.environ.get(REPORT_ENV) or REPORT)
     text = report.read_text(encoding="utf-8") if report.exists() else _HEADER
     section = f"## {heading}\n\n{body.strip()}\n"

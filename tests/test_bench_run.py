@@ -49,3 +49,13 @@ def test_a_partial_run_leaves_the_report_alone_and_stages_what_ran(tmp_path: Pat
     assert run_all([("a", _writes("A", 0))], report, staged) == []
     assert report.read_text() == "# Benchmarks\n\n## Old\n\nold figures\n\n## A\n\nfigures\n"
     assert not staged.exists()
+
+
+def test_the_staging_variable_is_not_read_as_a_config_key(tmp_path: Path) -> None:
+    """bench.run hands the staged report to each benchmark in the environment; the
+    benchmarks open databases, whose config rejects unknown MEMPLUG_* variables."""
+    from bench.report import REPORT_ENV
+    from memplug.config import load_config
+
+    staged = {REPORT_ENV: str(tmp_path / "benchmarks.md")}
+    assert load_config(None, environ=staged) == load_config(None, environ={})
