@@ -274,6 +274,20 @@ def test_items_and_events_visible_in_context_are_left_out() -> None:
     assert {"mem_s1_card", "s1:13"} <= {e.ref for e in again.included}
 
 
+def test_the_event_that_captured_the_query_is_not_evidence_for_it() -> None:
+    """With no messages from the host (the CLI, a hook that passes only the prompt), the
+    captured prompt still matches itself best; quoting it back tells the model nothing."""
+    prompt = ev(124, "Now make the refund handler  emit structured traces.", turn=40)
+    source = Candidates(events=(prompt, CARD_EVENT))
+    result = run(source, query="Now make the refund handler emit structured traces.")
+    assert reasons(result)["s1:124"] == VISIBLE
+    assert [o.detail for o in result.omitted if o.ref == "s1:124"] == ["the query itself"]
+    assert "s1:13" in {e.ref for e in result.included}
+    # Another query leaves it quotable.
+    other = run(source, query="refund handler traces?")
+    assert "s1:124" in {e.ref for e in other.included}
+
+
 def test_the_full_header_is_said_once_per_context() -> None:
     source = Candidates(items=(CARD, RETRY))
     first = run(source)

@@ -280,7 +280,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         # it is still rendered after it, in section order.
         self._work_section(draft, candidates.work, request.session_id, visible)
         carried = self._carried(draft, candidates, core, task_state)
-        self._evidence_section(draft, candidates, visible, carried)
+        self._evidence_section(draft, candidates, visible, carried, request.query)
         answered = draft.answered()
         self._where_we_were(draft, candidates.work, request.session_id, visible)
         self._notice_section(draft, candidates, superseded, visible, texts)

@@ -27,6 +27,7 @@ from memplug.assemble.render import (
 )
 from memplug.assemble.sections.base import SectionBase
 from memplug.retrieve.precision import Relevance
+from memplug.text import normalize_text
 
 if TYPE_CHECKING:
     pass
@@ -41,12 +42,14 @@ class EvidenceSections(SectionBase):
         candidates: Candidates,
         visible: VisibleText,
         carried: Mapping[str, Sequence[str]],
+        query: str | None = None,
     ) -> None:
         title = self.labels["section.evidence"]
         cfg = self.config.assembly
         quotable = set(cfg.evidence_types)
         quote_all = "*" in quotable
         seen: set[str] = set()
+        asked = " ".join(normalize_text(query).split()) if query else ""
         kept: list[EventCandidate] = []
         for event in candidates.events:
             ref = event.ref
@@ -62,6 +65,10 @@ class EvidenceSections(SectionBase):
                 draft.omit(ref, "evidence", EMPTY_TEXT, event.score)
             elif visible and visible.contains(event.text):
                 draft.omit(ref, "evidence", VISIBLE, event.score)
+            elif asked and " ".join(event.text.split()) == asked:
+                # The event that captured the current input: the model has it already,
+                # whether or not the host passed the step's messages.
+                draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
             else:
                 kept.append(event)
         judge = None
