@@ -234,7 +234,9 @@ def test_disputed_items_are_warned_and_counted() -> None:
 
 
 def test_budget_is_spent_in_section_order_and_the_rest_is_over_budget() -> None:
-    events = tuple(ev(200 + i, f"user line {i} " + "word " * 60) for i in range(40))
+    # Distinct words per line: lines that differ only by a number are folded into one.
+    name = ["".join(chr(97 + int(d)) for d in str(i)) for i in range(40)]
+    events = tuple(ev(200 + i, f"user line {name[i]} " + "word " * 60) for i in range(40))
     cfg = config(minBudgetTokens=600, softBudgetTokens=0)
     result = run(Candidates(items=(CARD,), events=events), TASK, cfg=cfg)
     assert result.budget == 600
@@ -286,6 +288,28 @@ def test_the_event_that_captured_the_query_is_not_evidence_for_it() -> None:
     # Another query leaves it quotable.
     other = run(source, query="refund handler traces?")
     assert "s1:124" in {e.ref for e in other.included}
+
+
+def test_lines_that_differ_only_by_their_numbers_are_one_line_the_newest() -> None:
+    runs = tuple(
+        ev(seq, f"Ran the card tests (step {seq}).", score=2.0 - seq / 100) for seq in (8, 18, 28)
+    )
+    port = (ev(40, "The card API port is 8080."), ev(50, "The card API port is 9090."))
+    result = run(Candidates(events=(*runs, *port)))
+    lines = [e.line for e in result.included if e.section == "evidence"]
+    assert lines[0].startswith("- [ev :28] user: Ran the card tests (step 28).")
+    assert lines[0].endswith(" (also :8, :18, the same words with other numbers)")
+    # A changed value is a different fact: the newest is the one quoted, the older named.
+    assert "- [ev :50] user: The card API port is 9090. (also :40," in lines[1]
+    dup = {o.ref: o.detail for o in result.omitted if o.reason == "duplicate"}
+    assert dup == {
+        "s1:8": "s1:28 with other numbers",
+        "s1:18": "s1:28 with other numbers",
+        "s1:40": "s1:50 with other numbers",
+    }
+    # Without the precision rules every line is its own.
+    loose = run(Candidates(events=(*runs, *port)), cfg=config(precise=False))
+    assert len([e for e in loose.included if e.section == "evidence"]) == 5
 
 
 def test_the_full_header_is_said_once_per_context() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
 from memplug.assemble.models import (
@@ -29,8 +29,8 @@ from memplug.assemble.sections.base import SectionBase
 from memplug.retrieve.precision import Relevance
 from memplug.text import normalize_text
 
-if TYPE_CHECKING:
-    pass
+# Numbers are what repeated lines differ by: a step, a count, a time.
+_NUMBER = re.compile(r"\d+")
 
 
 class EvidenceSections(SectionBase):
@@ -81,30 +81,37 @@ class EvidenceSections(SectionBase):
                 cfg.evidence_falloff,
                 cfg.evidence_min_share,
             )
-        assistant = 0
+        passed: list[EventCandidate] = []
         for event in kept:
             why_not = judge.reason(event) if judge is not None else None
-            said = event.type == "assistant/message"
-            if why_not is not None:
+            if why_not is None:
+                passed.append(event)
+            else:
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
-            elif said and assistant >= cfg.assistant_quotes:
+        assistant = 0
+        folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
+        for event, others in folded:
+            said = event.type == "assistant/message"
+            if said and assistant >= cfg.assistant_quotes:
                 draft.omit(
                     event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
                 )
-            else:
-                heading, line = self.event_line(event)
-                taken = draft.offer(
-                    "evidence",
-                    title,
-                    event.ref,
-                    line,
-                    kind=event.type,
-                    score=event.score,
-                    why=event.why,
-                    group=heading,
-                    position=event.seq,
-                )
-                assistant += int(said and taken)
+                continue
+            heading, line = self.event_line(event)
+            if others:
+                line += self.labels["repeats"].format(seqs=", ".join(f":{s}" for s in others))
+            taken = draft.offer(
+                "evidence",
+                title,
+                event.ref,
+                line,
+                kind=event.type,
+                score=event.score,
+                why=event.why,
+                group=heading,
+                position=event.seq,
+            )
+            assistant += int(said and taken)
 
     def event_line(self, event: EventCandidate) -> tuple[str, str]:
         """The heading of the event's group (its session and day) and its line under it:
@@ -157,3 +164,30 @@ class EvidenceSections(SectionBase):
             elif not out or out[-1] != self.labels["quote.block"]:
                 out.append(self.labels["quote.block"])
         return " ".join(out)
+
+
+def _fold_repeats(
+    events: Sequence[EventCandidate], draft: Draft
+) -> list[tuple[EventCandidate, list[int]]]:
+    """One line for the events of a session that say the same words but for their
+    numbers ("ran the tests (step 7)", "… (step 12)"): the newest is quoted, at the rank
+    of the best of them, naming the others' seqs; each other is omitted as a duplicate
+    that names it. Different numbers may be different facts, so the newest stands."""
+    groups: dict[tuple[str, str], list[EventCandidate]] = {}
+    for event in events:
+        shape = _NUMBER.sub("#", " ".join(event.text.lower().split()))
+        groups.setdefault((event.session_id, shape), []).append(event)
+    folded: list[tuple[EventCandidate, list[int]]] = []
+    for members in groups.values():  # insertion order: the best-ranked member's rank
+        newest = max(members, key=lambda e: e.seq)
+        for other in members:
+            if other is not newest:
+                draft.omit(
+                    other.ref,
+                    "evidence",
+                    DUPLICATE,
+                    other.score,
+                    f"{newest.ref} with other numbers",
+                )
+        folded.append((newest, sorted(e.seq for e in members if e is not newest)))
+    return folded
