@@ -250,22 +250,28 @@ class EventStore:
                 return archived
         return event.text
 
-    def output_before(self, session_id: str, seq: int, events: int, max_chars: int) -> list[str]:
+    def output_before(self, session_id: str, seq: int, events: int, max_chars: int) -> str:
         """Texts of the tool results among the ``events`` events before ``seq`` in the
-        session, newest first, until ``max_chars`` are read."""
-        rows = self.conn.execute(
-            "SELECT text FROM events WHERE session_id = ? AND type = 'tool/result' "
-            "AND seq < ? AND seq >= ? ORDER BY seq DESC",
-            (session_id, seq, seq - events),
+        session, newest first, until ``max_chars`` are read, joined by spaces."""
+        where = (
+            "FROM events WHERE session_id = ? AND type = 'tool/result' AND seq < ? AND seq >= ?"
         )
+        params = (session_id, seq, seq - events)
+        # Joined in SQLite, one row back, when all of it fits (the usual case).
+        joined, total = self.conn.execute(
+            f"SELECT group_concat(text, ' ' ORDER BY seq DESC), sum(length(text)) {where}",
+            params,
+        ).fetchone()
+        if joined is None or total <= max_chars:
+            return str(joined or "")
         out: list[str] = []
-        total = 0
-        for (text,) in rows:
-            if total >= max_chars:
+        read = 0
+        for (text,) in self.conn.execute(f"SELECT text {where} ORDER BY seq DESC", params):
+            if read >= max_chars:
                 break
-            out.append(str(text)[: max_chars - total])
-            total += len(out[-1])
-        return out
+            out.append(str(text)[: max_chars - read])
+            read += len(out[-1])
+        return " ".join(out)
 
     def session_events(
         self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None

@@ -19,9 +19,9 @@ from memplug.assemble.models import (
 from memplug.assemble.render import (
     COPY_LOOKBACK,
     COPY_MAX_CHARS,
-    COPY_MIN_CHARS,
     COPY_WORDS,
     VisibleText,
+    copied_words,
     prose_only,
     snippet,
 )
@@ -146,15 +146,7 @@ class EvidenceSections(SectionBase):
         output = self.store.events.output_before(
             event.session_id, event.seq, COPY_LOOKBACK, COPY_MAX_CHARS
         )
-        haystack = " ".join(" ".join(output).split()).lower()
-        if not haystack:
-            return text
-        lowered = [w.lower() for w in words]
-        copied = [False] * len(words)
-        for i in range(len(words) - COPY_WORDS + 1):
-            window = " ".join(lowered[i : i + COPY_WORDS])
-            if len(window) >= COPY_MIN_CHARS and window in haystack:
-                copied[i : i + COPY_WORDS] = [True] * COPY_WORDS
+        copied = copied_words(words, output)
         if not any(copied):
             return text
         out: list[str] = []
