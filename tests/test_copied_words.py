@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,8 +70,8 @@ def test_a_copied_run_and_its_partial_edges() -> None:
     assert copied_words(line, "") == [False] * len(line)
 
 
-def _memory_with(tmp_path, events: list[dict[str, object]]) -> Memory:  # noqa: ANN001
-    memory = Memory.open(tmp_path / "m.sqlite")
+def _memory_with(path: Path, events: list[dict[str, object]]) -> Memory:
+    memory = Memory.open(path)
     body = "".join(json.dumps(e) + "\n" for e in events).encode()
     summary = memory.import_jsonl([("x.jsonl", io.BytesIO(body))])
     assert summary.new == len(events)
@@ -80,11 +82,13 @@ def _result(seq: int, text: str) -> dict[str, object]:
     return {"session_id": "s", "seq": seq, "type": "tool/result", "role": "tool", "text": text}
 
 
-def test_output_before_joins_newest_first_within_the_lookback(tmp_path) -> None:  # noqa: ANN001
+def test_output_before_joins_newest_first_within_the_lookback(
+    fresh_db: Callable[..., Path],
+) -> None:
     events = [_result(1, "oldest out"), _result(2, "middle out")]
     events.append({"session_id": "s", "seq": 3, "type": "user/message", "text": "go"})
     events += [_result(4, "newest out"), _result(5, "after the line")]
-    with _memory_with(tmp_path, events) as memory:
+    with _memory_with(fresh_db(), events) as memory:
         store = memory.store.events
         assert store.output_before("s", 5, 10, 1_000) == "newest out middle out oldest out"
         assert store.output_before("s", 5, 3, 1_000) == "newest out middle out"
@@ -92,9 +96,9 @@ def test_output_before_joins_newest_first_within_the_lookback(tmp_path) -> None:
         assert store.output_before("other", 5, 10, 1_000) == ""
 
 
-def test_output_before_cuts_at_max_chars_newest_first(tmp_path) -> None:  # noqa: ANN001
+def test_output_before_cuts_at_max_chars_newest_first(fresh_db: Callable[..., Path]) -> None:
     events = [_result(1, "aaaaaaaaaa"), _result(2, "bbbbbbbbbb"), _result(3, "cccccccccc")]
-    with _memory_with(tmp_path, events) as memory:
+    with _memory_with(fresh_db(), events) as memory:
         store = memory.store.events
         assert store.output_before("s", 4, 10, 30) == "cccccccccc bbbbbbbbbb aaaaaaaaaa"
         assert store.output_before("s", 4, 10, 25) == "cccccccccc bbbbbbbbbb aaaaa"

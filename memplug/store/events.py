@@ -253,15 +253,13 @@ class EventStore:
     def output_before(self, session_id: str, seq: int, events: int, max_chars: int) -> str:
         """Texts of the tool results among the ``events`` events before ``seq`` in the
         session, newest first, until ``max_chars`` are read, joined by spaces."""
-        where = (
-            "FROM events WHERE session_id = ? AND type = 'tool/result' AND seq < ? AND seq >= ?"
-        )
+        where = "FROM events WHERE session_id = ? AND type = 'tool/result' AND seq < ? AND seq >= ?"
         params = (session_id, seq, seq - events)
         # Joined in SQLite, one row back, when all of it fits (the usual case).
         joined, total = self.conn.execute(
             f"SELECT group_concat(text, ' ' ORDER BY seq DESC), sum(length(text)) {where}",
             params,
-        ).fetchone()
+        ).fetchone() or (None, 0)
         if joined is None or total <= max_chars:
             return str(joined or "")
         out: list[str] = []
