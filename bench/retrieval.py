@@ -136,6 +136,7 @@ def _ablations() -> list[tuple[str, dict[str, Any]]]:
         ),
         ("− session aggregation", {"retrieval": {"sessionWeight": 0.0}}),
         ("− neighbour spread", {"retrieval": {"nextSpread": 0.0, "prevSpread": 0.0}}),
+        ("− second neighbour (`farSpread` 0)", {"retrieval": {"farSpread": 0.0}}),
         ("− whole-word bonus", {"retrieval": {"boundaryBonus": 0.0}}),
         (
             "− stem check (a prefix-only match counted whole)",

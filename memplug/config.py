@@ -103,6 +103,9 @@ class RetrievalConfig(Struct, frozen=True):
     session_weight: float = 0.5
     next_spread: float = 0.6
     prev_spread: float = 0.3
+    # The event two steps from a hit receives this share of what the adjacent one
+    # receives (0: only the adjacent events): the answer often comes a line later.
+    far_spread: Annotated[float, Clamp(0.0, 1.0)] = 0.5
     # A query word found whole, not only as a prefix (`billing服务` over `billing2服务`).
     boundary_bonus: float = 0.3
     # A word that only begins like the query's word (another Snowball stem: `painter`

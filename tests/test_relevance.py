@@ -158,8 +158,9 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
     )  # fmt: skip
     result = memory.assemble(AssemblyRequest("s", query="check the stripe key"))
     quoted = [e.ref for e in result.included if e.section == "evidence"]
-    # The hit, and the turn before it (within three seqs: it stands on the hit).
-    assert quoted == ["s:35", "s:34"]
+    # The hit, and the turns the neighbour spread brought in (one and two steps from a
+    # hit) that sit within three seqs of it: they stand on the hit.
+    assert quoted == ["s:35", "s:34", "s:33", "s:32"]
     reasons = {o.ref: o.reason for o in result.omitted if o.section == "evidence"}
     assert reasons and set(reasons.values()) <= {WEAK_TERMS, "over limit"}
     assert "check" in result.signals["weak"]

@@ -294,6 +294,27 @@ def test_a_search_hit_brings_its_neighbours_weighed_by_their_role(fresh: Memory)
     assert sorted(refs(page)) == ["a:1", "u:1"]
 
 
+def test_the_event_one_step_further_receives_far_spread_of_the_share(fresh: Memory) -> None:
+    _lines(fresh, [_user("f", 1, "morning"), _user("f", 2, "quick question"),
+                   _user("f", 3, "which port does the billing service use?"),
+                   _user("f", 4, "let me look"), _user("f", 5, "It is 9090 since Monday."),
+                   _user("f", 6, "thanks"), _user("f", 7, "bye")])  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("billing port", session="f")
+    why = {r: h.why for r, h in zip(refs(page), page.hits, strict=True)}
+    assert {r: w for r, w in why.items() if r != "f:3"} == {
+        r: "near:f:3" for r in ("f:1", "f:2", "f:4", "f:5")
+    }
+    score = {r: h.score for r, h in zip(refs(page), page.hits, strict=True)}
+    # The hit scores B x (1 + sessionWeight 0.5); every neighbour gets 0.5 B from the
+    # session and its share of B: 0.6 next, 0.3 after it, 0.3 before, 0.15 before that.
+    hit = score["f:3"] / 1.5
+    assert score["f:4"] - score["f:5"] == pytest.approx(0.3 * hit, abs=1e-3)
+    assert score["f:2"] - score["f:1"] == pytest.approx(0.15 * hit, abs=1e-3)
+    near = validate_config({"retrieval": {"farSpread": 0.0}})
+    page = Retriever(fresh.store, near).search("billing port", session="f")
+    assert sorted(refs(page)) == ["f:2", "f:3", "f:4"]
+
+
 # -- pinning ----------------------------------------------------------------------------
 
 

@@ -1,11 +1,11 @@
-"""The previous and next event around each hit: what neighbour spread passes score to."""
+"""The nearest events before and after each hit: what neighbour spread passes score to."""
 
 from __future__ import annotations
 
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import AnyEvent
 from memplug.store.ports import SearchPort
-from memplug.store.search import EventCandidate, EventScope, Snapshot
+from memplug.store.search import EventCandidate, EventScope, Neighbours, Snapshot
 
 # Neighbour spread looks at most this many events away for the previous/next one.
 ADJACENT_REACH = 4
@@ -28,10 +28,10 @@ class Adjacency:
         self.snap = snap
         self.branches = branches
 
-    def around(self, top: list[AnyEvent]) -> dict[int, tuple[AnyEvent | None, AnyEvent | None]]:
-        """Previous and next event of each hit, along the active path when the session
-        branches, else in sequence order."""
-        out: dict[int, tuple[AnyEvent | None, AnyEvent | None]] = {}
+    def around(self, top: list[AnyEvent], per_side: int = 1) -> dict[int, Neighbours]:
+        """The ``per_side`` nearest events before and after each hit (nearest first),
+        along the active path when the session branches, else in sequence order."""
+        out: dict[int, Neighbours] = {}
         linear: list[AnyEvent] = []
         for session_id in sorted({e.session_id for e in top}):
             members = [e for e in top if e.session_id == session_id]
@@ -41,32 +41,37 @@ class Adjacency:
             if not path:
                 linear.extend(members)
                 continue
-            out.update(self._along_path(path, members))
+            out.update(self._along_path(path, members, per_side))
         if linear:
             found = self.store.adjacent(
-                [(e.session_id, e.seq) for e in linear], self.scope, self.snap, ADJACENT_REACH
+                [(e.session_id, e.seq) for e in linear],
+                self.scope,
+                self.snap,
+                ADJACENT_REACH,
+                per_side,
             )
             for event in linear:
-                out[event.id] = found.get((event.session_id, event.seq), (None, None))
+                out[event.id] = found.get((event.session_id, event.seq), ((), ()))
         return out
 
     def _along_path(
-        self, path: list[int], members: list[AnyEvent]
-    ) -> dict[int, tuple[AnyEvent | None, AnyEvent | None]]:
+        self, path: list[int], members: list[AnyEvent], per_side: int
+    ) -> dict[int, Neighbours]:
         rows = {r.id: r for r in self.store.events_by_ids(path)}
         ordered = [rows[i] for i in path if i in rows]
         position = {event.id: i for i, event in enumerate(ordered)}
-        out: dict[int, tuple[AnyEvent | None, AnyEvent | None]] = {}
+        out: dict[int, Neighbours] = {}
         for event in members:
             i = position.get(event.id)
             if i is None:
                 continue
             # The same reach as the sequence-order lookup: a neighbour is close by.
             before = reversed(ordered[max(0, i - ADJACENT_REACH) : i])
-            prev = next((e for e in before if in_scope(e, self.scope)), None)
             after = ordered[i + 1 : i + 1 + ADJACENT_REACH]
-            nxt = next((e for e in after if in_scope(e, self.scope)), None)
-            out[event.id] = (prev, nxt)
+            out[event.id] = (
+                tuple(e for e in before if in_scope(e, self.scope))[:per_side],
+                tuple(e for e in after if in_scope(e, self.scope))[:per_side],
+            )
         return out
 
 

@@ -44,6 +44,8 @@ class Ranking(Struct, frozen=True):
     session_weight: float = 0.5
     next_spread: float = 0.6
     prev_spread: float = 0.3
+    # The event two steps from a hit receives this share of what the adjacent one does.
+    far_spread: float = 0.5
     # A word that only begins like the query's word (another Snowball stem: `painter`
     # for `painted`) counts this share of an occurrence.
     prefix_weight: float = 0.5
@@ -94,6 +96,7 @@ class Ranking(Struct, frozen=True):
             session_weight=config.session_weight,
             next_spread=config.next_spread,
             prev_spread=config.prev_spread,
+            far_spread=config.far_spread,
             boundary_bonus=config.boundary_bonus,
             prefix_weight=config.prefix_match_weight,
             generated_factor=config.generated_factor,

@@ -457,39 +457,46 @@ class _FullPass:
 
     def spread(self, adjacency: Adjacency, *, neighbours_as_hits: bool) -> None:
         """The best ``spread_top`` hits pass a share of their score to the next and the
-        previous event: evidence sits next to what matches."""
+        previous event, and ``far_spread`` of that share to the event one further:
+        evidence sits next to what matches."""
         ranking, base = self.ctx.ranking, self.base
         top = sorted(
             (self.events[i] for i in base), key=lambda e: (-base[e.id], e.session_id, e.seq)
         )
         top = [e for e in top[: ranking.spread_top] if base[e.id] > 0]
-        adjacent = adjacency.around(top)
+        adjacent = adjacency.around(top, per_side=2 if ranking.far_spread else 1)
         if neighbours_as_hits:
-            fresh = {
-                n.id: n
-                for pair in adjacent.values()
-                for n in pair
-                if n is not None and n.id not in base
-            }
-            self.events.update(fresh)
-            # A neighbour the index did not find holds no term of the query: its text
-            # need not be read or matched (a search brings up to 60 of them).
-            pooled = self.ctx.pool.events
-            self.score(i for i in fresh if i in pooled)
-            for event_id in fresh:
-                if event_id not in pooled:
-                    self.base[event_id], self.bonus[event_id] = 0.0, 0.0
-                    self.info[event_id] = ([], [], None)
+            self._join({n.id: n for pair in adjacent.values() for side in pair for n in side})
         for event in top:
-            prev, nxt = adjacent.get(event.id, (None, None))
-            for side, share in ((nxt, ranking.next_spread), (prev, ranking.prev_spread)):
-                if side is None or side.id not in base:
-                    continue
-                # The role prior weighs what a turn receives as well as what it
-                # matched: the reply to a user's line is most often the assistant's.
-                self.bonus[side.id] += share * base[event.id] * self.ctx.role_weight(side)
-                if base[side.id] == 0 and side.id not in self.near:
-                    self.near[side.id] = event.ref
+            before, after = adjacent.get(event.id, ((), ()))
+            # A candidate only the semantic provider found lends to its adjacent events
+            # alone: with a provider on, whole sessions are candidates, and a guess at
+            # meaning passed two steps on would spread over all of them.
+            matched, pinned_by, _ = self.info[event.id]
+            reach = 2 if matched or pinned_by or event.id in self.ctx.pool.regex_counts else 1
+            for side, share in ((after, ranking.next_spread), (before, ranking.prev_spread)):
+                for distance, neighbour in enumerate(side[:reach]):
+                    if neighbour.id not in base:
+                        continue
+                    # The role prior weighs what a turn receives as well as what it
+                    # matched: the reply to a user's line is most often the assistant's.
+                    received = share * ranking.far_spread**distance * base[event.id]
+                    self.bonus[neighbour.id] += received * self.ctx.role_weight(neighbour)
+                    if base[neighbour.id] == 0 and neighbour.id not in self.near:
+                        self.near[neighbour.id] = event.ref
+
+    def _join(self, neighbours: dict[int, AnyEvent]) -> None:
+        """Neighbours that were not scored join as hits of their own."""
+        fresh = {i: n for i, n in neighbours.items() if i not in self.base}
+        self.events.update(fresh)
+        # A neighbour the index did not find holds no term of the query: its text
+        # need not be read or matched (a search brings up to 120 of them).
+        pooled = self.ctx.pool.events
+        self.score(i for i in fresh if i in pooled)
+        for event_id in fresh:
+            if event_id not in pooled:
+                self.base[event_id], self.bonus[event_id] = 0.0, 0.0
+                self.info[event_id] = ([], [], None)
 
     def scored(self, *, spread: bool) -> list[Scored]:
         """Base + bonus (+ the session's best base, when spreading) for each event."""

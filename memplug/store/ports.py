@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         ItemScope,
         LightEvent,
         LikeResult,
+        Neighbours,
         ScopeStats,
         Snapshot,
     )
@@ -235,7 +236,8 @@ class SearchPort(Protocol):
         scope: EventScope,
         snap: Snapshot,
         reach: int = 4,
-    ) -> dict[tuple[str, int], tuple[LightEvent | None, LightEvent | None]]: ...
+        per_side: int = 1,
+    ) -> dict[tuple[str, int], Neighbours]: ...
     def has_entry_ids(self, session_id: str) -> bool: ...
     def branch_rows(self, session_id: str, snap: Snapshot) -> list[BranchRow]: ...
     def session_fingerprint(self, session_id: str, snap: Snapshot) -> tuple[int, int]: ...

@@ -137,6 +137,10 @@ _LIGHT_SELECT = (
 )
 
 
+# The nearest events before and after one event, nearest first.
+Neighbours = tuple[tuple[EventCandidate | LightEvent, ...], tuple[EventCandidate | LightEvent, ...]]
+
+
 # Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
 class ItemCandidate(Struct):
     rid: int
@@ -553,15 +557,17 @@ class SearchStore:
         scope: EventScope,
         snap: Snapshot,
         reach: int = 4,
-    ) -> dict[tuple[str, int], tuple[LightEvent | None, LightEvent | None]]:
-        """For each ``(session, seq)``: the nearest in-scope event before and after it,
-        looking at most ``reach`` sequence numbers away (one query for all refs).
-        Light rows: the caller reads the text of the few it keeps."""
-        out: dict[tuple[str, int], tuple[LightEvent | None, LightEvent | None]] = {
-            ref: (None, None) for ref in refs
+        per_side: int = 1,
+    ) -> dict[tuple[str, int], Neighbours]:
+        """For each ``(session, seq)``: the ``per_side`` nearest in-scope events before
+        and after it (nearest first), looking at most ``reach`` sequence numbers away
+        (one query for all refs). Light rows: the caller reads the text of the few it
+        keeps."""
+        found: dict[tuple[str, int], tuple[list[LightEvent], list[LightEvent]]] = {
+            ref: ([], []) for ref in refs
         }
         if not refs:
-            return out
+            return {}
         where, params = scope.where()
         unique = sorted(set(refs))
         for start in range(0, len(unique), 200):
@@ -578,14 +584,14 @@ class SearchStore:
             for row in rows:
                 key = (str(row[0]), int(row[1]))
                 event = LightEvent(*row[2:])
-                prev, nxt = out[key]
-                if event.seq < key[1]:
-                    if prev is None or event.seq > prev.seq:
-                        prev = event
-                elif nxt is None or event.seq < nxt.seq:
-                    nxt = event
-                out[key] = (prev, nxt)
-        return out
+                found[key][0 if event.seq < key[1] else 1].append(event)
+        return {
+            ref: (
+                tuple(sorted(before, key=lambda e: -e.seq)[:per_side]),
+                tuple(sorted(after, key=lambda e: e.seq)[:per_side]),
+            )
+            for ref, (before, after) in found.items()
+        }
 
     # -- branches -----------------------------------------------------------------
 
