@@ -315,6 +315,23 @@ def test_the_event_one_step_further_receives_far_spread_of_the_share(fresh: Memo
     assert sorted(refs(page)) == ["f:2", "f:3", "f:4"]
 
 
+def test_the_far_neighbour_follows_the_active_path(fresh: Memory) -> None:
+    texts = [
+        "which port does the billing service use?",
+        "let me look",
+        "abandoned guess",
+        "It is 9090 since Monday.",
+        "thanks",
+    ]
+    parents = [None, "e1", "e2", "e2", "e4"]
+    pairs = enumerate(zip(texts, parents, strict=True))
+    _lines(fresh, [dict(_user("br", i + 1, t), entry_id=f"e{i + 1}", parent_id=parent)
+                   for i, (t, parent) in pairs])  # fmt: skip
+    page = Retriever(fresh.store, fresh.config).search("billing port", session="br")
+    # Along the path the second step after the question is seq 4, not the abandoned 3.
+    assert refs(page) == ["br:1", "br:2", "br:4"]
+
+
 # -- pinning ----------------------------------------------------------------------------
 
 
