@@ -40,8 +40,9 @@ Ranking, per candidate (see ``docs/search.md`` for the reasoning and the figures
   means "every term once";
 * events: ``(lexical + exact boost) x role weight + recency``, then
   ``+ 0.5 x the best score in the same session`` and neighbour spread (the next event
-  gets 0.6, the previous 0.3 of a hit's score, times its own role weight; a neighbour
-  that matched nothing joins as ``near:REF``) — evidence sits next to what matches;
+  gets 0.6, the previous 0.3 of a hit's score, the event one further half of that,
+  times its own role weight; a neighbour that matched nothing joins as ``near:REF``)
+  — evidence sits next to what matches;
 * items: ``(kind weight + lexical + exact boost) x evidence weight``, x0.4 when
   superseded, plus recency within ``recencyWindow`` sequence numbers;
 * pinning: a candidate holding a numeric or versioned symbol of the query verbatim
