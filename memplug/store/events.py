@@ -224,15 +224,21 @@ class EventStore:
         ).fetchone()
         return EventRow(*row) if row else None
 
-    def get_many(self, refs: Sequence[tuple[str, int]]) -> list[EventRow]:
-        """Rows for ``(session_id, seq)`` pairs that exist, ordered by session and seq."""
-        if not refs:
-            return []
-        found = []
-        for session_id, seq in sorted(set(refs)):
-            row = self.get(session_id, seq)
-            if row is not None:
-                found.append(row)
+    def texts(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """The text of each ``(session_id, seq)`` that exists: one query per 200 refs
+        reading only the text (a step checks a few hundred sources against its context)."""
+        found: dict[tuple[str, int], str] = {}
+        unique = sorted(set(refs))
+        for start in range(0, len(unique), 200):
+            chunk = unique[start : start + 200]
+            values = ", ".join("(?, ?)" for _ in chunk)
+            flat: list[Any] = [x for ref in chunk for x in ref]
+            for session_id, seq, text in self.conn.execute(
+                f"WITH v(sid, sq) AS (VALUES {values}) SELECT e.session_id, e.seq, e.text "
+                "FROM v JOIN events e ON e.session_id = v.sid AND e.seq = v.sq",
+                flat,
+            ):
+                found[(session_id, seq)] = text
         return found
 
     def archived_text(self, session_id: str, seq: int) -> str | None:

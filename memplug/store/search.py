@@ -647,7 +647,7 @@ class SearchStore:
         return newest_match_ids(
             self.conn, "memory_fts", "memory_items m", "m.rid", "m.content", expression,
             max_id=snap.max_item_rid, where=where, params=params, limit=limit,
-            contains=contains,
+            contains=contains, scope_index="memory_items_rid_scope",
         )  # fmt: skip
 
     def items_by_rids(self, rids: Sequence[int]) -> dict[int, ItemCandidate]:
@@ -732,25 +732,35 @@ def newest_match_ids(
     params: list[Any],
     limit: int,
     contains: str | None,
+    scope_index: str | None = None,
 ) -> list[int]:
     """Ids of in-scope rows matching an FTS expression, newest first, at most ``limit``
     (and none above ``max_id``, a snapshot's bound, when given).
 
     Walking the index by descending rowid stops after ``limit`` rows. ``contains`` is
     the exact test when the expression could only narrow the search.
+
+    ``scope_index`` names an index keyed by the rowid that holds every column ``where``
+    reads (migration 0010): each match's scope is then tested on its small entry, not
+    on the wide row. The condition is wrapped in ``+( )`` so that the planner probes
+    the index by rowid alone instead of once per value of each ``IN`` list.
     """
     conditions = [f"{fts} MATCH ?"]
     values: list[Any] = [expression]
     if max_id is not None:
         conditions.append("f.rowid <= ?")
         values.append(max_id)
+    joined = table
+    if scope_index is not None and contains is None:
+        joined = f"{table} INDEXED BY {scope_index}"
+        where = f"+({where})"
     conditions.append(where)
     values.extend(params)
     if contains is not None:
         conditions.append(f"{text_column} LIKE ? ESCAPE '\\'")
         values.append(contains)
     sql = (
-        f"SELECT {id_column} FROM {fts} f JOIN {table} ON {id_column} = f.rowid "
+        f"SELECT {id_column} FROM {fts} f JOIN {joined} ON {id_column} = f.rowid "
         f"WHERE {' AND '.join(conditions)} ORDER BY f.rowid DESC LIMIT ?"
     )
     return [row[0] for row in conn.execute(sql, [*values, limit])]

@@ -11,6 +11,7 @@ from memplug.db import Database
 from memplug.query import QuerySignals
 from memplug.store.fts import build_match
 from memplug.store.search import newest_match_ids, rows_by_ids
+from memplug.vocab import COMPACTION_TYPES
 
 _COLUMNS: tuple[str, ...] = (
     "session_id",
@@ -28,6 +29,8 @@ _COLUMNS: tuple[str, ...] = (
     "words",
 )
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM work_records"
+# Every stored event's type is one of vocab.EVENT_TYPES (HostEvent checks it).
+_COMPACTIONS: tuple[str, ...] = tuple(sorted(COMPACTION_TYPES))
 
 
 class WorkRow(Struct, frozen=True):
@@ -146,6 +149,7 @@ class WorkStore:
             ids = newest_match_ids(
                 self.conn, "work_fts", "work_records w", "w.rid", "w.words", expression,
                 max_id=None, where=where, params=params, limit=per_term, contains=None,
+                scope_index="work_records_rid_scope",
             )  # fmt: skip
             rids.update(ids)
         rows = rows_by_ids(
@@ -168,8 +172,11 @@ class WorkStore:
 
     def latest_compaction(self, session_id: str) -> int | None:
         """The seq of the session's latest compaction event, if any."""
+        # The types by name, not `LIKE 'compaction/%'`: the (session_id, type, seq) index
+        # then answers each with one seek instead of the session's every event.
         row = self.conn.execute(
-            "SELECT max(seq) FROM events WHERE session_id = ? AND type LIKE 'compaction/%'",
-            (session_id,),
+            "SELECT max(seq) FROM events WHERE session_id = ? AND type IN "
+            f"({', '.join('?' for _ in _COMPACTIONS)})",
+            (session_id, *_COMPACTIONS),
         ).fetchone()
         return int(row[0]) if row and row[0] is not None else None

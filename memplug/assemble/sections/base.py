@@ -30,4 +30,4 @@ class SectionBase:
         wanted = sorted({ref for ref in refs if ref is not None})
         if not wanted or self.store is None:
             return {}
-        return {(r.session_id, r.seq): r.text for r in self.store.events.get_many(wanted)}
+        return self.store.events.texts(wanted)
