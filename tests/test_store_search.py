@@ -6,6 +6,8 @@ import io
 import json
 
 from memplug.memory import Memory
+from memplug.query import parse_query
+from memplug.store.search import ItemScope
 
 
 def _import(memory: Memory, events: list[dict[str, object]]) -> None:
@@ -47,3 +49,46 @@ def test_truncated_matching_looks_only_at_what_the_index_could_not_see(memory: M
     assert not search.truncated_matching(("small",), ["zebrafinch"])
     assert not search.truncated_matching((), ["zebrafinch"])
     assert not search.truncated_matching(None, [])
+
+
+def test_item_term_search_tests_scope_on_the_rowid_index(memory: Memory) -> None:
+    # Migration 0010: each match's session and status come from `memory_items_rid_scope`;
+    # the walk passes session b's items between c's and a's.
+    # The answer must be the plain join's, newest first, retracted items left out.
+    search = memory.store.search
+    events = [
+        {**_event(session, f"Remember: the kingfisher nests by bridge {n} of {session}"), "seq": n}
+        for n in range(1, 13)
+        for session in ("a", "b", "c")
+    ]
+    _import(memory, events)
+    newest_c = memory.store.items.session_items("c")[-1]
+    memory.store.items.update(newest_c.id, status="retracted")
+    snap = search.snapshot()
+    expr = search.match_plan(parse_query("kingfisher")).fts[0][1]
+    scope = ItemScope(session_ids=("a", "c"))
+    found = search.item_match_rids(expr, scope, snap, 14)
+    plain = [
+        row[0]
+        for row in memory.store.db.conn.execute(
+            "SELECT m.rid FROM memory_fts f JOIN memory_items m ON m.rid = f.rowid "
+            "WHERE memory_fts MATCH ? AND m.session_id IN ('a', 'c') "
+            "AND m.status IN ('active', 'superseded', 'disputed') ORDER BY f.rowid DESC LIMIT 14",
+            (expr,),
+        )
+    ]
+    assert found == plain and len(found) == 14
+    rows = search.items_by_rids(found)
+    assert {rows[r].session_id for r in found} == {"a", "c"}
+    assert all(rows[r].status != "retracted" for r in found)
+
+
+def test_texts_reads_each_existing_ref_once_in_chunks(memory: Memory) -> None:
+    events = [{**_event("s", f"turn number {n}"), "seq": n} for n in range(1, 451)]
+    _import(memory, events)
+    wanted = [("s", n) for n in range(450, 0, -1)] + [("s", 7), ("s", 999), ("other", 1)]
+    texts = memory.store.events.texts(wanted)
+    assert len(texts) == 450
+    assert texts[("s", 1)] == "turn number 1" and texts[("s", 450)] == "turn number 450"
+    assert ("s", 999) not in texts and ("other", 1) not in texts
+    assert memory.store.events.texts([]) == {}

@@ -325,3 +325,47 @@ def test_the_agents_words_are_labelled_as_its_own(session: Memory) -> None:
     result = session.assemble(AssemblyRequest(session_id=MAIN, query="card payload line 88"))
     line = next(e.line for e in result.included if e.ref == f"{MAIN}:25")
     assert "] assistant said, " in line and "user" not in line.split(":")[0]
+
+
+def test_a_scoped_term_search_tests_the_scope_on_the_rowid_index(tmp_path: Path) -> None:
+    # Migration 0010: the session of each match is read from `work_records_rid_scope`,
+    # not from the wide row; interleaved sessions, so the walk passes out-of-scope
+    # matches between the ones it keeps, and the answer is the plain join's.
+    with Database.open(new_db(tmp_path / "m.sqlite")) as db:
+        store = WorkStore(db)
+        for seq in range(1, 41):
+            for session in ("s1", "s2", "s3"):
+                target = f"src/{session}_{seq}.py"
+                row = WorkRow(session, seq, None, "Read", "read", target, *(None,) * 6, "common")
+                store.insert(row)
+        found = store.match(parse_query("common"), ["s3", "s1"], 7)
+        plain = db.conn.execute(
+            "SELECT w.session_id, w.seq FROM work_fts f JOIN work_records w ON w.rid = f.rowid "
+            "WHERE work_fts MATCH 'common' AND w.session_id IN ('s1', 's3') "
+            "ORDER BY f.rowid DESC LIMIT 7"
+        ).fetchall()
+        assert [(r.session_id, r.seq) for r in found] == sorted(plain)
+        assert {r.session_id for r in found} == {"s1", "s3"} and len(found) == 7
+        plan = " ".join(
+            str(row[-1])
+            for row in db.conn.execute(
+                "EXPLAIN QUERY PLAN SELECT w.rid FROM work_fts f JOIN work_records w "
+                "INDEXED BY work_records_rid_scope ON w.rid = f.rowid "
+                "WHERE work_fts MATCH 'common' AND +(w.session_id IN ('s1')) "
+                "ORDER BY f.rowid DESC LIMIT 7"
+            )
+        )
+        assert "COVERING INDEX work_records_rid_scope (rid=?)" in plan
+
+
+@pytest.mark.parametrize("kind", ["compaction/start", "compaction/summary", "compaction/prune"])
+def test_the_latest_compaction_is_found_by_each_compaction_type(tmp_path: Path, kind: str) -> None:
+    with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
+        events = [
+            ev("s", 1, "hello"),
+            ev("s", 2, "summary of the work", type=kind),
+            ev("s", 3, "the compaction/ prefix, only as words"),
+        ]
+        memory.ingest(events)
+        assert memory.store.work.latest_compaction("s") == 2
+        assert memory.store.work.latest_compaction("other") is None
