@@ -193,7 +193,10 @@ def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list
         reverse=True,
     )
     for row, _ in newest:
-        by_kind[row.kind].append(_item_line(row, labels))
+        # Only the first MAX_LINES of a kind can be kept: a line is built (its JSON
+        # parsed, rendered, counted) only for those — a project's rows run to thousands.
+        if len(by_kind[row.kind]) < MAX_LINES:
+            by_kind[row.kind].append(_item_line(row, labels))
     by_kind["task"] = _task_lines(store, scope, labels)
     out = [line for kind in CORE_ORDER for line in by_kind[kind]]
     return out[:MAX_LINES]
