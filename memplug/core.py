@@ -185,20 +185,20 @@ def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list
     task lines in field order (goal, done, blocked, next); items newest first by the
     host time of the event that stated them, then by session id, seq and item id (all
     descending, so the order is total and the same in every database)."""
-    rows = store.core.items(scope.session_ids, ITEM_KINDS, CORE_EVIDENCE)
-    by_kind: dict[str, list[CoreLine]] = {kind: [] for kind in CORE_ORDER}
-    newest = sorted(
-        rows,
-        key=lambda r: (r[1] or "", r[0].session_id, r[0].derived_from_seq, r[0].id),
-        reverse=True,
-    )
-    for row, _ in newest:
-        # Only the first MAX_LINES of a kind can be kept: a line is built (its JSON
-        # parsed, rendered, counted) only for those — a project's rows run to thousands.
-        if len(by_kind[row.kind]) < MAX_LINES:
-            by_kind[row.kind].append(_item_line(row, labels))
-    by_kind["task"] = _task_lines(store, scope, labels)
-    out = [line for kind in CORE_ORDER for line in by_kind[kind]]
+    # Only the first MAX_LINES lines are kept, so at most that many of a kind are read
+    # whole (the store returns them in the order above) and lines are made only until
+    # there are MAX_LINES: a project's items run to thousands.
+    rows = store.core.items(scope.session_ids, ITEM_KINDS, CORE_EVIDENCE, MAX_LINES)
+    by_kind: dict[str, list[ItemRow]] = {kind: [] for kind in ITEM_KINDS}
+    for row, _ in rows:
+        by_kind[row.kind].append(row)
+    out: list[CoreLine] = []
+    for kind in CORE_ORDER:
+        if kind == "task":
+            out.extend(_task_lines(store, scope, labels))
+        else:
+            room = max(0, MAX_LINES - len(out))
+            out.extend(_item_line(row, labels) for row in by_kind[kind][:room])
     return out[:MAX_LINES]
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from memplug.assemble import AssemblyRequest
 from memplug.cli.app import cli
-from memplug.core import OVER_CORE_BUDGET, resident_core, scope_for_project
+from memplug.core import MAX_LINES, OVER_CORE_BUDGET, resident_core, scope_for_project
 from memplug.explain import explain, find_assembly, render_explain
 from memplug.memory import Memory
 
@@ -250,3 +250,62 @@ def test_a_zero_core_budget_turns_the_core_off(db_path: Path) -> None:
         _standing(memory)
         result = memory.assemble(AssemblyRequest("pay-1", query="xyzzy"))
         assert not any(e.section == "core" for e in result.included)
+
+
+def _expected_order(memory: Memory, kind: str) -> list[str]:
+    """Items of ``kind`` in the core's documented order, worked out here from the rows."""
+    rows = [
+        row
+        for session in ("a", "b")
+        for row in memory.store.items.session_items(session, ["active", "disputed"])
+        if row.kind == kind
+    ]
+    times = {
+        (e.session_id, e.seq): e.event_time or ""
+        for session in ("a", "b")
+        for e in memory.store.events.session_events(session)
+    }
+    rows.sort(
+        key=lambda r: (times[(r.session_id, r.derived_from_seq)], r.session_id,
+                       r.derived_from_seq, r.id),
+        reverse=True,
+    )  # fmt: skip
+    return [r.id for r in rows]
+
+
+def test_the_core_keeps_its_first_max_lines_in_order_over_many_items(memory: Memory) -> None:
+    # Two sessions stating things at the same host times: ties go to session, seq, id.
+    # Read only the first MAX_LINES of a kind, the lines must be the ones sorting every
+    # item would give, cut at MAX_LINES across the kinds in CORE_ORDER.
+    many = MAX_LINES // 2 + 10
+    for session in ("a", "b"):
+        # b states one more, so the cut falls between the two items of one host time.
+        count = many + (session == "b")
+        texts = [f"Never deploy service number {n} of {session} on a Friday." for n in range(count)]
+        texts += [f"Decision: refunds use queue {n} of {session}." for n in range(3)]
+        texts += ["Goal: ship structured traces for refunds."]
+        _import(memory, _turns(session, texts))
+    scope = scope_for_project(memory.store, CWD)
+    lines = resident_core(memory.store, memory.config, scope).lines
+    constraints = _expected_order(memory, "constraint")
+    assert len(constraints) == 2 * many + 1 > MAX_LINES
+    assert [line.ref for line in lines] == constraints[:MAX_LINES]
+
+
+def test_the_core_fills_up_to_max_lines_across_kinds(memory: Memory) -> None:
+    many = MAX_LINES // 2 + 10
+    for session in ("a", "b"):
+        texts = [f"Never deploy service {n} of {session} on a Friday." for n in range(2)]
+        texts += [f"Decision: refunds use queue number {n} of {session}." for n in range(many)]
+        texts += [f"Open question: is region {session} ready?", "Goal: ship traces."]
+        _import(memory, _turns(session, texts))
+    scope = scope_for_project(memory.store, CWD)
+    lines = resident_core(memory.store, memory.config, scope).lines
+    kinds = [line.kind for line in lines]
+    constraints = _expected_order(memory, "constraint")
+    decisions = _expected_order(memory, "decision")
+    tasks = kinds.count("task")
+    assert len(constraints) == 4 and tasks > 0
+    assert kinds == ["constraint"] * 4 + ["task"] * tasks + ["decision"] * (MAX_LINES - 4 - tasks)
+    items = [line.ref for line in lines if line.kind != "task"]
+    assert items == constraints + decisions[: MAX_LINES - 4 - tasks]

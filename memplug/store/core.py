@@ -26,10 +26,19 @@ class CoreStore:
         self.conn = db.conn
 
     def items(
-        self, session_ids: Sequence[str] | None, kinds: Sequence[str], evidence: Sequence[str]
+        self,
+        session_ids: Sequence[str] | None,
+        kinds: Sequence[str],
+        evidence: Sequence[str],
+        per_kind: int,
     ) -> list[tuple[ItemRow, str | None]]:
         """Standing items of ``kinds`` and ``evidence`` types in scope (``None``: every
-        session), each with the host time of the event it was derived from."""
+        session), each with the host time of the event it was derived from: the newest
+        ``per_kind`` of each kind, in the core's order — by that time, then session id,
+        seq and item id, all descending (the id is unique, so the order is total).
+
+        Ranked in SQLite, so that only the rows kept are read whole: a project holds
+        thousands of items, the core at most ``per_kind`` of a kind."""
         if session_ids is not None and not session_ids:
             return []
         where = [
@@ -42,12 +51,19 @@ class CoreStore:
             where.append(_in("m.session_id", session_ids))
             params.extend(session_ids)
         sql = (
-            f"SELECT {', '.join(f'm.{c}' for c in ITEM_COLUMNS)}, e.event_time "
+            "WITH ranked AS (SELECT m.rid AS rid, e.event_time AS at, row_number() OVER ("
+            "PARTITION BY m.kind ORDER BY coalesce(e.event_time, '') DESC, m.session_id DESC, "
+            "m.derived_from_seq DESC, m.id DESC) AS n "
             "FROM memory_items m LEFT JOIN events e "
             "ON e.session_id = m.session_id AND e.seq = m.derived_from_seq "
-            f"WHERE {' AND '.join(where)}"
+            f"WHERE {' AND '.join(where)}) "
+            f"SELECT {', '.join(f'm.{c}' for c in ITEM_COLUMNS)}, r.at "
+            "FROM ranked r JOIN memory_items m ON m.rid = r.rid WHERE r.n <= ? "
+            "ORDER BY coalesce(r.at, '') DESC, m.session_id DESC, m.derived_from_seq DESC, "
+            "m.id DESC"
         )
-        return [(ItemRow(*row[:-1]), row[-1]) for row in self.conn.execute(sql, params)]
+        rows = self.conn.execute(sql, [*params, per_kind])
+        return [(ItemRow(*row[:-1]), row[-1]) for row in rows]
 
     def latest_task_session(self, session_ids: Sequence[str] | None) -> str | None:
         """The session in scope whose task state was set last, by the host time of the

@@ -481,7 +481,11 @@ class CorePort(Protocol):
     version of those inputs, and the cache of cores made from them."""
 
     def items(
-        self, session_ids: Sequence[str] | None, kinds: Sequence[str], evidence: Sequence[str]
+        self,
+        session_ids: Sequence[str] | None,
+        kinds: Sequence[str],
+        evidence: Sequence[str],
+        per_kind: int,
     ) -> list[tuple[ItemRow, str | None]]: ...
     def latest_task_session(self, session_ids: Sequence[str] | None) -> str | None: ...
     def version(self, session_ids: Sequence[str] | None) -> str: ...
