@@ -79,6 +79,7 @@ def run(root: Path, size: int, tag: str, steps: int) -> dict[str, Any]:
 def _percentiles(name: str, values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {
+        f"{name}_mean": round(sum(ordered) / len(ordered), 2),
         f"{name}_p50": round(ordered[len(ordered) // 2], 2),
         f"{name}_p95": round(ordered[int(len(ordered) * 0.95)], 2),
     }

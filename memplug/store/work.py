@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from msgspec import Struct
+from msgspec.structs import astuple
 
 from memplug.db import Database
 from memplug.query import QuerySignals
@@ -13,22 +14,6 @@ from memplug.store.fts import build_match
 from memplug.store.search import newest_match_ids, rows_by_ids
 from memplug.vocab import COMPACTION_TYPES
 
-_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "seq",
-    "call_id",
-    "tool",
-    "action",
-    "target",
-    "result_seq",
-    "outcome",
-    "exit_code",
-    "turn",
-    "event_time",
-    "project",
-    "words",
-)
-_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM work_records"
 # Every stored event's type is one of vocab.EVENT_TYPES (HostEvent checks it).
 _COMPACTIONS: tuple[str, ...] = tuple(sorted(COMPACTION_TYPES))
 
@@ -51,18 +36,25 @@ class WorkRow(Struct, frozen=True):
     words: str
 
 
+# The table's columns are the record's fields, in its order: a row is read as
+# ``WorkRow(*row)`` and written as ``astuple(row)``.
+_COLUMNS: tuple[str, ...] = WorkRow.__struct_fields__
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM work_records"
+_INSERT = (
+    f"INSERT OR IGNORE INTO work_records ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
+)
+
+
 class WorkStore:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.conn = db.conn
 
     def insert(self, row: WorkRow) -> None:
-        values = [getattr(row, name) for name in _COLUMNS]
-        self.conn.execute(
-            f"INSERT OR IGNORE INTO work_records ({', '.join(_COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in _COLUMNS)})",
-            values,
-        )
+        # A derivation pass writes one record per tool call: the statement is made once
+        # and the row's fields, in _COLUMNS order, are its values.
+        self.conn.execute(_INSERT, astuple(row))
 
     @contextmanager
     def deferred_index(self) -> Iterator[None]:
