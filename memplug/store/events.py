@@ -10,6 +10,7 @@ from msgspec import Struct
 
 from memplug.db import Database, utc_now
 from memplug.refs import event_ref
+from memplug.store.search import rows_by_refs
 
 EVENT_COLUMNS: tuple[str, ...] = (
     "session_id",
@@ -225,21 +226,10 @@ class EventStore:
         return EventRow(*row) if row else None
 
     def texts(self, refs: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """The text of each ``(session_id, seq)`` that exists: one query per 200 refs
-        reading only the text (a step checks a few hundred sources against its context)."""
-        found: dict[tuple[str, int], str] = {}
-        unique = sorted(set(refs))
-        for start in range(0, len(unique), 200):
-            chunk = unique[start : start + 200]
-            values = ", ".join("(?, ?)" for _ in chunk)
-            flat: list[Any] = [x for ref in chunk for x in ref]
-            for session_id, seq, text in self.conn.execute(
-                f"WITH v(sid, sq) AS (VALUES {values}) SELECT e.session_id, e.seq, e.text "
-                "FROM v JOIN events e ON e.session_id = v.sid AND e.seq = v.sq",
-                flat,
-            ):
-                found[(session_id, seq)] = text
-        return found
+        """The text of each ``(session_id, seq)`` that exists, read alone (a step checks
+        a few hundred sources against its context)."""
+        rows = rows_by_refs(self.conn, "e.session_id, e.seq, e.text", refs)
+        return {(session_id, seq): text for session_id, seq, text in rows}
 
     def archived_text(self, session_id: str, seq: int) -> str | None:
         row = self.conn.execute(

@@ -502,19 +502,10 @@ class SearchStore:
         """The events at ``refs`` that exist, in ``(session, seq)`` order (one query per
         200 refs, not one per ref)."""
         found: dict[tuple[str, int], EventCandidate] = {}
-        unique = sorted(set(refs))
-        for start in range(0, len(unique), 200):
-            chunk = unique[start : start + 200]
-            values = ", ".join("(?, ?)" for _ in chunk)
-            flat: list[Any] = [x for ref in chunk for x in ref]
-            for row in self.conn.execute(
-                f"WITH v(sid, sq) AS (VALUES {values}) SELECT {_EVENT_SELECT} FROM v "
-                "JOIN events e ON e.session_id = v.sid AND e.seq = v.sq",
-                flat,
-            ):
-                event = EventCandidate(*row)
-                found[(event.session_id, event.seq)] = event
-        return [found[ref] for ref in unique if ref in found]
+        for row in rows_by_refs(self.conn, _EVENT_SELECT, refs):
+            event = EventCandidate(*row)
+            found[(event.session_id, event.seq)] = event
+        return [found[ref] for ref in sorted(set(refs)) if ref in found]
 
     def neighbours(
         self,
@@ -764,6 +755,25 @@ def newest_match_ids(
         f"WHERE {' AND '.join(conditions)} ORDER BY f.rowid DESC LIMIT ?"
     )
     return [row[0] for row in conn.execute(sql, [*values, limit])]
+
+
+def rows_by_refs(conn: Any, columns: str, refs: Sequence[tuple[str, int]]) -> list[Any]:
+    """``columns`` of the events ``e`` at ``(session_id, seq)`` refs that exist, each once:
+    one query per 200 refs, not one per ref."""
+    unique = sorted(set(refs))
+    rows: list[Any] = []
+    for start in range(0, len(unique), 200):
+        chunk = unique[start : start + 200]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        flat: list[Any] = [x for ref in chunk for x in ref]
+        rows.extend(
+            conn.execute(
+                f"WITH v(sid, sq) AS (VALUES {values}) SELECT {columns} FROM v "
+                "JOIN events e ON e.session_id = v.sid AND e.seq = v.sq",
+                flat,
+            )
+        )
+    return rows
 
 
 def rows_by_ids(conn: Any, select: str, id_column: str, ids: Sequence[int]) -> list[Any]:
