@@ -136,6 +136,12 @@ class AssemblyConfig(Struct, frozen=True):
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
     snippet_chars: Annotated[int, Clamp(80, 20_000)] = 600
+    # An event over its snippet limit is quoted by the sentences that hold the query's
+    # strongest terms ("…" at each cut) instead of its head (docs/assembly.md).
+    focused_quotes: bool = True
+    # The role and minute every quotable line of a session-and-day group shares are
+    # said once in its heading instead of on each line.
+    shared_frames: bool = True
     # How many ranked items and events assembly asks retrieval for; the budget decides
     # how many are used, so this is set to fill it rather than to retrieval.limit.
     candidate_limit: Annotated[int, Clamp(1, 100)] = 100

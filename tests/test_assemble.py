@@ -297,10 +297,12 @@ def test_lines_that_differ_only_by_their_numbers_are_one_line_the_newest() -> No
     port = (ev(40, "The card API port is 8080."), ev(50, "The card API port is 9090."))
     result = run(Candidates(events=(*runs, *port)))
     lines = [e.line for e in result.included if e.section == "evidence"]
-    assert lines[0].startswith("- [ev :28] user: Ran the card tests (step 28).")
+    # Every line of the group is the user's, without a time: the heading says "user".
+    assert result.text.count("### [ev s1] user\n") == 1
+    assert lines[0].startswith("- [ev :28] Ran the card tests (step 28).")
     assert lines[0].endswith(" (also :8, :18, the same words with other numbers)")
     # A changed value is a different fact: the newest is the one quoted, the older named.
-    assert "- [ev :50] user: The card API port is 9090. (also :40," in lines[1]
+    assert "- [ev :50] The card API port is 9090. (also :40," in lines[1]
     dup = {o.ref: o.detail for o in result.omitted if o.reason == "duplicate"}
     assert dup == {
         "s1:8": "s1:28 with other numbers",
@@ -342,11 +344,12 @@ def test_raw_evidence_is_grouped_by_session_and_day() -> None:
     )
     result = run(Candidates(events=events))
     body = result.text.split("## Raw evidence\n", 1)[1]
-    # Groups in the order of their best line; lines by seq; the day said once.
+    # Groups in the order of their best line; lines by seq; the day said once, and the
+    # role once where every line of the group has it (their minutes differ).
     assert body.splitlines() == [
-        "### [ev b] 2026-03-03",
-        "- [ev :2] user, 09:01: Audit day: card handling first.",
-        "- [ev :7] user, 09:15: The card rule came from the audit.",
+        "### [ev b] 2026-03-03 user",
+        "- [ev :2] 09:01: Audit day: card handling first.",
+        "- [ev :7] 09:15: The card rule came from the audit.",
         "### [ev a] 2026-03-02",
         "- [ev :12] user, 11:02: Card numbers stay out of the logs.",
         "### [ev a]",
@@ -543,7 +546,8 @@ def test_a_line_holding_a_key_is_left_out_as_redacted() -> None:
     result = run(Candidates(events=(leaked, CARD_EVENT)))
     assert reasons(result)["s1:40"] == "redacted"
     assert "ghp_" not in result.text
-    assert "### [ev s1]\n- [ev :13] user: Whoa" in result.text
+    # The redacted line was quotable too: the role its group shares is in the heading.
+    assert "### [ev s1] user\n- [ev :13] Whoa" in result.text
 
 
 def test_the_room_kept_for_the_statement_is_given_back_when_answered() -> None:

@@ -169,7 +169,9 @@ def test_what_the_agent_copied_from_tool_output_is_not_quoted(copied: Memory) ->
         quoted |= {e.ref for e in result.included if e.ref in COPY_REFS}
         for entry in result.included:
             if entry.ref in COPY_REFS:
-                assert "] assistant said" in entry.line
+                # Labelled as the agent's word, on its line or, when every line of its
+                # group is the agent's, once in the group's heading.
+                assert "] assistant said" in f"{entry.group}\n{entry.line}"
                 assert LABELS["en"]["quote.block"] in entry.line
     # Control: the three messages were quoted (their own words), just not the copies.
     assert quoted == COPY_REFS

@@ -191,7 +191,7 @@ def labels_for(locale: str) -> dict[str, str]:
     return LABELS.get(locale, LABELS["en"])
 
 
-_HEADING = re.compile(r"### \[ev (.+)\](?: \d{4}-\d{2}-\d{2})?")
+_HEADING = re.compile(r"### \[ev (.+?)\](?: .*)?")
 _CITE = re.compile(r"\[ev ([^\]]*):(\d+)\]")
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from memplug.assemble.draft import Draft
+from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.assemble.models import (
     DUPLICATE,
     EMPTY_TEXT,
@@ -22,11 +23,12 @@ from memplug.assemble.render import (
     COPY_WORDS,
     VisibleText,
     copied_words,
+    one_line,
     prose_only,
     snippet,
 )
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import Relevance
+from memplug.retrieve.precision import QueryTerms, Relevance
 from memplug.text import normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
@@ -90,6 +92,7 @@ class EvidenceSections(SectionBase):
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
         assistant = 0
         folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
+        shared = self.shared_frames([event for event, _ in folded]) if cfg.shared_frames else {}
         for event, others in folded:
             said = event.type == "assistant/message"
             if said and assistant >= cfg.assistant_quotes:
@@ -97,7 +100,7 @@ class EvidenceSections(SectionBase):
                     event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
                 )
                 continue
-            heading, line = self.event_line(event)
+            heading, line = self.event_line(event, candidates.terms, shared)
             if others:
                 line += self.labels["repeats"].format(seqs=", ".join(f":{s}" for s in others))
             taken = draft.offer(
@@ -113,16 +116,44 @@ class EvidenceSections(SectionBase):
             )
             assistant += int(said and taken)
 
-    def event_line(self, event: EventCandidate) -> tuple[str, str]:
+    def event_line(
+        self,
+        event: EventCandidate,
+        terms: QueryTerms | None = None,
+        shared: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> tuple[str, str]:
         """The heading of the event's group (its session and day) and its line under it:
-        the heading says once what every line of the group would repeat."""
-        labels = self.labels
-        text, limit = event.text, self.config.assembly.snippet_chars
+        the heading says once what every line of the group would repeat — the day, and
+        the role and minute when ``shared`` (:meth:`shared_frames`) says all its lines
+        have the same."""
+        cfg = self.config.assembly
+        text, limit = event.text, cfg.snippet_chars
         if event.type == "assistant/message":
             # The agent's own words: labelled as such, without what it copied in.
+            limit = min(limit, cfg.assistant_snippet_chars)
+            prose = prose_only(text, self.labels["quote.block"])
+            text = self._own_words(event, prose, limit)
+            if len(prose) > 2 * limit:
+                # Cut before the own-words check; a focused quote may end there.
+                text += ELLIPSIS
+        heading, where = self._frame(event)
+        moved = (shared or {}).get(heading, ())
+        if moved:
+            # Said once for the group: the minute beside the day, then the role.
+            heading += " " + self.labels["sep"].join(reversed(moved))
+            where = [part for part in where if part not in moved]
+        flat = one_line(text)
+        if cfg.focused_quotes and len(flat) > limit:
+            flat = focused(flat, terms, FOCUS_MIN_SAVED)
+        said = self.labels["sep"].join(where) + self.labels["colon"] if where else ""
+        return heading, f"- [ev :{event.seq}] {said}{snippet(flat, limit)}"
+
+    def _frame(self, event: EventCandidate) -> tuple[str, list[str]]:
+        """The event's group heading (session, day) and what its line says before the
+        quote: the role (``assistant said`` for the agent's words), then the minute."""
+        labels = self.labels
+        if event.type == "assistant/message":
             where = [labels["said.assistant"]]
-            limit = min(limit, self.config.assembly.assistant_snippet_chars)
-            text = self._own_words(event, prose_only(text, labels["quote.block"]), limit)
         else:
             where = [labels.get(f"role.{event.role}", event.role or event.type)]
         heading = f"### [ev {event.session_id}]"
@@ -130,9 +161,23 @@ class EvidenceSections(SectionBase):
             # The day once in the heading; minutes are enough to order events.
             heading += f" {event.time[:10]}"
             where.append(event.time[11:16])
-        quote = snippet(text, limit)
-        line = f"- [ev :{event.seq}] {labels['sep'].join(where)}{labels['colon']}{quote}"
-        return heading, line
+        return heading, where
+
+    def shared_frames(self, events: Sequence[EventCandidate]) -> dict[str, tuple[str, ...]]:
+        """Per group heading, the parts of the line frame (role, minute) that every one
+        of the group's quotable lines has: said once in the heading instead. Chosen from
+        every line that may be quoted, so the heading is the same whichever fit."""
+        frames: dict[str, list[list[str]]] = {}
+        for event in events:
+            heading, where = self._frame(event)
+            frames.setdefault(heading, []).append(where)
+        out: dict[str, tuple[str, ...]] = {}
+        for heading, wheres in frames.items():
+            if len(wheres) > 1 and len({len(w) for w in wheres}) == 1:
+                same = tuple(p for i, p in enumerate(wheres[0]) if all(w[i] == p for w in wheres))
+                if same:
+                    out[heading] = same
+        return out
 
     def _own_words(self, event: EventCandidate, text: str, limit: int) -> str:
         """Assistant text without the runs of words a recent tool result of its session
