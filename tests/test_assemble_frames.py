@@ -54,6 +54,16 @@ def test_a_long_event_is_quoted_by_the_sentences_that_hold_the_query() -> None:
     assert focused(LONG, None, FOCUS_MIN_SAVED) == LONG
 
 
+def test_cjk_sentences_are_cut_at_their_own_stops_and_kept_as_written() -> None:
+    terms = _terms("值班室 分机号", {"值班室": 2, "分机号": 2})
+    text = (
+        "记住：今天天气很好，我们下午去公园散步，顺便买些水果和面包回来当晚饭。"
+        "值班室分机号 4324。"
+        "还有，不要在周五下午部署，也不要在周末发布任何新版本，等周一大家都在再说。"
+    )
+    assert focused(text, terms, 20) == f"记住： {ELLIPSIS} 值班室分机号 4324。 {ELLIPSIS}"
+
+
 _WORDS = st.sampled_from(["race", "charity", "pancakes", "weather", "Melanie:", "ran", "kids"])
 _SENTENCE = st.lists(_WORDS, min_size=1, max_size=12).map(" ".join).map(lambda s: s + ".")
 

@@ -20,31 +20,51 @@ ELLIPSIS = "…"
 FOCUS_MIN_SAVED = 40
 # A sentence ends at . ! ? (then a space) or at a CJK full stop, ! or ?.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
-# A leading cue label ("Melanie:", "Decision:"): context a cut must not lose.
-_LEAD_LABEL = re.compile(r"[^\s:：]{1,24}(?: [^\s:：]{1,24})?[:：]\s")
+# A leading cue label ("Melanie: ", "Decision: ", "记住："): context a cut must not lose.
+_LEAD_LABEL = re.compile(r"[^\s:：]{1,24}(?: [^\s:：]{1,24})?(?::\s|：\s*)")
 
 
 def focused(flat: str, terms: QueryTerms | None, min_saved: int) -> str:
     """``flat`` (one line) cut to its sentences that hold the query's strongest matched
     terms, "…" where something was left out; ``flat`` itself when nothing matched, or
-    when the cut would save fewer than ``min_saved`` characters."""
+    when the cut would save fewer than ``min_saved`` characters. Adjacent kept sentences
+    stay as they were written, so every kept run is verbatim."""
     if terms is None or len(flat) <= min_saved:
         return flat
     label = _LEAD_LABEL.match(flat)
-    head = label.group(0) if label else ""
-    sentences = [s for s in _SENTENCE_END.split(flat[len(head) :]) if s]
-    if len(sentences) < 2:
+    start = label.end() if label else 0
+    spans = _sentences(flat, start)
+    if len(spans) < 2:
         return flat
-    found = [terms.found(s) for s in sentences]
+    found = [terms.found(flat[a:b]) for a, b in spans]
     strong = [bool(f.strong) for f in found]
     keep = strong if any(strong) else [f.weight > 0 for f in found]
     if not any(keep):
         return flat
-    parts: list[str] = [head.rstrip()] if head else []
-    for i, sentence in enumerate(sentences):
-        if keep[i]:
-            parts.append(sentence)
-        elif not parts or parts[-1] != ELLIPSIS:
+    parts: list[str] = [flat[:start].rstrip()] if start else []
+    run: tuple[int, int] | None = None
+    for (a, b), kept in zip(spans, keep, strict=True):
+        if kept:
+            run = (run[0] if run else a, b)
+            continue
+        if run:
+            parts.append(flat[run[0] : run[1]])
+            run = None
+        if not parts or parts[-1] != ELLIPSIS:
             parts.append(ELLIPSIS)
+    if run:
+        parts.append(flat[run[0] : run[1]])
     out = " ".join(parts)
     return out if len(flat) - len(out) >= min_saved else flat
+
+
+def _sentences(text: str, start: int) -> list[tuple[int, int]]:
+    """The (start, end) of each sentence of ``text`` from ``start`` on."""
+    spans: list[tuple[int, int]] = []
+    for end in _SENTENCE_END.finditer(text, start):
+        if end.start() > start:
+            spans.append((start, end.start()))
+        start = end.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
