@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 ELLIPSIS = "…"
 # A cut must save at least this many characters, or the event is quoted whole.
 FOCUS_MIN_SAVED = 40
-# A sentence ends at . ! ? (then a space) or at a CJK full stop, ! or ?.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+# A sentence runs to . ! ? before a space (or the end), to a CJK full stop, ! or ?, or
+# to the end of the text.
+_SENTENCE = re.compile(r"\S.*?(?:[.!?](?=\s|\Z)|[。！？]|\Z)")
 # A leading cue label ("Melanie: ", "Decision: ", "记住："): context a cut must not lose.
 _LEAD_LABEL = re.compile(r"[^\s:：]{1,24}(?: [^\s:：]{1,24})?(?::\s|：\s*)")
 
@@ -60,11 +61,4 @@ def focused(flat: str, terms: QueryTerms | None, min_saved: int) -> str:
 
 def _sentences(text: str, start: int) -> list[tuple[int, int]]:
     """The (start, end) of each sentence of ``text`` from ``start`` on."""
-    spans: list[tuple[int, int]] = []
-    for end in _SENTENCE_END.finditer(text, start):
-        if end.start() > start:
-            spans.append((start, end.start()))
-        start = end.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+    return [m.span() for m in _SENTENCE.finditer(text, start)]
