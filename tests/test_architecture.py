@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "memplug.branches",
             "memplug.config",
-            "memplug.cues",
+            "memplug.cues.*",
             "memplug.entities",
             "memplug.errors",
             "memplug.jsonl",

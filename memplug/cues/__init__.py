@@ -1,0 +1,37 @@
+"""Explicit cues: the only way text becomes a memory item.
+
+``rules`` holds the versioned rule table and its labelled examples, ``sentences``
+splits a message into the sentences a person said, ``keys`` finds the subject of a
+key–value statement, ``words`` the content words that tie a correction to its item,
+``analysis`` turns sentences into candidates and ``doc`` renders the rule reference
+of ``docs/extraction.md`` (``python -m memplug.cues``).
+"""
+
+from memplug.cues.analysis import _TRIGGERS, Candidate, _maybe_cue, analyse, classify
+from memplug.cues.doc import DOC_BEGIN, DOC_END, render_rules_markdown
+from memplug.cues.keys import subject_key
+from memplug.cues.rules import ALL_RULES, MODIFIERS, RULES_BY_ID, TASK_FIELDS, all_examples
+from memplug.cues.sentences import split_sentences
+from memplug.cues.words import canonical, content_words
+
+# The names the extractor, the benchmarks and tests/test_cues.py use (the prefilter's
+# trigger list and check are tested against the full rule table).
+__all__ = [
+    "ALL_RULES",
+    "DOC_BEGIN",
+    "DOC_END",
+    "MODIFIERS",
+    "RULES_BY_ID",
+    "TASK_FIELDS",
+    "_TRIGGERS",
+    "Candidate",
+    "_maybe_cue",
+    "all_examples",
+    "analyse",
+    "canonical",
+    "classify",
+    "content_words",
+    "render_rules_markdown",
+    "split_sentences",
+    "subject_key",
+]

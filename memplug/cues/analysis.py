@@ -1,0 +1,298 @@
+"""The analysis: the candidates a message's sentences give, with their corrections,
+retractions and restatements.
+
+``analyse(text, role)`` is pure: the same text and role give the same candidates.
+"""
+
+from __future__ import annotations
+
+import re
+
+from msgspec import Struct
+
+from memplug.cues.keys import subject_key
+from memplug.cues.rules import (
+    CORRECTION_RULES,
+    KIND_RULES,
+    RETRACTION_RULES,
+    RULES_BY_ID,
+    TASK_FIELDS,
+    Rule,
+)
+from memplug.cues.sentences import Sentence, mask_code, split_sentences
+from memplug.cues.words import content_words
+from memplug.numbers import Number, conditions_of, extract_numbers
+from memplug.text import cjk_run
+
+
+class Candidate(Struct, frozen=True):
+    """What one sentence contributes: an item, a task update, a correction or a retraction.
+
+    ``kind`` is a memory kind or a task field, or ``None`` when the sentence only
+    corrects, restates or retracts: the extractor then takes the kind from the item it
+    acts on, or does nothing.
+    """
+
+    kind: str | None
+    content: str
+    rule: str
+    role: str
+    sentence: str
+    index: int
+    subject_key: str | None = None
+    numbers: tuple[Number, ...] = ()
+    conditions: tuple[str, ...] = ()
+    correction_rule: str | None = None
+    correction_target: str | None = None
+    retraction_target: str | None = None
+    restatement: bool = False
+
+    @property
+    def is_correction(self) -> bool:
+        return self.correction_rule is not None
+
+    @property
+    def is_retraction(self) -> bool:
+        return self.retraction_target is not None
+
+    @property
+    def is_task(self) -> bool:
+        return self.kind in TASK_FIELDS
+
+    @property
+    def label(self) -> str:
+        """The single word the example table compares: the kind, else what it does."""
+        if self.kind is not None:
+            return self.kind
+        if self.is_retraction:
+            return "retraction"
+        if self.is_correction:
+            return "correction"
+        return "restatement"
+
+
+def _first_hit(rules: tuple[Rule, ...], text: str, role: str) -> tuple[Rule, re.Match[str]] | None:
+    """The matching rule with the lowest priority number (table order breaks ties)."""
+    best: tuple[Rule, re.Match[str]] | None = None
+    for rule in rules:
+        if role not in rule.roles:
+            continue
+        match = next(rule.matches(text), None)
+        if match is not None and (best is None or rule.priority < best[0].priority):
+            best = (rule, match)
+    return best
+
+
+def _old_text(match: re.Match[str]) -> str | None:
+    for name in ("old", "old2", "target", "target2"):
+        if name in match.re.groupindex and match.group(name):
+            return str(match.group(name)).strip().rstrip(".。!！")
+    return None
+
+
+def _meaningful(text: str) -> bool:
+    return bool(re.search(r"[A-Za-z]{2}|\d|" + cjk_run().pattern, text))
+
+
+def _candidate(
+    kind: str | None,
+    content: str,
+    rule: Rule,
+    role: str,
+    sentence: Sentence,
+    index: int,
+    *,
+    key: str | None,
+    correction: tuple[Rule, str | None] | None = None,
+    retraction_target: str | None = None,
+    restatement: bool = False,
+) -> Candidate:
+    numbers = tuple(extract_numbers(content))
+    return Candidate(
+        kind=kind,
+        content=content,
+        rule=rule.ref,
+        role=role,
+        sentence=sentence.text,
+        index=index,
+        subject_key=key,
+        numbers=numbers,
+        conditions=tuple(conditions_of(list(numbers))),
+        correction_rule=correction[0].ref if correction else None,
+        correction_target=correction[1] if correction else None,
+        retraction_target=retraction_target,
+        restatement=restatement,
+    )
+
+
+# Every rule in rules.py needs one of these fragments; most sentences hold none, and
+# checking for them (plain substring tests, far cheaper than any regex) spares those
+# sentences the whole table. tests/test_cues.py checks that the table's examples and
+# random cue soup analyse the same with and without this filter.
+_TRIGGERS: tuple[str, ...] = (
+    *"""decisi decided constraint rule requirement prefer question tbd propos suggest
+    recommend goal objective done finish complet progress block next todo to-do must never
+    always don't dont remember note fact fyi nb n.b. important could correct actually
+    scratch instead not forget disregard""".split(),
+    "to do",
+    "do not",
+    "in mind",
+    *"""决 约束 规则 要求 偏好 喜欢 倾向 疑问 待 问题 目标 完成 进展 阻 卡住 下一步 接下来 必须 务必
+    一定要 禁止 严禁 不得 不许 不准 不要 别 记 备注 注意 笔记 建议 推荐 提议 更正 纠正 订正 改 不是
+    忘 撤回""".split(),
+)
+
+
+# An ASCII text can hold none of the others (most sentences of an import are ASCII).
+_ASCII_TRIGGERS = tuple(t for t in _TRIGGERS if t.isascii())
+
+
+def _maybe_cue(text: str) -> bool:
+    lowered = " ".join(text.lower().split())
+    # Substring tests, not one alternation regex: `re` tries every branch at every
+    # position, which measured 2-3x slower on import text (the prefilter runs on every
+    # sentence of an import). `map` over `__contains__` spares a generator step each.
+    triggers = _ASCII_TRIGGERS if lowered.isascii() else _TRIGGERS
+    return any(map(lowered.__contains__, triggers))
+
+
+def _correction_frame(
+    original: str, masked: str, role: str
+) -> tuple[tuple[Rule, str | None] | None, str, str]:
+    """The correction a sentence makes (its rule and the old value it names) and the
+    text left to read: a correction cue marks the sentence; a framing one ("Actually,")
+    is cut off and what follows is read like any other sentence."""
+    hit = _first_hit(CORRECTION_RULES, masked, role)
+    if hit is None:
+        return None, original, masked
+    targets = (_old_text(m) for r in CORRECTION_RULES for m in r.matches(masked))
+    correction = (hit[0], next((t for t in targets if t), None))
+    if hit[0].strip and hit[1].start() == 0:
+        return correction, original[hit[1].end() :].strip(), masked[hit[1].end() :].strip()
+    return correction, original, masked
+
+
+def _analyse_sentence(
+    sentence: Sentence, role: str, index: int, *, prefilter: bool = True
+) -> Candidate | None:
+    original = sentence.text
+    masked = mask_code(original)
+    question = original.rstrip().endswith(("?", "？"))
+    user = role == "user"
+    # Only a person's own statement retracts, corrects or restates; pasted material
+    # (see ``Sentence.deep``) can carry a label and nothing else.
+    speaking = user and not question and not sentence.deep
+    if prefilter and sentence.header is None and not _maybe_cue(masked):
+        key = subject_key(original, need_value=True) if speaking else None
+        return None if key is None else _restatement(original, sentence, index, key)
+
+    retraction = _first_hit(RETRACTION_RULES, masked, role) if speaking else None
+    if retraction is not None:
+        return _retraction(retraction, sentence, index)
+
+    correction, body, body_masked = (
+        _correction_frame(original, masked, role) if speaking else (None, original, masked)
+    )
+    allowed = tuple(
+        r
+        for r in KIND_RULES
+        # Only a user pastes: an assistant's long answer is its own words throughout.
+        if (not question or r.kind == "open_question")
+        and (r.label or not sentence.deep or not user)
+    )
+    hit = _first_hit(allowed, body_masked, role)
+    header = sentence.header
+    if hit is None and header is not None and role in header.roles and _meaningful(body):
+        return _candidate(
+            header.kind,
+            body,
+            header,
+            role,
+            sentence,
+            index,
+            key=subject_key(body),
+            correction=correction,
+        )
+    if hit is not None:
+        rule, match = hit
+        content = body[match.end() :].strip() if rule.strip else body
+        # A sentence-initial cue ("I suggest we set …") is not part of the subject.
+        key_text = body[match.end() :] if rule.strip or match.start() == 0 else body
+        # "I'd suggest:" or "Note that X differs in that:" introduces what follows; on
+        # its own it states nothing.
+        if not _meaningful(content) or content.endswith((":", "：")):
+            return None
+        return _candidate(
+            rule.kind,
+            content,
+            rule,
+            role,
+            sentence,
+            index,
+            key=subject_key(key_text),
+            correction=correction,
+        )
+
+    if not speaking or not _meaningful(body):
+        return None
+    if correction is not None:
+        return _candidate(
+            None,
+            body,
+            correction[0],
+            role,
+            sentence,
+            index,
+            key=subject_key(body),
+            correction=correction,
+        )
+    key = subject_key(body, need_value=True)
+    if key is None:
+        return None
+    return _restatement(body, sentence, index, key)
+
+
+def _retraction(
+    hit: tuple[Rule, re.Match[str]], sentence: Sentence, index: int
+) -> Candidate | None:
+    target = _old_text(hit[1])
+    # "Forget about it" names nothing that could be found again.
+    if not target or not content_words(target):
+        return None
+    return _candidate(
+        None,
+        sentence.text,
+        hit[0],
+        "user",
+        sentence,
+        index,
+        key=subject_key(target),
+        retraction_target=target,
+    )
+
+
+def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candidate:
+    rule = RULES_BY_ID["zh.kv" if cjk_run().match(body) or "是" in body else "en.kv"]
+    return _candidate(None, body, rule, "user", sentence, index, key=key, restatement=True)
+
+
+def analyse(text: str, role: str, *, prefilter: bool = True) -> list[Candidate]:
+    """Every cue in ``text`` said by ``role`` (``user`` or ``assistant``), in order.
+
+    Text with no cue gives nothing. Assistant text only ever gives proposals.
+    ``prefilter=False`` consults every rule on every sentence (for tests).
+    """
+    if role not in ("user", "assistant") or not text:
+        return []
+    out = []
+    for index, sentence in enumerate(split_sentences(text)):
+        candidate = _analyse_sentence(sentence, role, index, prefilter=prefilter)
+        if candidate is not None:
+            out.append(candidate)
+    return out
+
+
+def classify(text: str, role: str = "user") -> str | None:
+    """The label of the first candidate in ``text`` (what the example table checks)."""
+    found = analyse(text, role)
+    return found[0].label if found else None
