@@ -77,8 +77,8 @@ def load_sample(path: Path = SAMPLE) -> list[dict[str, Any]]:
 def sample_text(row: dict[str, Any]) -> str:
     """The labelled sentence as the extractor met it in its message.
 
-    ``position`` (kept when it is 1,000 or more, see ``cues.INLINE_REACH``) is where the
-    sentence's line started; ``context_before`` / ``context_after`` are lines of the
+    ``position`` (kept when it is 1,000 or more, see ``cues.sentences.INLINE_REACH``) is
+    where the sentence's line started; ``context_before`` / ``context_after`` are lines of the
     message that decide the outcome (a line introducing pasted material, a letter's
     greeting and sign-off). Any other text before the sentence is replaced by one line
     of filler that carries no cue.
