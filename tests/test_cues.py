@@ -13,13 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memplug.cues import (
-    _TRIGGERS,
     ALL_RULES,
     DOC_BEGIN,
     DOC_END,
     MODIFIERS,
     TASK_FIELDS,
-    _maybe_cue,
     all_examples,
     analyse,
     canonical,
@@ -29,6 +27,7 @@ from memplug.cues import (
     split_sentences,
     subject_key,
 )
+from memplug.cues.analysis import _TRIGGERS, _maybe_cue
 from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"

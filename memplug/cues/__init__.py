@@ -7,15 +7,14 @@ key–value statement, ``words`` the content words that tie a correction to its 
 of ``docs/extraction.md`` (``python -m memplug.cues``).
 """
 
-from memplug.cues.analysis import _TRIGGERS, Candidate, _maybe_cue, analyse, classify
+from memplug.cues.analysis import Candidate, analyse, classify
 from memplug.cues.doc import DOC_BEGIN, DOC_END, render_rules_markdown
 from memplug.cues.keys import subject_key
 from memplug.cues.rules import ALL_RULES, MODIFIERS, RULES_BY_ID, TASK_FIELDS, all_examples
 from memplug.cues.sentences import split_sentences
 from memplug.cues.words import canonical, content_words
 
-# The names the extractor, the benchmarks and tests/test_cues.py use (the prefilter's
-# trigger list and check are tested against the full rule table).
+# The names the extractor, the benchmarks and the tests use.
 __all__ = [
     "ALL_RULES",
     "DOC_BEGIN",
@@ -23,9 +22,7 @@ __all__ = [
     "MODIFIERS",
     "RULES_BY_ID",
     "TASK_FIELDS",
-    "_TRIGGERS",
     "Candidate",
-    "_maybe_cue",
     "all_examples",
     "analyse",
     "canonical",
