@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
+
+# hashlib's blake2b is this one; importing hashlib also loads OpenSSL (~2 ms of a hook).
+from _blake2 import blake2b
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -249,7 +251,7 @@ COPY_MAX_CHARS = 30_000
 def copied_words(words: Sequence[str], output: str) -> list[bool]:
     """Which of ``words`` lie in a window of COPY_WORDS of them (at least COPY_MIN_CHARS
     long) that ``output`` holds verbatim, whitespace and case aside."""
-    digest = hashlib.blake2b(output.encode(errors="surrogatepass"), digest_size=16).digest()
+    digest = blake2b(output.encode(errors="surrogatepass"), digest_size=16).digest()
     key = (tuple(words), digest)
     found = _COPIED.get(key)
     if found is None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import AnyEvent
-from memplug.store.ports import SearchPort
 from memplug.store.search import EventCandidate, EventScope, Neighbours, Snapshot
+
+if TYPE_CHECKING:
+    from memplug.store.ports import SearchPort
 
 # Neighbour spread looks at most this many events away for the previous/next one.
 ADJACENT_REACH = 4

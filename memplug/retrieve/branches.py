@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from memplug import branches
 from memplug.refs import parse_source_refs
 from memplug.retrieve.coverage import PARENT_CYCLE
-from memplug.store.ports import SearchPort
 from memplug.store.search import BranchRow, Snapshot
 
 if TYPE_CHECKING:
     from memplug.retrieve.candidates import Pool
+    from memplug.store.ports import SearchPort
 
 
 def active_path(rows: Sequence[BranchRow]) -> tuple[list[int], bool]:

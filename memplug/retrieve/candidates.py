@@ -24,7 +24,6 @@ from memplug.retrieve.coverage import (
 from memplug.retrieve.lexical import has_all
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import Scope, compile_regex
-from memplug.store.ports import SearchPort
 from memplug.store.search import (
     EventCandidate,
     EventScope,
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 
     from memplug.semantic.service import SemanticHits
     from memplug.store.fts import MatchPlan
+    from memplug.store.ports import SearchPort
 
 AnyEvent = EventCandidate | LightEvent
 

@@ -5,13 +5,16 @@ and every candidate left out with its reason."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memplug.retrieve.models import Omitted, RankedEvent, RankedItem
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.scoring import Scored, with_text
-from memplug.store.ports import SearchPort
 from memplug.store.search import EventCandidate
 from memplug.vocab import MEMPLUG_SOURCE_KIND
+
+if TYPE_CHECKING:
+    from memplug.store.ports import SearchPort
 
 # How many supersession links are followed from one item.
 _SUCCESSOR_HOPS = 8

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
@@ -20,9 +20,11 @@ from memplug.retrieve.models import (
     TextRange,
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
-from memplug.store.ports import SearchPort
 from memplug.store.search import EventCandidate, EventScope, Snapshot
 from memplug.text import clip
+
+if TYPE_CHECKING:
+    from memplug.store.ports import SearchPort
 
 EXPAND_MAX_CHARS = 20_000
 EXPAND_MAX_CONTEXT = 50

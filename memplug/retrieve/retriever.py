@@ -4,7 +4,7 @@ one database, each delegating to the module that does the work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from msgspec.structs import replace
 
@@ -24,13 +24,12 @@ from memplug.retrieve.scoring import Scorer
 from memplug.retrieve.search import Search
 from memplug.retrieve.tokens import decode_token
 from memplug.retrieve.work import WorkFinder, WorkFound
-from memplug.store.ports import SearchPort, WorkPort
 from memplug.store.search import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
     from memplug.config import Config
     from memplug.semantic.service import Semantic, SemanticHits
-    from memplug.store.ports import Storage
+    from memplug.store.ports import SearchPort, Storage, WorkPort
 
 
 class Retriever:
@@ -42,7 +41,13 @@ class Retriever:
         config: Config | None = None,
         semantic: Semantic | None = None,
     ) -> None:
-        self.search_store: SearchPort = store if isinstance(store, SearchPort) else store.search
+        # A Storage holds its search port as `.search`; a bare search port (which has
+        # none) has no work records either. Duck-typed: testing the Protocol would put
+        # memplug.store.ports on the prompt hook's imports.
+        storage = cast("Storage", store) if hasattr(store, "search") else None
+        self.search_store: SearchPort = (
+            storage.search if storage is not None else cast("SearchPort", store)
+        )
         if config is None:
             from memplug.config import Config as _Config
 
@@ -60,8 +65,7 @@ class Retriever:
                 semantic_rank_k=config.semantic.rank_k,
             )
         self._paths = ActivePaths(self.search_store)
-        # Work records live beside the search index; a bare search port has none.
-        self.work_store: WorkPort | None = None if isinstance(store, SearchPort) else store.work
+        self.work_store: WorkPort | None = storage.work if storage is not None else None
 
     def search(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -27,8 +27,10 @@ from memplug.retrieve.lexical import (
     word_boundaries,
 )
 from memplug.retrieve.ranking import Ranking
-from memplug.store.ports import SearchPort
 from memplug.store.search import ItemCandidate, LightEvent
+
+if TYPE_CHECKING:
+    from memplug.store.ports import SearchPort
 
 # (score before spread, matched spellings, pinned symbols, best needle)
 EventBase = tuple[float, list[str], list[str], str | None]

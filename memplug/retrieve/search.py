@@ -17,13 +17,13 @@ from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token
-from memplug.store.ports import SearchPort
 from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.semantic.service import SemanticHits
+    from memplug.store.ports import SearchPort
 
 SNIPPET_CHARS = 240
 SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]

@@ -17,14 +17,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
 from memplug.query import QuerySignals, Term
 from memplug.refs import event_ref
 from memplug.retrieve.branches import ActivePaths
-from memplug.store.ports import SearchPort, WorkPort
 from memplug.store.work import WorkRow
+
+if TYPE_CHECKING:
+    from memplug.store.ports import SearchPort, WorkPort
 
 # A record is kept when its score is at least this share of the best one's.
 FALL_OFF = 0.5
