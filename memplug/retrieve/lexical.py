@@ -37,6 +37,9 @@ class TermCounter:
         # stems of the words it began in the texts read so far.
         self.stems: dict[str, set[str]] = {}
         self._stems: dict[str, str] = {}
+        # Per (needle, rest of its word) a word scan found: its weight and the whole word.
+        # The same words recur across a query's candidates; each is judged once.
+        self._words: dict[tuple[str, str], tuple[float, str]] = {}
         words: list[str] = []
         padded: list[str] = []
         others: list[str] = []
@@ -89,6 +92,14 @@ class TermCounter:
             stemmed = self._stems[word] = word_stem(word)
         return stemmed
 
+    def _judge(self, stem_text: str, rest: str) -> tuple[float, str]:
+        """A word match's weight (``prefix_weight`` when it only begins like the query's
+        word), and the whole word."""
+        word = stem_text + rest
+        if self.prefix_weight != 1.0 and self._stem(word) not in self.stems[stem_text]:
+            return self.prefix_weight, word
+        return 1.0, word
+
     def counts(self, text: str) -> tuple[dict[str, float], set[str]]:
         """Occurrences per needle (a word's prefix-only ones weighted), and the whole
         words the word needles began."""
@@ -96,13 +107,14 @@ class TermCounter:
         whole: set[str] = set()
         if self.word_rx is not None:
             haystack = " " + text if self.word_sep else text
-            for stem_text, rest in self.word_rx.findall(haystack):
-                word = stem_text + rest
-                weight = 1.0
-                if self.prefix_weight != 1.0 and self._stem(word) not in self.stems[stem_text]:
-                    weight = self.prefix_weight
+            judged = self._words
+            for match in self.word_rx.findall(haystack):
+                seen = judged.get(match)
+                if seen is None:
+                    seen = judged[match] = self._judge(*match)
+                weight, word = seen
                 if weight:
-                    found[stem_text] = found.get(stem_text, 0.0) + weight
+                    found[match[0]] = found.get(match[0], 0.0) + weight
                 whole.add(word)
         for rx in (self.padded_rx, self.other_rx):
             if rx is None:

@@ -158,8 +158,22 @@ class ScoringContext(Struct):
         # Saturation memoised by tf: across texts at the pivot's length factor (all of
         # them when b = 0), else within this text.
         memo = self._sat if norm == 1.0 else {}
+        sat = self.ranking.sat
         for entries, bonus in self._plan:
-            best, best_term = self._best_term(entries, counts, norm, memo)
+            # A group counts once: its best-scoring term in the text (inlined: this runs
+            # for every term group of every candidate).
+            best = 0.0
+            best_term: Term | None = None
+            for term_text, term, term_idf_value, weight in entries:
+                tf = counts.get(term_text)
+                if not tf:
+                    continue
+                s = memo.get(tf)
+                if s is None:
+                    s = memo[tf] = sat(tf, norm)
+                value = term_idf_value * s * weight
+                if value > best:
+                    best, best_term = value, term
             if best_term is None:
                 continue
             if best_term.kind == "word" and self._whole(best_term, whole, text):
@@ -171,28 +185,6 @@ class ScoringContext(Struct):
             if best > best_seen:
                 best_seen, needle = best, best_term.text
         return raw, matched, exact, needle
-
-    def _best_term(
-        self,
-        entries: list[tuple[str, Term, float, float]],
-        counts: dict[str, float],
-        norm: float,
-        memo: dict[float, float],
-    ) -> tuple[float, Term | None]:
-        """A group's best-scoring term in the text: a group counts once."""
-        best = 0.0
-        best_term: Term | None = None
-        for term_text, term, term_idf_value, weight in entries:
-            tf = counts.get(term_text)
-            if not tf:
-                continue
-            s = memo.get(tf)
-            if s is None:
-                s = memo[tf] = self.ranking.sat(tf, norm)
-            value = term_idf_value * s * weight
-            if value > best:
-                best, best_term = value, term
-        return best, best_term
 
     def _whole(self, term: Term, whole: set[str], text: str) -> bool:
         if self.counter.word_rx is not None and term.text.isascii():

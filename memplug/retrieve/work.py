@@ -88,22 +88,23 @@ class WorkFinder:
         held = [(row, _held(row, terms)) for row in pool]
         df = Counter(text for _, found in held for text in {t.text for t in found})
         idf = {t.text: _idf(df[t.text], total) for t in terms}
-        scored: list[tuple[float, list[str], WorkRow]] = []
+        scored: list[tuple[float, list[Term], WorkRow]] = []
         for row, found in held:
             if len(found) >= MIN_TERMS or any(_names_one_thing(t) for t in found):
-                scored.append((_score(found, idf), [t.origin for t in found], row))
+                scored.append((_score(found, idf), found, row))
         if not scored:
             return []
         best = max(s for s, _, _ in scored)
-        kept = [
-            WorkHit(row, score, "work: " + ", ".join(matched))
-            for score, matched, row in scored
-            if score >= FALL_OFF * best
-        ]
+        kept = [entry for entry in scored if entry[0] >= FALL_OFF * best]
         # Newest first, then (a stable sort) best first: equal scores stay newest first.
-        kept.sort(key=lambda h: (h.row.event_time or "", h.row.session_id, h.row.seq), reverse=True)
-        kept.sort(key=lambda h: -round(h.score, 9))
-        return _distinct(kept)[:limit]
+        kept.sort(key=lambda k: (k[2].event_time or "", k[2].session_id, k[2].seq), reverse=True)
+        kept.sort(key=lambda k: -round(k[0], 9))
+        # Hits are made as read: hundreds are kept, `limit` distinct ones are returned.
+        hits = (
+            WorkHit(row, score, "work: " + ", ".join(t.origin for t in found))
+            for score, found, row in kept
+        )
+        return _distinct(hits, limit)
 
     def recent(self, session_id: str, compacted: int | None, limit: int) -> list[WorkHit]:
         """The last records before the session's compaction at ``compacted``, oldest first."""
@@ -111,7 +112,7 @@ class WorkFinder:
             return []
         rows = self._on_path(self.work.latest(session_id, compacted, limit * 4))
         hits = [WorkHit(row, 0.0, "where we were: before the compaction", True) for row in rows]
-        return list(reversed(_distinct(hits)[:limit]))
+        return list(reversed(_distinct(hits, limit)))
 
     def _on_path(self, rows: Iterable[WorkRow]) -> list[WorkRow]:
         """Rows whose call lies on its session's active path (abandoned branches out)."""
@@ -149,11 +150,13 @@ def _score(held: Sequence[Term], idf: dict[str, float]) -> float:
     return sum(best.values())
 
 
-def _distinct(hits: Sequence[WorkHit]) -> list[WorkHit]:
-    """The first of each group of records that say the same thing."""
+def _distinct(hits: Iterable[WorkHit], limit: int) -> list[WorkHit]:
+    """The first of each group of records that say the same thing, at most ``limit``."""
     seen: set[tuple[str, str, str | None, int | None]] = set()
-    out = []
+    out: list[WorkHit] = []
     for hit in hits:
+        if len(out) >= limit:
+            break
         if hit.key not in seen:
             seen.add(hit.key)
             out.append(hit)
