@@ -28,9 +28,11 @@ finally:
 """
 # Costly or pointless on any hook path: validation models, the CLI framework, package
 # metadata scans (and the email parser they pull in), extraction and its rule tables;
-# the storage Protocols (~4 ms to build; the hook only types against them) and hashlib
-# (it loads OpenSSL; the interpreter's own SHA-256 and BLAKE2 give the same digests).
+# the storage Protocols (slow classes to build; the hook only types against them), hashlib
+# (it loads OpenSSL; the interpreter's own SHA-256 and BLAKE2 give the same digests) and
+# base64 (call tokens are written with binascii).
 NEVER = (
+    "base64",
     "hashlib",
     "_hashlib",
     "memplug.store.ports",
