@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from bench.run import run_all
@@ -59,3 +60,29 @@ def test_the_staging_variable_is_not_read_as_a_config_key(tmp_path: Path) -> Non
 
     staged = {REPORT_ENV: str(tmp_path / "benchmarks.md")}
     assert load_config(None, environ=staged) == load_config(None, environ={})
+
+
+def test_a_rewritten_section_leaves_the_hand_kept_one_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/benchmarks.md keeps by hand what a run cannot show ("## Retrieval: how the
+    ranking was chosen" after the generated "## Retrieval"); a benchmark rewriting its
+    section must not take the hand-kept one with it."""
+    from bench.report import REPORT_ENV, write_section
+
+    report = tmp_path / "benchmarks.md"
+    kept = "## Retrieval: how the ranking was chosen\n\nround by round\n"
+    report.write_text(f"# Benchmarks\n\n## Retrieval\n\nold figures\n\n{kept}")
+    monkeypatch.setenv(REPORT_ENV, str(report))
+    write_section("Retrieval", "new figures")
+    assert report.read_text() == f"# Benchmarks\n\n## Retrieval\n\nnew figures\n\n{kept}"
+
+
+def test_every_hand_kept_section_of_the_report_follows_its_generated_one() -> None:
+    text = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    for generated, kept in (
+        ("## Retrieval", "## Retrieval: how the ranking was chosen"),
+        ("## Assembly budget curve", "## Assembly budget curve: how to read it"),
+    ):
+        assert headings.index(kept) == headings.index(generated) + 1
