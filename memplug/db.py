@@ -190,10 +190,8 @@ class Database:
         if readonly:
             return cls._open_reading(path, migrations)
         try:
-            conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
-            _configure(conn, readonly=False)
-            db = cls(conn, path)
-            db.migrate(migrations=migrations)
+            db = cls(apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE), path)
+            db.set_up(migrations)
         except (apsw.CantOpenError, apsw.ReadOnlyError):
             # SQLite says "cannot open" when only the directory (the WAL's files) is
             # read-only; a file this process can read is a read-only database.
@@ -203,6 +201,20 @@ class Database:
         except apsw.Error as error:
             raise translate_error(error, path) from None
         return db
+
+    def set_up(self, migrations: list[Migration] | None) -> None:
+        """Configure a writing connection and migrate; closed again if either fails."""
+        try:
+            # Before anything is written (WAL mode, a migration): a newer file is left
+            # exactly as it was, byte for byte. The read waits like any other for a
+            # process that is switching a brand-new file to WAL.
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            self.refuse_newer(migrations)
+            _configure(self.conn, readonly=False)
+            self.migrate(migrations=migrations)
+        except BaseException:
+            self.conn.close()
+            raise
 
     @classmethod
     def _open_reading(cls, path: Path, migrations: list[Migration] | None) -> Database:
@@ -279,45 +291,62 @@ class Database:
         migrations = load_migrations() if migrations is None else migrations
         return self.schema_version() < len(migrations)
 
-    def migrate(
-        self, *, readonly: bool = False, migrations: list[Migration] | None = None
-    ) -> list[str]:
-        """Apply pending migrations, each in its own transaction; refuse a newer database."""
-        migrations = load_migrations() if migrations is None else migrations
+    def refuse_newer(self, migrations: list[Migration] | None = None) -> None:
+        """Raise :class:`SchemaTooNew` for a database written by a newer memplug."""
+        latest = len(load_migrations() if migrations is None else migrations)
         current = self.schema_version()
-        latest = len(migrations)
         if current > latest:
             raise SchemaTooNew(
                 f"the database {self.path} has schema {current}, newer than this memplug "
                 f"({latest}); upgrade memplug instead"
             )
-        pending = [m for m in migrations if m.version > current]
-        if pending and readonly:
+
+    def migrate(
+        self, *, readonly: bool = False, migrations: list[Migration] | None = None
+    ) -> list[str]:
+        """Apply pending migrations; refuse a newer database.
+
+        Every pending migration runs inside ONE exclusive transaction, so a failure
+        part-way leaves the file as it was, at its old version. The version is read
+        again once the lock is held: of several processes opening one old (or new) file
+        at once, the first migrates and the others, having waited for its lock, find
+        nothing left to do."""
+        migrations = load_migrations() if migrations is None else migrations
+        self.refuse_newer(migrations)
+        if not self.pending_migrations(migrations):
+            return []
+        if readonly:
             raise UsageError(
                 f"the database {self.path} needs schema upgrades; open it once for writing"
             )
-        applied = []
-        for migration in pending:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                _run_script(self.conn, migration.sql)
-                _run_script(
-                    self.conn,
-                    "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                )
-                self.conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (migration.version, migration.name, utc_now()),
-                )
-                self.conn.execute(f"PRAGMA user_version = {migration.version:d}")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
-            applied.append(migration.name)
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.refuse_newer(migrations)
+            current = self.schema_version()
+            applied = []
+            for migration in migrations[current:]:
+                self._apply(migration)
+                applied.append(migration.name)
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
         return applied
+
+    def _apply(self, migration: Migration) -> None:
+        """One migration inside the caller's transaction, recorded with its number."""
+        _run_script(self.conn, migration.sql)
+        _run_script(
+            self.conn,
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+        )
+        self.conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.name, utc_now()),
+        )
+        self.conn.execute(f"PRAGMA user_version = {migration.version:d}")
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the file after a large write, so it does not linger at

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
 import pytest
-from conftest import run_cli_here
+from conftest import FIXTURES, SESSIONS, run_cli, run_cli_here
 
 from memplug.db import Database, load_migrations
 from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew
@@ -133,3 +138,96 @@ def test_database_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.delenv("MEMPLUG_HOME")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert default_db_path() == tmp_path / "xdg" / "memplug" / "memory.sqlite"
+
+
+def newer_database(path: Path) -> bytes:
+    """A database holding events whose schema is ahead of this code; its bytes."""
+    run_cli_here("--db", str(path), "import", str(SESSIONS / "shop2.jsonl"))
+    with Database.open(path) as db:
+        db.conn.execute("PRAGMA user_version = 999")
+    assert not Path(f"{path}-wal").exists(), "closing folds the WAL into the file"
+    return path.read_bytes()
+
+
+def test_a_newer_database_is_left_byte_for_byte(db_path: Path) -> None:
+    before = newer_database(db_path)
+    for args in (["status"], ["status", "--json"], ["items"], ["export"], ["rebuild"],
+                 ["import", str(SESSIONS / "shop.jsonl")]):  # fmt: skip
+        result = run_cli_here("--db", str(db_path), *args)
+        assert result.returncode == 1, args
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"Error: the database {db_path} has schema 999, newer than this memplug "
+            f"({len(ALL)}); upgrade memplug instead\n"
+        )
+        assert db_path.read_bytes() == before, args
+    assert not Path(f"{db_path}-wal").exists()
+
+
+def test_a_hook_on_a_newer_database_touches_nothing(db_path: Path, tmp_path: Path) -> None:
+    before = newer_database(db_path)
+    transcript = tmp_path / "t.jsonl"
+    shutil.copy(FIXTURES / "claude_code" / "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001.jsonl", transcript)
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "port?",
+               "transcript_path": str(transcript), "cwd": "/home/ana/shop"}  # fmt: skip
+    result = run_cli("--db", str(db_path), "hook", "claude-code", input=json.dumps(payload))
+    assert (result.returncode, result.stdout) == (0, "")
+    assert db_path.read_bytes() == before
+    # The error waits beside the file for a memplug that can open it.
+    pending = db_path.with_name(db_path.name + ".hook-pending.jsonl").read_text()
+    assert "schema 999, newer than this memplug" in pending
+
+
+FAIL_AT_MIGRATION = """
+import os, signal, sys
+import memplug.db as db
+
+apply = db.Database._apply
+
+def failing(self, migration):
+    if migration.version == {version}:
+        {action}
+    apply(self, migration)
+
+db.Database._apply = failing
+from memplug.cli import main
+main(["--db", sys.argv[1], "status", "--json"])
+"""
+
+
+def old_fixture(tmp_path: Path, version: int) -> Path:
+    path = tmp_path / "old" / "memory.sqlite"
+    path.parent.mkdir(mode=0o700)
+    shutil.copyfile(FIXTURES / "schemas" / f"v{version:02d}.sqlite", path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["self.conn.execute('INSERT INTO no_such_table VALUES (6)')", "os.kill(os.getpid(), 9)"],
+    ids=["error", "sigkill"],
+)
+def test_a_migration_that_fails_part_way_leaves_the_file_as_it_was(
+    tmp_path: Path, action: str
+) -> None:
+    """Schema 2 → 10 stops inside migration 6 (after 3, 4 and 5 ran): by an error, or by
+    the process being killed. The file is schema 2 byte for byte, and the next open
+    migrates it all and keeps every event."""
+    path = old_fixture(tmp_path, 2)
+    before = path.read_bytes()
+    script = FAIL_AT_MIGRATION.format(version=6, action=action)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+    )
+    if "kill" in action:
+        assert done.returncode == -signal.SIGKILL
+    else:
+        assert done.returncode == 1
+        assert done.stderr.startswith("Error: database error on ")
+        assert done.stderr.endswith("no such table: no_such_table\n")
+        assert done.stderr.count("\n") == 1
+    assert path.read_bytes() == before
+    with Database.open(path) as db:
+        assert db.schema_version() == len(ALL)
+    exported = run_cli_here("--db", str(path), "export").stdout
+    assert exported == (FIXTURES / "schemas" / "v02.export.jsonl").read_text()
