@@ -164,9 +164,10 @@ def _connect_reading(path: Path) -> apsw.Connection:
 class Database:
     """An open memplug database: one apsw connection, migrated to the code's schema."""
 
-    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+    def __init__(self, conn: apsw.Connection, path: Path, *, readonly: bool = False) -> None:
         self.conn = conn
         self.path = path
+        self.readonly = readonly
 
     @classmethod
     def open(
@@ -223,11 +224,11 @@ class Database:
         shared-memory file is read as immutable (nobody can be writing it there)."""
         try:
             conn = _connect_reading(path)
-            db = cls(conn, path)
+            db = cls(conn, path, readonly=True)
             if db.pending_migrations(migrations):
                 db.close()
                 cls.open(path, create=False, migrations=migrations).close()
-                db = cls(_connect_reading(path), path)
+                db = cls(_connect_reading(path), path, readonly=True)
             db.migrate(readonly=True, migrations=migrations)
         except apsw.Error as error:
             raise translate_error(error, path) from None

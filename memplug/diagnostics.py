@@ -27,6 +27,7 @@ class Opened(Protocol):
     def loaded(self) -> LoadedConfig: ...
     @property
     def semantic(self) -> Semantic: ...
+    def derivation_state(self) -> dict[str, Any]: ...
 
 
 def file_modes(path: Path) -> dict[str, Any]:
@@ -61,6 +62,32 @@ def latest_validation(memory: Opened, session_id: str | None = None) -> dict[str
     return record.as_dict(memory.config.validation.max_repair_attempts)
 
 
+def derivation(memory: Opened) -> dict[str, Any]:
+    """Which code derived the memory, and when it is stale what will happen to it."""
+    from memplug.extract import PLANNED_EVENTS_PER_MS
+
+    state = memory.derivation_state()
+    made, code, moving = state["derived_with"], state["code"], state["rederiving"]
+    report: dict[str, Any] = {"stale": state["stale"], "derived_with": made, "code": code}
+    if not state["stale"]:
+        return report
+    items = memory.store.items
+    after = (moving or {}).get("after") if (moving or {}).get("to") == code else None
+    events = items.event_count(after=after)
+    report["changed"] = sorted(
+        k for k in {*code, *(made or {})} if (made or {}).get(k) != code.get(k)
+    )
+    report["events_left"] = events
+    report["estimated_seconds"] = round(events / PLANNED_EVENTS_PER_MS / 1000, 1)
+    seconds = report["estimated_seconds"]
+    report["next"] = (
+        f"the next memory command other than status derives {events:,} events again "
+        f"(about {seconds if seconds >= 1 else 'a'} second{'s' if seconds >= 1 else ''}), "
+        "keeping retractions and promotions; until then each hook does a bounded part"
+    )
+    return report
+
+
 def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
     store = memory.store
     path = store.path
@@ -91,6 +118,8 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
         "latest_validation": latest_validation(memory) if counts["validation_logs"] else None,
         # The semantic provider, its model, vector counts and lag (docs/semantic.md).
         "semantic": memory.semantic.status(),
+        # Whether the derived memory was made by this code's rules (docs/storage.md).
+        "derivation": derivation(memory),
         # Where each host transcript was last read (Claude Code hooks).
         "host_cursors": store.hosts.cursors(),
         "latest_errors": store.events.latest_errors(),

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from msgspec import Struct, field
 
 from memplug.config import Config
-from memplug.cues import RULES_BY_ID, Candidate, analyse, canonical, content_words
+from memplug.cues import ALL_RULES, RULES_BY_ID, Candidate, analyse, canonical, content_words
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
 from memplug.refs import EventRef, event_ref, row_scope
@@ -39,6 +39,14 @@ READ_TYPES: tuple[str, ...] = ("user/message", "assistant/message")
 # re-derive its whole session forever.
 LIVE_RETRIES = 5
 PROMOTE_KINDS: tuple[str, ...] = tuple(k for k in MEMORY_KINDS if k != "proposal")
+# The extractor's own logic beside its rules (corrections, supersession, disputes, task
+# state, replayed actions): raise it with a change that can change derived rows, and
+# every database derived by the older logic is derived again (docs/storage.md).
+EXTRACTOR_VERSION = 1
+# The rate a re-derivation is planned with, events per millisecond: about a third of
+# what a rebuild reaches on a loaded two-core machine (docs/benchmarks.md, "Upgrades"),
+# so that a bounded step does not overrun its budget.
+PLANNED_EVENTS_PER_MS = 5.0
 
 
 def item_id(session_id: str, content_hash: str, kind: str) -> str:
@@ -108,7 +116,13 @@ class _Context(Struct):
 class Follower(Protocol):
     """A view derived from the same events right after extraction (the timeline, the
     graph): it sees every event of a session once, in seq order, with the items that
-    event created, and is cleared whenever the session is derived again."""
+    event created, and is cleared whenever the session is derived again.
+
+    ``name`` and ``version`` are recorded with the derived state: raise the version with
+    a change that can change the follower's rows, and databases derive them again."""
+
+    name: str
+    version: int
 
     def clear(self, session_id: str) -> None: ...
 
@@ -122,6 +136,18 @@ class Extractor:
         self.items = store.items
         self.config = config
         self.followers = tuple(followers)
+
+    def versions(self) -> dict[str, Any]:
+        """What the derived state depends on besides events and a person's actions: this
+        extractor's version, a digest of every cue rule's id and version, each follower's
+        version, and the one setting that changes what is derived."""
+        versions: dict[str, Any] = {
+            "extractor": EXTRACTOR_VERSION,
+            "rules": short_hash(*sorted(rule.ref for rule in ALL_RULES)),
+            "proposals": self.config.extraction.extract_proposals,
+        }
+        versions.update((follower.name, follower.version) for follower in self.followers)
+        return versions
 
     # -- running -----------------------------------------------------------------------
 
@@ -158,6 +184,14 @@ class Extractor:
                 self._rederive(name, report)
             # A new extractor may derive other items from the same events.
             self.store.core.clear()
+        return report
+
+    def rederive(self, session_id: str) -> ExtractReport:
+        """Derive one session again from its events and recorded actions (a step of an
+        upgrade; the caller's transaction, if any, holds it)."""
+        report = ExtractReport()
+        with self.store.write_transaction():
+            self._rederive(session_id, report)
         return report
 
     def _catch_up(self, session_id: str, report: ExtractReport) -> None:

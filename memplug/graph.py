@@ -80,6 +80,10 @@ def item_mentions(item: ItemFact, cwd: str | None) -> Found:
 class GraphDeriver:
     """Entities and edges of each event (an extraction follower)."""
 
+    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    name = "graph"
+    version = 1
+
     def __init__(self, store: Storage) -> None:
         self.store = store
         self.rows = store.timeline

@@ -7,6 +7,7 @@ the only place that orders them; the services themselves only depend downward.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +17,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from memplug.db import Database, utc_now
+from memplug.errors import DatabaseBusy
 from memplug.paths import default_db_path
 from memplug.store.peek import saved_positions
 from memplug.store.sqlite import InsertResult, Store
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from memplug.capture import Capture
     from memplug.config import Config, LoadedConfig
     from memplug.core import Core
-    from memplug.extract import Extractor
+    from memplug.extract import Extractor, ExtractReport
     from memplug.graph import Graph
     from memplug.jsonl import Rejected
     from memplug.models import HostEvent
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from memplug.validate import Validator
 
 IMPORT_BATCH = 5_000
+# What a write that captured events (a hook, ``on_event``) may spend re-deriving state
+# made by older rules, a session at a time; a command run by a person does it all.
+UPGRADE_STEP_MS = 500.0
 
 
 class ImportSummary(Struct):
@@ -76,6 +81,20 @@ class ImportInterrupted(KeyboardInterrupt):
 
 
 ProgressCallback = Callable[[int], None]
+SessionProgress = Callable[[int, int, str], None]
+
+
+class UpgradeReport(Struct):
+    """What :meth:`Memory.upgrade_derived` did. ``state``: ``current`` (nothing to do),
+    ``done`` (this call finished it), ``partial`` (the budget ran out; the next write or
+    command goes on), ``busy`` (another process held the lock: it is likely doing the
+    same), ``off`` (extraction is disabled)."""
+
+    state: str
+    sessions: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "sessions": self.sessions}
 
 
 class Memory:
@@ -96,14 +115,43 @@ class Memory:
         config: dict[str, Any] | None = None,
         create: bool = True,
         readonly: bool = False,
+        upgrade: bool = False,
+        progress: SessionProgress | None = None,
     ) -> Memory:
         """Open (and with ``create``, make) the database; config from file, env, ``config``.
-        ``readonly`` opens it for reading only (a file or snapshot the user cannot write)."""
+        ``readonly`` opens it for reading only (a file or snapshot the user cannot write).
+        ``upgrade`` re-derives at once, to the end, state that older rules derived
+        (``progress(done, total, session)`` as each session starts); otherwise that is
+        done a step at a time by writes that capture events (:meth:`derive`)."""
         from memplug.config import load_for_database
 
         db_path = default_db_path(path)
         loaded = load_for_database(db_path, config_path, config)
-        return cls(Database.open(db_path, create=create, readonly=readonly), loaded)
+        memory = cls(Database.open(db_path, create=create, readonly=readonly), loaded)
+        if upgrade and memory.derivation_state()["stale"]:
+            try:
+                memory.upgrade_on_open(config_path, config, progress)
+            except BaseException:
+                memory.close()
+                raise
+        return memory
+
+    def upgrade_on_open(
+        self,
+        config_path: str | os.PathLike[str] | None,
+        config: dict[str, Any] | None,
+        progress: SessionProgress | None,
+    ) -> UpgradeReport:
+        """Re-derive what older rules made, all of it (a command a person runs can afford
+        it). A read-only opening does it through a writing one when the file allows; a
+        file this user cannot write is read as it is (``memory status`` says so)."""
+        if not self.db.readonly:
+            return self.upgrade_derived(progress=progress)
+        path = self.store.path
+        if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            return UpgradeReport("read-only")
+        with Memory.open(path, config_path=config_path, config=config, create=False) as writer:
+            return writer.upgrade_derived(progress=progress)
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
@@ -349,8 +397,11 @@ class Memory:
         host that keeps its own read cursor commits the events and the cursor at once."""
         return self.capture.capture(events, origin=origin, ingested_at=utc_now(), bulk=bulk)
 
-    def derive(self, session_ids: Iterable[str]) -> str | None:
-        """Run incremental extraction for sessions that received events or lag behind.
+    def derive(
+        self, session_ids: Iterable[str], *, upgrade_ms: float | None = UPGRADE_STEP_MS
+    ) -> str | None:
+        """Run incremental extraction for sessions that received events or lag behind,
+        after re-deriving, within ``upgrade_ms`` (None: all), what older rules made.
 
         Extraction failures are queued by the extractor itself; a crash escaping it is
         recorded and returned, not raised — captured evidence is already committed —
@@ -358,18 +409,112 @@ class Memory:
         """
         if not self.config.extraction.enabled:
             return None
-        # Sessions whose extraction lags their events too: a process that died between
-        # the capture commit and extraction left them behind.
-        sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
-        if not sessions:
-            return None
         try:
-            self.extractor.run(sessions)
+            self.upgrade_derived(budget_ms=upgrade_ms)
+            # Sessions whose extraction lags their events too: a process that died
+            # between the capture commit and extraction left them behind.
+            sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
+            if sessions:
+                self.extractor.run(sessions)
         except Exception as error:
             message = f"{type(error).__name__}: {error}"
             self.record_error("extract", message)
             return message
         return None
+
+    # -- derived state made by older code (upgrades) ------------------------------------
+
+    def derivation_state(self) -> dict[str, Any]:
+        """Which code derived the state, against this code's versions (``Extractor.
+        versions``); ``stale`` when they differ or a re-derivation is under way."""
+        items = self.store.items
+        code = self.extractor.versions()
+        made_by = items.derivation("derived_with")
+        moving = items.derivation("rederiving")
+        stale = self.config.extraction.enabled and (made_by != code or moving is not None)
+        if stale and made_by is None and moving is None:
+            stale = items.derived_anything()  # never derived: catch-up derives it anew
+        return {"stale": stale, "code": code, "derived_with": made_by, "rederiving": moving}
+
+    def rebuild(
+        self, session_id: str | None = None, *, progress: SessionProgress | None = None
+    ) -> ExtractReport:
+        """``memory rebuild``: derive everything (or one session) again from events and
+        a person's actions. A full rebuild records that this code made the state."""
+        with self.store.write_transaction():
+            report = self.extractor.rebuild(session_id, progress=progress)
+            if session_id is None:
+                self.store.items.set_derivation("derived_with", self.extractor.versions())
+                self.store.items.set_derivation("rederiving", None)
+        return report
+
+    def upgrade_derived(
+        self, *, budget_ms: float | None = None, progress: SessionProgress | None = None
+    ) -> UpgradeReport:
+        """Derive again, session by session in name order, what code with other versions
+        derived; within ``budget_ms`` (None: to the end).
+
+        Each session is one write transaction that also moves the pass's cursor
+        (``meta.rederiving``), so a pass that is killed resumes where it stopped, and
+        processes sharing the file take turns: each re-reads the cursor under the lock.
+        A session whose planned cost does not fit what is left of the budget is left for
+        the next write, or for the next command a person runs."""
+        if not self.config.extraction.enabled:
+            return UpgradeReport("off")
+        state = self.derivation_state()
+        if not state["stale"]:
+            if state["derived_with"] != state["code"]:
+                # Never derived: what is derived from now on is this code's.
+                with self.store.write_transaction():
+                    self.store.items.set_derivation("derived_with", state["code"])
+            return UpgradeReport("current")
+        started = time.monotonic()
+        report = UpgradeReport("partial")
+        total = 0
+        if progress is not None:
+            moving = self.store.items.derivation("rederiving") or {}
+            after = moving.get("after") or ""
+            total = sum(1 for s in self.store.items.derived_sessions() if s > after)
+        try:
+            while True:
+                left = None if budget_ms is None else budget_ms - _ms_since(started)
+                name = self._upgrade_step(report, left)
+                if name is None:
+                    break
+                if progress is not None:
+                    progress(min(len(report.sessions) - 1, max(total - 1, 0)), total, name)
+        except DatabaseBusy:
+            report.state = "busy"
+        return report
+
+    def _upgrade_step(self, report: UpgradeReport, left_ms: float | None) -> str | None:
+        """Re-derive the pass's next session in one transaction, or start or finish the
+        pass; the session's name, or None when there is nothing more to do now."""
+        from memplug.extract import PLANNED_EVENTS_PER_MS
+
+        items, code = self.store.items, self.extractor.versions()
+        with self.store.write_transaction():
+            state = self.derivation_state()
+            if not state["stale"]:
+                report.state = "done" if report.sessions else "current"
+                return None
+            moving = state["rederiving"]
+            if moving is None or moving.get("to") != code:
+                moving = {"to": code, "after": None}
+            name = items.next_derived_session(moving["after"])
+            if name is None:
+                items.set_derivation("derived_with", code)
+                items.set_derivation("rederiving", None)
+                report.state = "done"
+                return None
+            if left_ms is not None and items.event_count(name) / PLANNED_EVENTS_PER_MS > left_ms:
+                return None  # left for later: the report stays "partial"
+            self.extractor.rederive(name)
+            # Cached cores quote items of any session in their scope.
+            self.store.core.clear()
+            items.set_derivation("rederiving", {**moving, "after": name})
+        report.sessions.append(name)
+        return name
 
     def record_error(
         self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
@@ -459,3 +604,7 @@ class Memory:
         events = self.store.events
         for row in events.iter_events(session_ids):
             yield dump_line(event_to_json(row, events.full_text(row)))
+
+
+def _ms_since(started: float) -> float:
+    return (time.monotonic() - started) * 1000

@@ -73,6 +73,10 @@ class _Entry(Struct, frozen=True):
 class TimelineDeriver:
     """Timeline entries of each event (an extraction follower)."""
 
+    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    name = "timeline"
+    version = 1
+
     def __init__(self, store: Storage) -> None:
         self.store = store
         self.rows = store.timeline

@@ -166,6 +166,10 @@ class WorkDeriver:
     follower (:class:`memplug.extract.Follower`), so it sees every event once, in seq
     order, and is cleared whenever the session is derived again."""
 
+    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    name = "work"
+    version = 1
+
     def __init__(self, store: Storage) -> None:
         self.store = store
         # Per session cleared by this deriver, the first record of each call id: every

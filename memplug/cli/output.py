@@ -23,16 +23,28 @@ class CliContext(Struct):
     db_path: str | None
     config_path: str | None
 
-    def open(self, *, create: bool) -> Memory:
-        """Writing commands create the database; reading ones never do."""
-        memory = Memory.open(self.db_path, config_path=self.config_path, create=create)
+    def open(self, *, create: bool, upgrade: bool = True) -> Memory:
+        """Writing commands create the database; reading ones never do. Either first
+        re-derives what older rules derived (docs/storage.md, "Upgrades")."""
+        memory = Memory.open(
+            self.db_path,
+            config_path=self.config_path,
+            create=create,
+            upgrade=upgrade,
+            progress=terminal_progress("re-deriving memory for this memplug: session"),
+        )
         warn_clamped(memory.loaded)
         return memory
 
-    def read(self) -> Memory:
+    def read(self, *, upgrade: bool = True) -> Memory:
         """Reading commands open read-only: they work on a file the user cannot write."""
         memory = Memory.open(
-            self.db_path, config_path=self.config_path, create=False, readonly=True
+            self.db_path,
+            config_path=self.config_path,
+            create=False,
+            readonly=True,
+            upgrade=upgrade,
+            progress=terminal_progress("re-deriving memory for this memplug: session"),
         )
         warn_clamped(memory.loaded)
         return memory

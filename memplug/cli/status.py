@@ -23,6 +23,7 @@ def _render_status(data: dict[str, Any]) -> str:
         f"integrity  {', '.join(data['integrity'] or ['not checked'])}",
         f"budget     {data['budget']['budget_tokens']} tokens",
         f"semantic   {_semantic_line(data['semantic'])}",
+        f"derived    {_derivation_line(data['derivation'])}",
         "",
         "counts     " + ", ".join(f"{k} {v:,}" for k, v in counts.items()),
     ]
@@ -76,6 +77,16 @@ def _render_status(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _derivation_line(d: dict[str, Any]) -> str:
+    if not d["stale"]:
+        return "by this memplug's rules"
+    if d["derived_with"] is None:
+        made = "an older memplug"
+    else:
+        made = "other versions of " + ", ".join(d["changed"])
+    return f"STALE: made by {made}; {d['next']}"
+
+
 def _semantic_line(sem: dict[str, Any]) -> str:
     if sem["state"] == "off":
         return "off"
@@ -105,7 +116,8 @@ def status_cmd(ctx: CliContext, as_json: bool) -> None:
     if not path.exists():
         emit(missing_status(path), as_json, _render_status)
         return
-    with ctx.read() as memory:
+    # Status only reports: stale derived memory is left for the next command.
+    with ctx.read(upgrade=False) as memory:
         emit(status(memory), as_json, _render_status)
 
 

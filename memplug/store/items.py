@@ -56,6 +56,9 @@ ACTIONS: tuple[str, ...] = ("retract", "promote")
 # (see `extract_mark`): capture reports sessions, not rows, and a late event can only be
 # told apart from one already extracted by the row id it was stored under.
 _MARK_PREFIX = "extract_mark:"
+# `meta` keys of the derivation's own bookkeeping (docs/storage.md, "Upgrades"): no
+# colon, so purge, which drops per-session `name:<session>` keys, keeps them.
+DERIVATION_KEYS: tuple[str, ...] = ("derived_with", "rederiving")
 
 
 class ItemRow(Struct, frozen=True):
@@ -560,3 +563,59 @@ class ItemStore:
             " UNION SELECT session_id FROM work_records ORDER BY 1"
         )
         return [str(r[0]) for r in rows]
+
+    # -- which code derived the state (upgrades) ---------------------------------------------
+
+    def next_derived_session(self, after: str | None) -> str | None:
+        """The first session after ``after`` (None: the first) in name order that has
+        events or derived rows; one index probe per table, whatever the database's size."""
+        row = self.conn.execute(
+            "SELECT min(s) FROM ("
+            " SELECT min(session_id) AS s FROM events WHERE session_id > ?1"
+            " UNION ALL SELECT min(session_id) FROM memory_items WHERE session_id > ?1"
+            " UNION ALL SELECT min(session_id) FROM task_state WHERE session_id > ?1"
+            " UNION ALL SELECT min(session_id) FROM work_records WHERE session_id > ?1)",
+            (after or "",),
+        ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def derived_anything(self) -> bool:
+        """Whether extraction ever ran here (a session's checkpoint has moved)."""
+        row = self.conn.execute(
+            "SELECT 1 FROM checkpoints WHERE last_extract_seq IS NOT NULL LIMIT 1"
+        ).fetchone()
+        return row is not None
+
+    def event_count(self, session_id: str | None = None, *, after: str | None = None) -> int:
+        """Events of one session, or of every session named after ``after``."""
+        if session_id is not None:
+            sql, params = "SELECT count(*) FROM events WHERE session_id = ?", (session_id,)
+        else:
+            sql, params = "SELECT count(*) FROM events WHERE session_id > ?", (after or "",)
+        row = self.conn.execute(sql, params).fetchone()
+        return int(row[0]) if row else 0
+
+    def derivation(self, key: str) -> dict[str, Any] | None:
+        """A JSON record of the derivation's bookkeeping (one of DERIVATION_KEYS)."""
+        if key not in DERIVATION_KEYS:
+            raise ValueError(f"not a derivation key: {key}")
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(str(row[0]))
+        except ValueError:
+            return None  # unreadable: treated as unknown, so everything is derived again
+        return value if isinstance(value, dict) else None
+
+    def set_derivation(self, key: str, value: dict[str, Any] | None) -> None:
+        if key not in DERIVATION_KEYS:
+            raise ValueError(f"not a derivation key: {key}")
+        if value is None:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            return
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, canonical_json(value)),
+        )
