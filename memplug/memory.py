@@ -128,7 +128,7 @@ class Memory:
         db_path = default_db_path(path)
         loaded = load_for_database(db_path, config_path, config)
         memory = cls(Database.open(db_path, create=create, readonly=readonly), loaded)
-        if upgrade and memory.derivation_state()["stale"]:
+        if upgrade and memory.behind():
             try:
                 memory.upgrade_on_open(config_path, config, progress)
             except BaseException:
@@ -146,12 +146,22 @@ class Memory:
         it). A read-only opening does it through a writing one when the file allows; a
         file this user cannot write is read as it is (``memory status`` says so)."""
         if not self.db.readonly:
-            return self.upgrade_derived(progress=progress)
+            report = self.upgrade_derived(progress=progress)
+            # Sessions never derived (an import that stopped early, a memplug that did
+            # not extract on import) are caught up as a write would.
+            self.derive((), upgrade_ms=0)
+            return report
         path = self.store.path
         if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
             return UpgradeReport("read-only")
         with Memory.open(path, config_path=config_path, config=config, create=False) as writer:
-            return writer.upgrade_derived(progress=progress)
+            return writer.upgrade_on_open(config_path, config, progress)
+
+    def behind(self) -> bool:
+        """Whether derived state was made by other versions, or lags its events."""
+        if not self.config.extraction.enabled:
+            return False
+        return self.derivation_state()["stale"] or bool(self.store.events.lagging_sessions())
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""

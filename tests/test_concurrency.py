@@ -9,16 +9,12 @@ hand: ``python tests/reliability_workers.py run --db /tmp/c/m.sqlite``.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import apsw
 import pytest
-from conftest import FIXTURES
+from hook_race import assert_quiet, fire_hooks
 from reliability_workers import Figures, run, session_of
 
 from memplug.db import BUSY_TIMEOUT_MS, Database, load_migrations
@@ -149,52 +145,6 @@ def test_a_skip_is_recorded_even_when_the_host_closes_right_after(tmp_path: Path
     plugin.close()
     with Memory.open(db, create=False) as memory:
         assert [(e["session_id"], e["seq"]) for e in capture_skips(memory)] == [("s", 1)]
-
-
-TRANSCRIPT = FIXTURES / "claude_code" / "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001.jsonl"
-HOOKS = 12
-
-
-def fire_hooks(db: Path, work: Path, count: int = HOOKS) -> list[subprocess.CompletedProcess[str]]:
-    """``count`` PostToolUse hooks of one session started at once, as parallel tool calls
-    in a first session fire them: separate processes, each its own interpreter."""
-    transcript = work / TRANSCRIPT.name
-    if not transcript.exists():
-        shutil.copy(TRANSCRIPT, transcript)
-    payload = json.dumps(
-        {
-            "hook_event_name": "PostToolUse",
-            "session_id": TRANSCRIPT.stem,
-            "tool_name": "Bash",
-            "transcript_path": str(transcript),
-            "cwd": "/home/ana/shop",
-        }
-    )
-    command = [sys.executable, "-m", "memplug.cli", "--db", str(db), "hook", "claude-code"]
-    started = [
-        subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(count)
-    ]
-    done = []
-    for process in started:
-        out, err = process.communicate(payload, timeout=120)
-        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-    return done
-
-
-def assert_quiet(db: Path, done: list[subprocess.CompletedProcess[str]]) -> None:
-    """Every hook exited 0 printing nothing, and none recorded an error anywhere."""
-    assert [(d.returncode, d.stdout, d.stderr) for d in done] == [(0, "", "")] * len(done)
-    assert not db.with_name(db.name + ".hook-pending.jsonl").exists()
-    with Memory.open(db, create=False) as memory:
-        assert memory.store.events.latest_errors(limit=100) == []
-        assert memory.store.schema_version() == len(load_migrations())
 
 
 def test_twelve_first_hooks_at_once_migrate_a_fresh_database_once(tmp_path: Path) -> None:
