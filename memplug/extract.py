@@ -43,9 +43,9 @@ PROMOTE_KINDS: tuple[str, ...] = tuple(k for k in MEMORY_KINDS if k != "proposal
 # state, replayed actions): raise it with a change that can change derived rows, and
 # every database derived by the older logic is derived again (docs/storage.md).
 EXTRACTOR_VERSION = 1
-# The rate a re-derivation is planned with, events per millisecond: about a third of
-# what a rebuild reaches on a loaded two-core machine (docs/benchmarks.md, "Upgrades"),
-# so that a bounded step does not overrun its budget.
+# The rate a re-derivation is planned with, events per millisecond: what a rebuild
+# reaches on a shared, loaded two-core machine (docs/benchmarks.md, "Upgrades"); a
+# bounded step also reads the clock after each session.
 PLANNED_EVENTS_PER_MS = 5.0
 
 

@@ -43,6 +43,10 @@ IMPORT_BATCH = 5_000
 # What a write that captured events (a hook, ``on_event``) may spend re-deriving state
 # made by older rules, a session at a time; a command run by a person does it all.
 UPGRADE_STEP_MS = 500.0
+# The files that define the versions derived state records (the cue rules, the
+# extractor, its followers). Their bytes are recorded beside the versions, so a command
+# tells that nothing changed without importing (and compiling) the rules.
+_DERIVING_SOURCES: tuple[str, ...] = ("cues", "extract.py", "timeline.py", "graph.py", "work.py")
 
 
 class ImportSummary(Struct):
@@ -158,10 +162,11 @@ class Memory:
             return writer.upgrade_on_open(config_path, config, progress)
 
     def behind(self) -> bool:
-        """Whether derived state was made by other versions, or lags its events."""
+        """Whether derived state lags its events, or was made by other versions (or is
+        not yet known to be this code's)."""
         if not self.config.extraction.enabled:
             return False
-        return self.derivation_state()["stale"] or bool(self.store.events.lagging_sessions())
+        return bool(self.store.events.lagging_sessions()) or not self._known_current()
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
@@ -438,13 +443,33 @@ class Memory:
         """Which code derived the state, against this code's versions (``Extractor.
         versions``); ``stale`` when they differ or a re-derivation is under way."""
         items = self.store.items
+        recorded = items.derivation("derived_with")
+        made_by = None if recorded is None else {k: v for k, v in recorded.items() if k != "source"}
+        if made_by is not None and self._known_current():
+            return {"stale": False, "code": made_by, "derived_with": made_by, "rederiving": None}
         code = self.extractor.versions()
-        made_by = items.derivation("derived_with")
         moving = items.derivation("rederiving")
         stale = self.config.extraction.enabled and (made_by != code or moving is not None)
         if stale and made_by is None and moving is None:
             stale = items.derived_anything()  # never derived: catch-up derives it anew
         return {"stale": stale, "code": code, "derived_with": made_by, "rederiving": moving}
+
+    def _known_current(self) -> bool:
+        """Whether the recorded versions are this code's, told from the deriving source
+        files' digest without importing them (a command's cheap check on open)."""
+        items = self.store.items
+        made = items.derivation("derived_with")
+        return (
+            made is not None
+            and items.derivation("rederiving") is None
+            and made.get("source") == _source_digest()
+            and made.get("proposals") == self.config.extraction.extract_proposals
+        )
+
+    def _stamp(self, versions: dict[str, Any]) -> None:
+        """Record, inside the caller's transaction, that ``versions`` made the state."""
+        self.store.items.set_derivation("derived_with", {**versions, "source": _source_digest()})
+        self.store.items.set_derivation("rederiving", None)
 
     def rebuild(
         self, session_id: str | None = None, *, progress: SessionProgress | None = None
@@ -454,8 +479,7 @@ class Memory:
         with self.store.write_transaction():
             report = self.extractor.rebuild(session_id, progress=progress)
             if session_id is None:
-                self.store.items.set_derivation("derived_with", self.extractor.versions())
-                self.store.items.set_derivation("rederiving", None)
+                self._stamp(self.extractor.versions())
         return report
 
     def upgrade_derived(
@@ -473,10 +497,11 @@ class Memory:
             return UpgradeReport("off")
         state = self.derivation_state()
         if not state["stale"]:
-            if state["derived_with"] != state["code"]:
-                # Never derived: what is derived from now on is this code's.
+            if not self._known_current():
+                # Never derived (what is derived from now on is this code's), or the same
+                # versions from edited source files: recorded, so the next check is cheap.
                 with self.store.write_transaction():
-                    self.store.items.set_derivation("derived_with", state["code"])
+                    self._stamp(state["code"])
             return UpgradeReport("current")
         started = time.monotonic()
         report = UpgradeReport("partial")
@@ -513,8 +538,7 @@ class Memory:
                 moving = {"to": code, "after": None}
             name = items.next_derived_session(moving["after"])
             if name is None:
-                items.set_derivation("derived_with", code)
-                items.set_derivation("rederiving", None)
+                self._stamp(code)
                 report.state = "done"
                 return None
             if left_ms is not None and items.event_count(name) / PLANNED_EVENTS_PER_MS > left_ms:
@@ -618,3 +642,15 @@ class Memory:
 
 def _ms_since(started: float) -> float:
     return (time.monotonic() - started) * 1000
+
+
+def _source_digest() -> str:
+    import hashlib  # a command's open only; hooks compare the versions themselves
+
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in _DERIVING_SOURCES:
+        path = root / name
+        for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            digest.update(f"{source.name}\0".encode() + source.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

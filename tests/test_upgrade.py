@@ -23,6 +23,7 @@ from freezegun import freeze_time
 from hook_race import assert_quiet, fire_hooks
 
 import memplug.extract
+import memplug.memory
 from memplug.diagnostics import status
 from memplug.extract import ACTOR_CLI
 from memplug.memory import Memory
@@ -100,8 +101,24 @@ def test_an_old_database_migrates_keeps_its_events_and_derives_like_a_fresh_impo
 
 
 def stale_by_a_new_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process runs as a memplug whose extractor logic changed."""
+    """This process runs as a memplug whose extractor logic changed (in its source too,
+    which a command's cheap check reads)."""
     monkeypatch.setattr(memplug.extract, "EXTRACTOR_VERSION", memplug.extract.EXTRACTOR_VERSION + 1)
+    monkeypatch.setattr(memplug.memory, "_source_digest", lambda: "edited")
+
+
+def test_a_command_tells_current_state_without_importing_the_rules(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    many_sessions(path, sessions=1)
+    run_cli_here("--db", str(path), "items")  # records the deriving sources' digest
+    code = (
+        "import sys; from memplug.memory import Memory; "
+        "m = Memory.open(sys.argv[1], readonly=True, upgrade=True); "
+        "assert not m.derivation_state()['stale']; "
+        "print(sorted(n for n in sys.modules if n.startswith(('memplug.extract', 'memplug.cues'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
 
 
 def shop_with_person_actions(path: Path, skills: Path) -> dict[str, object]:
@@ -185,9 +202,11 @@ def many_sessions(path: Path, sessions: int = 8) -> None:
 KILL_AFTER = """
 import os, sys
 import memplug.extract as extract
+import memplug.memory as memory
 from memplug.memory import Memory
 
 extract.EXTRACTOR_VERSION += 1
+memory._source_digest = lambda: "edited"
 real = extract.Extractor.rederive
 done = []
 

@@ -70,7 +70,8 @@ def purge_cmd(
 
     if sum((bool(sessions), before is not None, everything)) != 1:
         raise click.UsageError("give exactly one of --session, --before or --all")
-    with ctx.open(create=False) as memory:
+    # Deleting comes first: an upgrade's re-derivation waits for the next command.
+    with ctx.open(create=False, upgrade=False) as memory:
         plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
         # Nothing to delete needs no confirmation: the run only merges the indexes and
         # truncates the WAL, which also finishes a purge that was interrupted.
