@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
@@ -644,11 +644,13 @@ def _ms_since(started: float) -> float:
     return (time.monotonic() - started) * 1000
 
 
+@cache
 def _source_digest() -> str:
-    import hashlib  # a command's open only; hooks compare the versions themselves
+    """A digest of the files in ``_DERIVING_SOURCES`` (read once per process)."""
+    from memplug.text import sha256
 
     root = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
+    digest = sha256()
     for name in _DERIVING_SOURCES:
         path = root / name
         for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
