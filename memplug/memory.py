@@ -495,32 +495,39 @@ class Memory:
         the next write, or for the next command a person runs."""
         if not self.config.extraction.enabled:
             return UpgradeReport("off")
+        report = UpgradeReport("partial")
+        try:
+            self._upgrade_pass(report, budget_ms, progress)
+        except DatabaseBusy:
+            # Another process holds the lock, most likely doing this same work.
+            report.state = "busy"
+        return report
+
+    def _upgrade_pass(
+        self, report: UpgradeReport, budget_ms: float | None, progress: SessionProgress | None
+    ) -> None:
         state = self.derivation_state()
         if not state["stale"]:
+            report.state = "current"
             if not self._known_current():
                 # Never derived (what is derived from now on is this code's), or the same
                 # versions from edited source files: recorded, so the next check is cheap.
                 with self.store.write_transaction():
                     self._stamp(state["code"])
-            return UpgradeReport("current")
+            return
         started = time.monotonic()
-        report = UpgradeReport("partial")
         total = 0
         if progress is not None:
             moving = self.store.items.derivation("rederiving") or {}
             after = moving.get("after") or ""
             total = sum(1 for s in self.store.items.derived_sessions() if s > after)
-        try:
-            while True:
-                left = None if budget_ms is None else budget_ms - _ms_since(started)
-                name = self._upgrade_step(report, left)
-                if name is None:
-                    break
-                if progress is not None:
-                    progress(min(len(report.sessions) - 1, max(total - 1, 0)), total, name)
-        except DatabaseBusy:
-            report.state = "busy"
-        return report
+        while True:
+            left = None if budget_ms is None else budget_ms - _ms_since(started)
+            name = self._upgrade_step(report, left)
+            if name is None:
+                return
+            if progress is not None:
+                progress(min(len(report.sessions) - 1, max(total - 1, 0)), total, name)
 
     def _upgrade_step(self, report: UpgradeReport, left_ms: float | None) -> str | None:
         """Re-derive the pass's next session in one transaction, or start or finish the
