@@ -71,7 +71,6 @@ CHARS_PER_TOKEN = 4
 NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
-UPGRADE_STEP_MS = 500.0
 
 
 class HookReport(Struct):
@@ -257,6 +256,8 @@ def capture_all(
         if new:
             sessions.add(transcript.session_id)
     if sessions:
+        from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
+
         # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
         memory.derive(sessions, upgrade_ms=min(UPGRADE_STEP_MS, deadline.left_ms() / 2))
     if report.event in FLUSHING_EVENTS:
