@@ -17,15 +17,12 @@ TRANSCRIPT = FIXTURES / "claude_code" / "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001.js
 HOOKS = 12
 
 
-def fire_hooks(
-    db: Path, work: Path, count: int = HOOKS, source: Path = TRANSCRIPT
-) -> list[subprocess.CompletedProcess[str]]:
-    """``count`` PostToolUse hooks of one session started at once, as parallel tool calls
-    in a first session fire them: separate processes, each its own interpreter."""
+def tool_hook_payload(work: Path, source: Path = TRANSCRIPT) -> str:
+    """A PostToolUse payload over a copy of the transcript ``source`` in ``work``."""
     transcript = work / source.name
     if not transcript.exists():
         shutil.copy(source, transcript)
-    payload = json.dumps(
+    return json.dumps(
         {
             "hook_event_name": "PostToolUse",
             "session_id": source.stem,
@@ -34,6 +31,14 @@ def fire_hooks(
             "cwd": "/home/ana/shop",
         }
     )
+
+
+def fire_hooks(
+    db: Path, work: Path, count: int = HOOKS, source: Path = TRANSCRIPT
+) -> list[subprocess.CompletedProcess[str]]:
+    """``count`` PostToolUse hooks of one session started at once, as parallel tool calls
+    in a first session fire them: separate processes, each its own interpreter."""
+    payload = tool_hook_payload(work, source)
     command = [sys.executable, "-m", "memplug.cli", "--db", str(db), "hook", "claude-code"]
     started = [
         subprocess.Popen(
