@@ -96,9 +96,10 @@ class UpgradeReport(Struct):
 
     state: str
     sessions: list[str] = field(default_factory=list)
+    events: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "sessions": self.sessions}
+        return {"state": self.state, "sessions": self.sessions, "events": self.events}
 
 
 class Memory:
@@ -522,17 +523,24 @@ class Memory:
             after = moving.get("after") or ""
             total = sum(1 for s in self.store.items.derived_sessions() if s > after)
         while True:
-            left = None if budget_ms is None else budget_ms - _ms_since(started)
-            name = self._upgrade_step(report, left)
+            spent = _ms_since(started)
+            left = None if budget_ms is None else budget_ms - spent
+            name = self._upgrade_step(report, left, report.events / spent if spent else None)
             if name is None:
                 return
             if progress is not None:
                 progress(min(len(report.sessions) - 1, max(total - 1, 0)), total, name)
 
-    def _upgrade_step(self, report: UpgradeReport, left_ms: float | None) -> str | None:
+    def _upgrade_step(
+        self, report: UpgradeReport, left_ms: float | None, seen_rate: float | None
+    ) -> str | None:
         """Re-derive the pass's next session in one transaction, or start or finish the
-        pass; the session's name, or None when there is nothing more to do now."""
+        pass; the session's name, or None when there is nothing more to do now. A session
+        is planned at the slower of the planned rate and the rate this pass has seen
+        (events per ms), so a loaded machine does not overrun the budget."""
         from memplug.extract import PLANNED_EVENTS_PER_MS
+
+        rate = min(PLANNED_EVENTS_PER_MS, seen_rate or PLANNED_EVENTS_PER_MS)
 
         items, code = self.store.items, self.extractor.versions()
         with self.store.write_transaction():
@@ -548,13 +556,15 @@ class Memory:
                 self._stamp(code)
                 report.state = "done"
                 return None
-            if left_ms is not None and items.event_count(name) / PLANNED_EVENTS_PER_MS > left_ms:
+            events = items.event_count(name)
+            if left_ms is not None and events / rate > left_ms:
                 return None  # left for later: the report stays "partial"
             self.extractor.rederive(name)
             # Cached cores quote items of any session in their scope.
             self.store.core.clear()
             items.set_derivation("rederiving", {**moving, "after": name})
         report.sessions.append(name)
+        report.events += events
         return name
 
     def record_error(
