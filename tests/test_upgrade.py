@@ -35,10 +35,13 @@ VERSIONS = sorted(int(p.stem[1:]) for p in SCHEMAS.glob("v*.sqlite"))
 
 
 def test_there_is_a_fixture_for_every_schema_shipped() -> None:
+    """Every schema before the code's own has its fixture (the code's own schema is what
+    every other test writes). A new migration ships, then its commit gets a line in
+    bench/schema_fixtures.py's COMMITS and `python -m bench.schema_fixtures --only N`."""
     from memplug.db import code_schema_version
 
-    assert code_schema_version() == VERSIONS[-1]
-    assert list(range(1, code_schema_version() + 1)) == VERSIONS
+    assert list(range(1, VERSIONS[-1] + 1)) == VERSIONS
+    assert VERSIONS[-1] >= code_schema_version() - 1, "build the fixture of the last schema"
 
 
 def copy_of(version: int, tmp_path: Path) -> Path:
