@@ -329,6 +329,7 @@ _CLAUSE_END = re.compile(
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 _SYMBOL = re.compile(r"[^\w.\-]")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")
 _HELD_WORDS = ("pass", "pwd", "secret", "token", "key")
@@ -376,7 +377,7 @@ def _name_kind(name: str) -> str | None:
     return None
 
 
-def _named_values(text: str, lowered: str) -> Iterator[SecretSpan]:
+def _named_values(text: str, lowered: str) -> Iterator[_Found]:
     done = 0
     for hit in _scan(_KEYWORD, text, lowered):
         if hit.start() < done:
@@ -399,11 +400,13 @@ def _named_values(text: str, lowered: str) -> Iterator[SecretSpan]:
         # Both sides: "hunter2 is the password, hunter3 the pin" names one of each.
         before = _value_before(text, start, name, kind)
         if before is not None:
-            yield before
+            yield before, before.start, end
         after = _value_after(text, end, name, kind)
         if after is not None:
             done = max(done, after.end)
-            yield after
+            # A quoted value is found only with its closing quote: that belongs to it.
+            closing = after.end < len(text) and text[after.end] in "\"'`”"
+            yield after, start, after.end + closing
 
 
 def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
@@ -544,17 +547,22 @@ def _scan(pattern: str, text: str, lowered: str) -> Iterator[re.Match[str]]:
     return _compiled("(?i)" + pattern).finditer(text)
 
 
-def _in_command(text: str, at: int, tool: str) -> bool:
-    """``tool`` is named in the command that ``text[at]`` belongs to: the same line and
-    pipeline stage, at most 300 characters back."""
+def _tool_at(text: str, at: int, tool: str) -> int:
+    """Where ``tool`` is named in the command that ``text[at]`` belongs to (the same line
+    and pipeline stage, at most 300 characters back), or -1."""
     stage = max(text.rfind(c, max(0, at - 300), at) for c in "\n|;&") + 1
     # The flag patterns start at the blank before the flag: it ends the tool's name.
-    return _compiled(tool).search(text, max(stage, at - 300), at + 1) is not None
+    named = _compiled(tool).search(text, max(stage, at - 300), at + 1)
+    return -1 if named is None else named.start()
 
 
 def _mixed_segment(value: str) -> bool:
+    """A part of a dotted value looks generated (a Vault ``hvs.CAES…`` token), not like
+    a name (``env.AUTH0_CLIENT_SECRET``)."""
     return any(
-        any(c.isdigit() for c in part) and any(c.isalpha() for c in part)
+        _DIGIT.search(part) is not None
+        and _LETTER.search(part) is not None
+        and not _ENV_NAME.fullmatch(part)
         for part in value.split(".")
     )
 
@@ -571,13 +579,22 @@ def find_secrets(text: str) -> list[SecretSpan]:
 
     Linear in ``len(text)`` for each rule whose hint occurs; nothing backtracks beyond
     a bounded quantifier."""
+    return _merge([found[0] for found in _find(text)])
+
+
+# A secret, and the stretch of text that makes it one: the value with its name, the
+# words between them, or the tool its flag belongs to.
+_Found = tuple[SecretSpan, int, int]
+
+
+def _find(text: str) -> list[_Found]:
     if not text:
         return []
     lowered = text.lower()
     present = {hint for hint in _HINTS if hint in lowered}
     if not present:
         return []
-    spans: list[SecretSpan] = []
+    found: list[_Found] = []
     for rule in RULES:
         if present.isdisjoint(rule.hints):
             continue
@@ -587,16 +604,17 @@ def find_secrets(text: str) -> list[SecretSpan]:
             matches = _compiled(rule.pattern).finditer(text)
         for match in matches:
             start, end = match.span(rule.group)
-            if rule.tool and not _in_command(text, match.start(), rule.tool):
+            reach = _tool_at(text, match.start(), rule.tool) if rule.tool else match.start()
+            if reach < 0:
                 continue
             if text[start] in "'\"" and end - start >= 2:
                 start, end = start + 1, end - 1
             if rule.group and _pointer(text[start:end], quoted=False):
                 continue
-            spans.append(SecretSpan(start, end, rule.kind))
+            found.append((SecretSpan(start, end, rule.kind), reach, match.end()))
     if not present.isdisjoint(_NAME_HINTS):
-        spans.extend(_named_values(text, lowered))
-    return _merge(spans)
+        found.extend(_named_values(text, lowered))
+    return found
 
 
 def secret_lines(lines: Sequence[str]) -> set[int]:
@@ -621,6 +639,36 @@ def redact_secrets(text: str, marker: str = "[redacted]", *, named: bool = False
     """``text`` with every secret span replaced by ``marker`` (for logs and messages);
     ``named`` makes each marker name the kind it withheld (``[redacted:password]``)."""
     return _replace(text, find_secrets(text), None if named else marker)
+
+
+# How far around a cut a secret that it splits can reach: a name and the words after it
+# before the value, and the value itself.
+_REACH_BEFORE = 400
+_REACH_AFTER = 256
+
+
+def clear_cut(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start`` and ``end`` moved so that ``text[start:end]`` cuts no secret, nor what
+    makes it one, in two: an edge inside a secret or between it and its name ("the
+    password is | hunter2") moves past both (a start to their end, an end to their
+    start), so a window holds each secret whole and named — to be withheld — or not at
+    all. Only the text near each edge is scanned; a secret longer than the reach (a
+    private key block) can still be cut."""
+    if 0 < start < len(text):
+        start = _edge(text, start, to_end=True)
+    if start < end < len(text):
+        end = max(start, _edge(text, end, to_end=False))
+    return start, end
+
+
+def _edge(text: str, at: int, *, to_end: bool) -> int:
+    low = max(0, at - _REACH_BEFORE)
+    moved = at
+    for span, reach_start, reach_end in _find(text[low : at + _REACH_AFTER]):
+        first, last = min(span.start, reach_start) + low, max(span.end, reach_end) + low
+        if first < at < last:
+            moved = max(moved, last) if to_end else min(moved, first)
+    return moved
 
 
 def withhold(text: str) -> tuple[str, tuple[str, ...]]:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.secrets import caught, load_corpus, score
-from memplug.secrets import find_secrets, redact_secrets, secret_lines, withhold
+from bench.secrets import Labelled, caught, load_corpus, score
+from memplug.secrets import clear_cut, find_secrets, redact_secrets, secret_lines, withhold
 
 CORPUS = load_corpus()
 
@@ -125,7 +125,8 @@ def test_a_name_about_a_credential_does_not_hold_one(name: str) -> None:
     ["psql -h db -p 5432 app", "docker run -p 8080:80 nginx", "ssh -p 2222 host",
      "mysql -u root -p", "docker run -u 1000:1000 app", "PGPASSWORD=$DB_PASSWORD psql",
      "password: ********", "password: {{ vault_pw }}", "the password is required",
-     "password = os.environ['DB_PASSWORD']", "--- PASS: TestLogin (0.00s)"],
+     "password = os.environ['DB_PASSWORD']", "--- PASS: TestLogin (0.00s)",
+     "client_secret: env.AUTH0_CLIENT_SECRET,"],
 )  # fmt: skip
 def test_flags_of_other_tools_and_pointers_at_a_secret_pass(text: str) -> None:
     assert find_secrets(text) == []
@@ -220,6 +221,29 @@ def test_secret_lines_names_every_line_a_secret_spans() -> None:
     ]
     assert secret_lines(lines) == {1, 2, 3, 4, 5}
     assert secret_lines(["nothing", "here"]) == set()
+
+
+@pytest.mark.parametrize("row", [r for r in CORPUS if r.secrets and caught(r)], ids=str)
+def test_a_window_cut_anywhere_holds_a_secret_withheld_or_none_of_it(row: Labelled) -> None:
+    """What cuts text for a model (search snippets, quotes, expand chunks) moves its
+    edges with clear_cut: a cut between a name and its value, or inside the value, would
+    leave a piece that no longer looks like a secret."""
+    text = row.text
+    places = [(text.index(s), text.index(s) + len(s.rstrip("!.?,;:"))) for s in row.secrets]
+    for cut in range(len(text) + 1):
+        for start, end in (clear_cut(text, cut, len(text)), clear_cut(text, 0, cut)):
+            assert not any(a < edge < b for a, b in places for edge in (start, end)), cut
+            window = redact_secrets(text[start:end], named=True)
+            assert not any(secret in window for secret in row.secrets), (cut, window)
+
+
+def test_clear_cut_moves_an_edge_out_of_a_statement_and_leaves_others() -> None:
+    text = "we said the staging password is hunter2, use it for the migration today"
+    value = text.index("hunter2")
+    assert clear_cut(text, value, len(text)) == (value + len("hunter2"), len(text))
+    assert clear_cut(text, 0, value + 3) == (0, text.index("password"))
+    assert clear_cut(text, 3, 12) == (3, 12)
+    assert clear_cut(text, 0, len(text)) == (0, len(text))
 
 
 # -- bounds ----------------------------------------------------------------------------
