@@ -285,16 +285,16 @@ _PROSE_WORDS = frozenset(
     "validated compared rejected accepted all both each every any some one two three four "
     "five six seven eight nine ten first last next unique random secure insecure plain "
     "plaintext cleartext default temporary hardcoded literally actually probably definitely "
-    "exactly simply basically either neither none null nil true false yes none none none "
-    "where whose whom who when while because since until unless if else otherwise via per "
+    "exactly simply basically either neither none null nil true false yes "
+    "whose whom who when while because since until unless if else otherwise via per "
     "into onto over under about above below between through during before after again "
     "back away out up down off more less most least much many few lot lots enough quite "
     "rather really fairly pretty kind sort part like unlike than such own other another "
-    "somewhere nowhere anywhere everywhere stuff thing things one ones field form box "
+    "somewhere nowhere anywhere everywhere stuff thing things ones field form box "
     "prompt dialog screen page link email file env vault manager keychain keyring "
     "database server account user admin login system app application cluster service "
-    "same similar identical easy hard simple complex obvious guessable "
-    "length characters chars digits letters symbols long".split()
+    "similar identical easy hard simple complex obvious guessable length characters "
+    "chars digits letters symbols".split()
 )
 _WORD_ENDINGS = ("ed", "ing", "ly", "tion", "sion", "ment", "ness", "able", "ible", "ful",
                  "less", "ous", "ive", "ity", "ize", "ise", "ance", "ence")  # fmt: skip
@@ -333,7 +333,6 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")
 _HELD_WORDS = ("pass", "pwd", "secret", "token", "key")
-# "hunter2 is the password", "use hunter2 as the pin": the value before the name.
 # "hunter2 is the password", "use hunter2 as the pin": the words between a value that
 # comes first and the name.
 _BEFORE = re.compile(

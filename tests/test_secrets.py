@@ -126,9 +126,13 @@ def test_a_name_about_a_credential_does_not_hold_one(name: str) -> None:
      "mysql -u root -p", "docker run -u 1000:1000 app", "PGPASSWORD=$DB_PASSWORD psql",
      "password: ********", "password: {{ vault_pw }}", "the password is required",
      "password = os.environ['DB_PASSWORD']", "--- PASS: TestLogin (0.00s)",
-     "client_secret: env.AUTH0_CLIENT_SECRET,"],
+     "client_secret: env.AUTH0_CLIENT_SECRET,", "2. **Check if tests pass first** now",
+     "It could just pass `agent.Name()`.", "5.  **Calculate Token Usage**:",
+     '"content":"  apiKey: config.oracle.apiKey,\\n  model: string;\\n}"',
+     '"Authorization" => "Bearer #{token}",', "Authorization: `Bearer ${accessToken}`,"],
 )  # fmt: skip
 def test_flags_of_other_tools_and_pointers_at_a_secret_pass(text: str) -> None:
+    """Also what real Claude Code sessions hold that an early version redacted."""
     assert find_secrets(text) == []
 
 
