@@ -150,6 +150,16 @@ def test_the_four_probes_of_the_issue_are_withheld_through_the_cli(db: Path) -> 
     assert "ran `PGPASSWORD=[redacted:password] psql -h db.internal -U admin app` → ok" in text
 
 
+def test_explain_names_what_a_quoted_line_had_withheld(db: Path) -> None:
+    query = "what is the staging db password?"
+    done = run_cli_here("--db", str(db), "assemble", "--session", "s1", "--query", query)
+    assert done.returncode == 0, done.stderr
+    explained = run_cli_here("--db", str(db), "explain", "--session", "s1")
+    assert explained.returncode == 0, explained.stderr
+    assert "withheld:password" in explained.stdout
+    assert not any(secret in explained.stdout for secret in SECRETS)
+
+
 def test_each_mcp_tool_keeps_the_sentence_and_names_what_it_withheld(db: Path) -> None:
     assert "the password is [redacted:password]" in mcp_search(db)
     assert "staging db password is [redacted:password], use it" in mcp_expand(db)
