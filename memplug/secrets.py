@@ -217,6 +217,9 @@ RULES: tuple[_Rule, ...] = (
 
 # -- named values: a credential word or name, and the value it points at -------------
 
+# The patterns below are strings, compiled on first use by :func:`_compiled` like the
+# rules': a prompt hook whose text names no credential never pays for them.
+
 # Every keyword below contains one of these (lower case): the whole family is skipped
 # when none occurs.
 _NAME_HINTS = ("pass", "pw", "secret", "token", "key", "auth", "pin", "密码", "口令", "密钥",
@@ -227,7 +230,7 @@ _KEYWORD = (
     r"|密码|口令|密钥|秘钥|令牌|パスワード"
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PARTS = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+"
 _PASSWORD_PARTS = frozenset({"pwd", "pw", "pass", "pswd", "passphrase", "passcode"})
 # Words that end in "pass" without naming one (storepass and keypass do).
 _PASS_WORDS = frozenset("bypass compass encompass surpass overpass underpass trespass".split())
@@ -299,8 +302,8 @@ _PROSE_WORDS = frozenset(
 _WORD_ENDINGS = ("ed", "ing", "ly", "tion", "sion", "ment", "ness", "able", "ible", "ful",
                  "less", "ous", "ive", "ity", "ize", "ise", "ance", "ence")  # fmt: skip
 
-_ASSIGN = re.compile(r"""['"]?[ \t]*(?P<sep>:=|=>|==?|:(?![:/\\])|：|->)[ \t]*""")
-_PROSE = re.compile(
+_ASSIGN = r"""['"]?[ \t]*(?P<sep>:=|=>|==?|:(?![:/\\])|：|->)[ \t]*"""
+_PROSE = (
     # "for the staging box", but not across another credential's name.
     r"(?i)(?:[ \t]+(?:for|of|to|on|at|in)"
     r"(?:[ \t]+(?![^\s,;:!?=]*(?:pass|pw|pin|secret|token))[^\s,;:!?=]{0,39}"
@@ -310,36 +313,36 @@ _PROSE = re.compile(
     r"(?:[ \t]+(?:now|still|currently|just))?(?:[ \t]+(?:set|changed|reset|updated))?"
     r"(?:[ \t]+to)?|(?:set|changed|reset|updated)[ \t]+to))[ \t]*"
 )
-_CJK_SEP = re.compile(r"[ \t]*(?:是|为|為|は|：|:|=)?[ \t]*(?=[!-~])")
-_FLAG_NAME = re.compile(r"--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*")
-_FLAG_SEP = re.compile(r"[ \t]*=[ \t]*|[ \t]+")
-_BARE = re.compile(r"[ \t]+")
+_CJK_SEP = r"[ \t]*(?:是|为|為|は|：|:|=)?[ \t]*(?=[!-~])"
+_FLAG_NAME = r"--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*"
+_FLAG_SEP = r"[ \t]*=[ \t]*|[ \t]+"
+_BARE = r"[ \t]+"
 # "set the password to …": the value after "to" counts only when it looks like one.
-_TO = re.compile(r"(?i)[ \t]+to[ \t]+")
-_SCHEME = re.compile(r"(?i)(?:bearer|basic|token|digest|bot|oauth|jwt|apikey|negotiate)[ \t]+")
-_VALUE = re.compile(
+_TO = r"(?i)[ \t]+to[ \t]+"
+_SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|oauth|jwt|apikey|negotiate)[ \t]+"
+_VALUE = (
     r"""(?P<v>"[^"\n]{1,200}"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|“[^”\n]{1,200}”"""
     # Unquoted, a value stops at a backslash: text holding JSON-escaped code (\n).
     r"""|[^\s"'`“”\\]{1,200})"""
 )
-_ASCII_VALUE = re.compile(r"(?P<v>[!-\[\]-~]{1,200})")
-_CLAUSE_END = re.compile(
+_ASCII_VALUE = r"(?P<v>[!-\[\]-~]{1,200})"
+_CLAUSE_END = (
     r"[ \t]*(?:$|[\n,.;:!?)\]}\"'”，。；！？]|(?:and|but|so|then|or|please|thanks)\b|[-–—]\s)"
 )
-_DIGIT = re.compile(r"\d")
-_LETTER = re.compile(r"[^\W\d_]")
-_SYMBOL = re.compile(r"[^\w.\-]")
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
-_IDENTIFIER = re.compile(r"[A-Za-z_]+")
+_DIGIT = r"\d"
+_LETTER = r"[^\W\d_]"
+_SYMBOL = r"[^\w.\-]"
+_ENV_NAME = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+_DOTTED = r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+"
+_IDENTIFIER = r"[A-Za-z_]+"
 _HELD_WORDS = ("pass", "pwd", "secret", "token", "key")
 # "hunter2 is the password", "use hunter2 as the pin": the words between a value that
 # comes first and the name.
-_BEFORE = re.compile(
+_BEFORE = (
     r"(?i)[ \t]+(?:(?:is|was)[ \t]+(?:the|my|our|your)|as(?:[ \t]+(?:the|my|our|your))?)"
     r"(?:[ \t]+[\w-]+){0,2}[ \t]+"
 )
-_WORD = re.compile(r"[^\s\"']+")
+_WORD = r"[^\s\"']+"
 
 
 def _name_kind(name: str) -> str | None:
@@ -348,7 +351,7 @@ def _name_kind(name: str) -> str | None:
     do not."""
     if name in ("PWD", "OLDPWD"):  # the shell's working directory
         return None
-    parts = [p.lower() for p in _PARTS.findall(name)]
+    parts = [p.lower() for p in _compiled(_PARTS).findall(name)]
     for i, part in enumerate(parts):
         after = parts[i + 1] if i + 1 < len(parts) else ""
         if (
@@ -416,7 +419,7 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
     elif name.startswith("-"):
         # A flag's name is lower case (-storepass, --db-password); -pS3cretPw is a
         # password glued to its flag, which the tool's own rule finds.
-        if not _FLAG_NAME.fullmatch(name):
+        if not _compiled(_FLAG_NAME).fullmatch(name):
             return None
         forms = [(_FLAG_SEP, "flag")]
     else:
@@ -429,7 +432,7 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
             if kind in ("password", "pin"):
                 forms.append((_BARE, "bare"))
     for sep, form in forms:
-        found = sep.match(text, at)
+        found = _compiled(sep).match(text, at)
         if found is None:
             continue
         policy = form
@@ -441,9 +444,9 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
             if policy == "colon" and name.lower() == "pass":
                 policy = "quoted"
         pos = found.end()
-        if kind == "authorization_header" and (scheme := _SCHEME.match(text, pos)):
+        if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, pos)):
             pos = scheme.end()
-        value = (_ASCII_VALUE if form == "cjk" else _VALUE).match(text, pos)
+        value = _compiled(_ASCII_VALUE if form == "cjk" else _VALUE).match(text, pos)
         if value is None:
             continue
         span = _accepted(text, value.start("v"), value.end("v"), kind, policy)
@@ -458,9 +461,9 @@ def _value_before(text: str, at: int, name: str, kind: str) -> SecretSpan | None
     head = text[max(0, at - 48) : at].lower()
     if " is " not in head and " was " not in head and " as " not in head:
         return None
-    words = list(_WORD.finditer(text, max(0, at - 120), at))
+    words = list(_compiled(_WORD).finditer(text, max(0, at - 120), at))
     for word in reversed(words[-5:-1]):
-        if _BEFORE.fullmatch(text, word.end(), at):
+        if _compiled(_BEFORE).fullmatch(text, word.end(), at):
             return _accepted(text, word.start(), word.end(), kind, "bare")
     return None
 
@@ -475,7 +478,7 @@ def _accepted(text: str, start: int, end: int, kind: str, policy: str) -> Secret
     else:
         while end > start and text[end - 1] in ".,;:!?)]}>*'\"”，。；！？":
             end -= 1
-    if kind == "authorization_header" and (scheme := _SCHEME.match(text, start, end)):
+    if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, start, end)):
         start = scheme.end()
     value = text[start:end]
     if _plausible(value, kind, policy, quoted, text[end : end + 12]):
@@ -488,9 +491,9 @@ def _plausible(value: str, kind: str, policy: str, quoted: bool, after: str) -> 
         return False
     if kind == "pin":
         return value.isascii() and value.isdigit() and len(value) <= 12
-    has_digit = _DIGIT.search(value) is not None
-    has_alpha = _LETTER.search(value) is not None
-    strong = (has_digit and has_alpha) or _SYMBOL.search(value) is not None
+    has_digit = _compiled(_DIGIT).search(value) is not None
+    has_alpha = _compiled(_LETTER).search(value) is not None
+    strong = (has_digit and has_alpha) or _compiled(_SYMBOL).search(value) is not None
     if kind == "secret":
         # Keys and tokens are long and random: a count or a word after "token" is not one.
         return has_alpha and (strong or (len(value) >= 8 and (quoted or policy in _VALUE_SLOTS)))
@@ -502,7 +505,7 @@ def _plausible(value: str, kind: str, policy: str, quoted: bool, after: str) -> 
     lowered = value.lower()
     if lowered in _PROSE_WORDS or lowered.endswith(_WORD_ENDINGS):
         return False
-    return quoted or policy in _VALUE_SLOTS or bool(_CLAUSE_END.match(after))
+    return quoted or policy in _VALUE_SLOTS or bool(_compiled(_CLAUSE_END).match(after))
 
 
 # Forms whose next word can only be the value: NAME=…, --flag …, 密码是 ….
@@ -528,10 +531,10 @@ def _pointer(value: str, quoted: bool) -> bool:
         or value.startswith(("/", "~/", "./", "../"))
         or lowered.endswith(_FILE_SUFFIXES)
         # settings.API_KEY, config.db.password; not hvs.CAESIJ9x8y7z6 (a Vault token).
-        or (_DOTTED.fullmatch(value) is not None and not _mixed_segment(value))
+        or (_compiled(_DOTTED).fullmatch(value) is not None and not _mixed_segment(value))
         # A variable named after what it holds (db_pass, dbPassword, github_token).
         or (
-            _IDENTIFIER.fullmatch(value) is not None
+            _compiled(_IDENTIFIER).fullmatch(value) is not None
             and ("_" in value or not value[1:].islower())
             and any(h in lowered for h in _HELD_WORDS)
         )
@@ -559,9 +562,9 @@ def _mixed_segment(value: str) -> bool:
     """A part of a dotted value looks generated (a Vault ``hvs.CAES…`` token), not like
     a name (``env.AUTH0_CLIENT_SECRET``)."""
     return any(
-        _DIGIT.search(part) is not None
-        and _LETTER.search(part) is not None
-        and not _ENV_NAME.fullmatch(part)
+        _compiled(_DIGIT).search(part) is not None
+        and _compiled(_LETTER).search(part) is not None
+        and not _compiled(_ENV_NAME).fullmatch(part)
         for part in value.split(".")
     )
 
