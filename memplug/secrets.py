@@ -13,14 +13,17 @@ message, work records, MCP results) or to another machine (sync) goes through
 * **command flags** whose value is a credential only for one tool: ``mysql -pX``,
   ``sshpass -p X``, ``docker login -p X``, ``curl -u user:X``, ``aws configure set``.
 
-A password nobody names ("use hunter2 tomorrow") has no mark to find; the guarantee
-that text never reaches the log at all is ``<private>…</private>`` (docs/security.md).
+Text cut to a length before it leaves (a search snippet, a quote, an expand chunk) is
+cut where :func:`clear_cut` allows, never between a secret and its name. A password
+nobody names ("use hunter2 tomorrow") has no mark to find; the guarantee that text never
+reaches the log at all is ``<private>…</private>`` (docs/security.md).
 
 Why a hand-written list rather than ``detect-secrets``: this runs on the pre-step path,
 whose whole budget is 25 ms at p95. ``detect-secrets`` 1.5 takes 130–200 ms to import
 and ~1.3 ms a line, and its entropy and keyword plugins flag ordinary prose. Every rule
-here is gated by a substring test on the lowered text, so a message that names no
-credential costs a handful of ``in`` tests (``python -m bench.secrets``).
+here is gated by a substring test on the lowered text, and every pattern is compiled on
+its first use: a 3,000-token message scans in under a millisecond unless it is full of
+credentials (``python -m bench.secrets``).
 """
 
 from __future__ import annotations
