@@ -316,7 +316,7 @@ _PROSE = (
     r"(?:[ \t]+(?:now|still|currently|just))?(?:[ \t]+(?:set|changed|reset|updated))?"
     r"(?:[ \t]+to)?|(?:set|changed|reset|updated)[ \t]+to))[ \t]*"
 )
-_CJK_SEP = r"[ \t]*(?:是|为|為|は|：|:|=)?[ \t]*(?=[!-~])"
+_CJK_SEP = r"[ \t]*(?:(?:是|为|為|は|：|:|=|改成|改为|设为|设置为|换成)[ \t]*){0,2}(?=[!-~])"
 _FLAG_NAME = r"--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*"
 _FLAG_SEP = r"[ \t]*=[ \t]*|[ \t]+"
 _BARE = r"[ \t]+"
@@ -479,7 +479,9 @@ def _accepted(text: str, start: int, end: int, kind: str, policy: str) -> Secret
     if quoted or (text[start] == "`" and end - start >= 2):
         start, end = start + 1, end - 1
     else:
-        while end > start and text[end - 1] in ".,;:!?)]}>*'\"”，。；！？":
+        # After 密码是, an ASCII "!" is the password's; a sentence there ends in "！".
+        closing = "，。；！？" if policy == "cjk" else ".,;:!?)]}>*'\"”，。；！？"
+        while end > start and text[end - 1] in closing:
             end -= 1
     if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, start, end)):
         start = scheme.end()

@@ -73,6 +73,8 @@ def test_the_four_probes_keep_their_sentence_without_the_value(text: str, expect
         ("the passphrase is 'a b c d'", "the passphrase is '[redacted:password]'"),
         ("hunter2 is the password", "[redacted:password] is the password"),
         ("密码是 abc123，别外传", "密码是 [redacted:password]，别外传"),
+        ("数据库的密码为：Qw3rty!", "数据库的密码为：[redacted:password]"),
+        ("请把密码改成 NewPass1。", "请把密码改成 [redacted:password]。"),
         ("パスワードは himitsu123 です", "パスワードは [redacted:password] です"),
         ('{"password": "Adm1nPw"}', '{"password": "[redacted:password]"}'),
         ("mysql -u root -pS3cret app", "mysql -u root -p[redacted:password] app"),
