@@ -322,6 +322,7 @@ _FLAG_SEP = r"[ \t]*=[ \t]*|[ \t]+"
 _BARE = r"[ \t]+"
 # "set the password to …": the value after "to" counts only when it looks like one.
 _TO = r"(?i)[ \t]+to[ \t]+"
+_PASS_IS = r"(?i)[ \t]+(?:is|was)[ \t]+"
 _SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|oauth|jwt|apikey|negotiate)[ \t]+"
 _VALUE = (
     r"""(?P<v>"[^"\n]{1,200}"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|“[^”\n]{1,200}”"""
@@ -427,8 +428,11 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
         forms = [(_FLAG_SEP, "flag")]
     else:
         forms = [(_ASSIGN, "assign")]
-        # "pass" is a verb and a test status (PASS: test_x) far more often than a name.
-        if (name.isalpha() or " " in name) and name.lower() != "pass":
+        if name.lower() == "pass":
+            # A verb and a test status (PASS: test_x) far more often than a name: only
+            # "the db pass is pa55word", with a value shaped like one.
+            forms.append((_PASS_IS, "bare"))
+        elif name.isalpha() or " " in name:
             if kind in ("password", "pin"):
                 forms.append((_TO, "bare"))
             forms.append((_PROSE, "prose"))
