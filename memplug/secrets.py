@@ -1,26 +1,36 @@
-"""Secret-looking strings: well-known key and token shapes, found before text is injected.
+"""Secrets in text that leaves memplug: key shapes, and credentials people name.
 
-Defence in depth, not a guarantee. The assembler omits any line in which
-:func:`find_secrets` finds something (reason ``redacted``), so a key that reached the
-event log is not pasted back into the model's context by memplug. A secret with no
-recognisable shape (a bare password, a key of an unknown service) is not found; the
-guarantee that text never reaches the log at all is ``<private>…</private>``.
+Defence in depth, not a guarantee. Whatever memplug hands to a model (the injected
+message, work records, MCP results) or to another machine (sync) goes through
+:func:`find_secrets`, and each span it finds is replaced by a marker naming its kind
+(``[redacted:password]``) while the rest of the sentence stays. Three families:
 
-Why a pattern list rather than ``detect-secrets``: this runs on the pre-step path,
-whose whole budget is 25 ms at p95. Measured here, ``detect-secrets`` 1.5 takes about
-130–200 ms to import (it pulls in ``requests``) and ~1.3 ms a line with its default
-plugins, and its entropy and keyword plugins flag ordinary prose; this module scans a
-3,000-token message in well under a millisecond. The patterns follow the provider
-prefixes documented by the services themselves and collected by gitleaks and
-detect-secrets; each is anchored on a literal prefix or keyword so a miss costs one
-substring test (see ``docs/security.md`` for the list and its limits).
+* **shapes**: provider keys and tokens with a documented prefix (``ghp_``, ``AKIA``,
+  ``sk-ant-`` …), JWTs, private-key blocks, ``user:pass@`` in URLs;
+* **named values**: a value that a credential word or name points at — "the staging
+  password is hunter2", "the pw for the router is …", "my pin is 4711", "密码是 …",
+  ``PGPASSWORD=…``, ``db_password: "…"``, ``--password …``, ``Authorization: …``;
+* **command flags** whose value is a credential only for one tool: ``mysql -pX``,
+  ``sshpass -p X``, ``docker login -p X``, ``curl -u user:X``, ``aws configure set``.
+
+Text cut to a length before it leaves (a search snippet, a quote, an expand chunk) is
+cut where :func:`clear_cut` allows, never between a secret and its name. A password
+nobody names ("use hunter2 tomorrow") has no mark to find; the guarantee that text never
+reaches the log at all is ``<private>…</private>`` (docs/security.md).
+
+Why a hand-written list rather than ``detect-secrets``: this runs on the pre-step path,
+whose whole budget is 25 ms at p95. ``detect-secrets`` 1.5 takes 130–200 ms to import
+and ~1.3 ms a line, and its entropy and keyword plugins flag ordinary prose. Every rule
+here is gated by a substring test on the lowered text, and every pattern is compiled on
+its first use: a 3,000-token message scans in under a millisecond unless it is full of
+credentials (``python -m bench.secrets``).
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 
 from msgspec import Struct
@@ -42,7 +52,12 @@ class _Rule(Struct, frozen=True):
     # Lower-case substrings one of which must occur for the pattern to be tried at all.
     hints: tuple[str, ...]
     # The capture group that holds the secret (0: the whole match).
-    group: int = 0
+    group: int | str = 0
+    # A pattern that must match earlier in the same command (the tool a flag belongs to).
+    tool: str = ""
+    # Matched on the lowered text: a lower-case pattern with a literal start is scanned
+    # for far faster than the same pattern under (?i).
+    anycase: bool = False
 
 
 @cache
@@ -50,33 +65,47 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def _rule(kind: str, pattern: str, hints: tuple[str, ...], group: int = 0) -> _Rule:
-    return _Rule(kind, pattern, hints, group)
+def _rule(
+    kind: str,
+    pattern: str,
+    hints: tuple[str, ...],
+    group: int | str = 0,
+    tool: str = "",
+    anycase: bool = False,
+) -> _Rule:
+    return _Rule(kind, pattern, hints, group, tool, anycase)
 
 
 # Boundaries: a token must not be glued to more token characters on either side, or
 # a hash or identifier that merely contains a prefix would match.
 _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
+# A command-line value: quoted (the quotes are not part of it), or one shell word.
+_V = r"""(?P<v>'[^'\n]{1,200}'|"[^"\n]{1,200}"|[^\s'"|;&<>]{1,200})"""
 
 RULES: tuple[_Rule, ...] = (
     _rule(
         "private_key",
+        # With no END line (a key pasted in part): the base64 lines that follow.
         r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----)?",
+        r"(?:[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:\s+[A-Za-z0-9+/=:,\-]{8,})*)",
         ("private key",),
     ),
     _rule(
         "aws_access_key_id",
-        rf"{_B}(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{{16}}{_E}",
+        # The boundary after the literal: a pattern that starts with a literal is
+        # scanned for in C, and "asia" and "sk" are common in prose.
+        rf"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?<![A-Za-z0-9_\-].{{4}})[A-Z0-9]{{16}}{_E}",
         ("akia", "asia", "abia", "acca", "a3t"),
     ),
     _rule(
         "aws_secret_access_key",
-        r"(?i)aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?['\"]?\s*[:=]\s*['\"]?"
+        r"aws[\w\-.]{0,20}?secret[\w\-.]{0,20}?['\"]?\s*[:=]\s*['\"]?"
         r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         ("secret",),
         group=1,
+        anycase=True,
     ),
     _rule(
         "github_token",
@@ -112,45 +141,448 @@ RULES: tuple[_Rule, ...] = (
     _rule("npm_token", rf"{_B}npm_[A-Za-z0-9]{{36}}{_E}", ("npm_",)),
     _rule("pypi_token", rf"{_B}pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{{50,}}", ("pypi-",)),
     _rule("sendgrid_key", rf"{_B}SG\.[A-Za-z0-9_\-]{{22}}\.[A-Za-z0-9_\-]{{43}}{_E}", ("sg.",)),
-    _rule("twilio_key", rf"{_B}SK[0-9a-f]{{32}}{_E}", ("sk",)),
+    _rule("twilio_key", rf"SK(?<![A-Za-z0-9_\-]..)[0-9a-f]{{32}}{_E}", ("sk",)),
     _rule("shopify_token", rf"{_B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{{32}}{_E}", ("shp",)),
     _rule("digitalocean_token", rf"{_B}do[oprt]_v1_[a-f0-9]{{64}}{_E}", ("_v1_",)),
     _rule("telegram_bot_token", rf"{_B}\d{{8,10}}:AA[A-Za-z0-9_\-]{{33}}{_E}", (":aa",)),
     _rule("azure_storage_key", r"AccountKey=([A-Za-z0-9+/]{60,}={0,2})", ("accountkey=",), group=1),
     _rule(
         "url_credentials",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@'\"]{1,64}:([^\s@/'\"]{3,128})@",
+        r"://[^\s:/@'\"\[\]]{0,64}:([^\s@/'\"\[\]]{3,128})@",
         ("://",),
         group=1,
     ),
+    # A token as the whole user part (git clone https://<token>@github.com/…).
+    _rule("url_credentials", r"://([A-Za-z0-9_\-]{20,128})@", ("://",), group=1),
     _rule(
         "authorization_header",
-        r"(?i)\b(?:authorization\s*[:=]\s*['\"]?\s*(?:bearer|basic|token)|bearer)\s+"
+        r"(?:authorization\s*[:=]\s*['\"]?\s*(?:bearer|basic|token)|bearer)\s+"
         r"([A-Za-z0-9._~+/\-]{16,}=*)",
         ("bearer", "authorization"),
         group=1,
+        anycase=True,
+    ),
+    # Flags that carry a password for one tool only (`-p` is a port to psql and docker
+    # run): the flag is matched, then the tool looked for earlier in the same command.
+    _rule(
+        "password", r"\s-p(?=[^\s-])" + _V, ("mysql", "mariadb"), "v", r"(?i)\b(?:mysql|mariadb)"
+    ),
+    _rule("password", r"sshpass\s+-p\s*" + _V, ("sshpass",), group="v"),
+    _rule(
+        "password",
+        r"\s-p\s+" + _V,
+        ("login",),
+        "v",
+        r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm\s+registry)\s+login\b",
+    ),
+    _rule("password", r"\s-p\s+" + _V, ("mongo",), "v", r"(?i)\bmongo(?:sh|dump|restore)?\b"),
+    _rule("password", r"\s-a\s+" + _V, ("redis-cli",), "v", r"(?i)\bredis-cli\b"),
+    _rule("password", r"\s-w\s+" + _V, ("ldap",), "v", r"(?i)\bldap\w+"),
+    _rule(
+        "password",
+        r"\s-P\s*" + _V,
+        ("sqlcmd", "bcp", "osql", "isql", "zip"),
+        "v",
+        r"(?i)\b(?:sqlcmd|bcp|osql|isql|zip|unzip)\b",
+    ),
+    _rule("password", r"\s-[NP]\s+" + _V, ("ssh-keygen",), "v", r"(?i)\bssh-keygen\b"),
+    _rule(
+        "basic_auth",
+        r"\s(?:-u|--user|-U|--proxy-user|-a|--auth)[\s=]+['\"]?[^\s:'\"\[\]]{1,64}:"
+        r"(?P<v>[^\s'\"]{1,200})",
+        ("curl", "wget", "http", "xh"),
+        "v",
+        r"(?i)\b(?:curl|wget|xh|httpie|https?(?=\s))\b",
+    ),
+    _rule("password", r"-pass(?:in|out)?\s+pass:(?P<v>[^\s'\"]{1,200})", ("pass:",), group="v"),
+    _rule(
+        "password",
+        r"htpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+" + _V,
+        ("htpasswd",),
+        group="v",
     ),
     _rule(
-        "assigned_secret",
-        r"(?i)(?<![A-Za-z0-9])(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|"
-        r"api[_-]?key|apikey|access[_-]?token|auth[_-]?token|secret[_-]?key|private[_-]?key)"
-        r"['\"]?\s*[:=]\s*['\"]?([A-Za-z0-9_\-+/=!@#$%^&*~]{8,128})(?![\w.(\[])",
-        ("pass", "pwd", "secret", "key", "token"),
-        group=1,
+        "password",
+        r"echo\s+(?:-n\s+)?" + _V + r"\s*\|\s*(?:sudo\s+-\w*S|[^\n|]{0,200}--password-stdin)",
+        ("sudo", "password-stdin"),
+        group="v",
     ),
+    _rule(
+        "secret",
+        r"aws\s+configure\s+set\s+(?:[\w.\-]*\.)?"
+        r"(?:aws_secret_access_key|aws_session_token)\s+" + _V,
+        ("configure",),
+        group="v",
+    ),
+    _rule("secret", r"gh\s+secret\s+set\s+\S+\s+(?:--body|-b)[\s=]+" + _V, ("secret",), "v"),
 )
 
 
-def _looks_random(value: str) -> bool:
-    """An assigned value counts only when it mixes character classes: ``hunter2hunter2``
-    or ``Zk8#…`` do, ``get_password`` and ``changeme_later`` do not."""
-    classes = (
-        any(c.islower() for c in value),
-        any(c.isupper() for c in value),
-        any(c.isdigit() for c in value),
-        any(not c.isalnum() and c != "_" for c in value),
+# -- named values: a credential word or name, and the value it points at -------------
+
+# The patterns below are strings, compiled on first use by :func:`_compiled` like the
+# rules': a prompt hook whose text names no credential never pays for them.
+
+# Every keyword below contains one of these (lower case): the whole family is skipped
+# when none occurs.
+_NAME_HINTS = ("pass", "pw", "secret", "token", "key", "auth", "pin", "密码", "口令", "密钥",
+               "秘钥", "令牌", "パスワード")  # fmt: skip
+_KEYWORD = (
+    r"pass[ ](?:phrase|code|word)|(?:api|access|auth|secret|private)[ ](?:key|token)"
+    r"|pin[ ](?:code|number)|pin码|pass|pwd|pw|secret|token|key|auth|pin"
+    r"|密码|口令|密钥|秘钥|令牌|パスワード"
+)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_PARTS = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+"
+_PASSWORD_PARTS = frozenset({"pwd", "pw", "pass", "pswd", "passphrase", "passcode"})
+# Words that end in "pass" without naming one (storepass and keypass do).
+_PASS_WORDS = frozenset("bypass compass encompass surpass overpass underpass trespass".split())
+_CJK_KINDS = {"密码": "password", "pin码": "pin", "口令": "password", "パスワード": "password",
+              "密钥": "secret", "秘钥": "secret", "令牌": "secret"}  # fmt: skip
+# Name parts after the keyword that make the name describe the credential rather than
+# hold it (PASSWORD_MIN_LENGTH, token_budget, --password-file, secret_name).
+_ABOUT = frozenset(
+    "min max length len count limit ttl timeout expiry expires expiration expire age "
+    "lifetime size file path dir directory env var name names type field label input form "
+    "prompt policy rule rules regex pattern hash hashed hasher hashers digest salt rounds "
+    "algorithm algo url uri endpoint header id enabled required reset manager store helper "
+    "provider command cmd stdin source location ref arn version strength hint placeholder "
+    "changed updated created expired usage budget index kind format method mode prefix "
+    "suffix cache scope scopes audience issuer leeway interval validator validators "
+    "validation chars bytes bits encoding history complexity check verify backend class "
+    "module plugin field fields error errors".split()
+)
+# Name parts before it that make the name an operation or a count (get_password,
+# check_password, max_token, next_token: a paging cursor).
+_NOT_HELD = frozenset(
+    "get set check verify validate hash reset forgot forget change update is has show toggle "
+    "generate read ask require requires encrypt decrypt encode decode compare match save "
+    "load fetch retrieve rotate max min num total next page continuation cursor csrf xsrf "
+    "input output prompt completion reasoning special bos eos pad unk sep cls mask start "
+    "end stop count no without bypass".split()
+)
+# A value that is only a pointer at the secret, a placeholder, or the code that reads it.
+_PLACEHOLDERS = frozenset(
+    "password passwd pass pwd secret token changeme changeit redacted example placeholder "
+    "dummy none null nil true false undefined empty required optional string str bytes int "
+    "text sample hidden masked unset notset todo tbd value secretstr secretbytes any number "
+    "boolean bool object dict list".split()
+)
+_PLACEHOLDER_PREFIXES = ("your", "changeme", "change_me", "change-me", "example", "dummy",
+                         "placeholder", "redacted", "fake", "replace", "insert", "enter",
+                         "todo", "xxx", "***")  # fmt: skip
+_FILE_SUFFIXES = (".pem", ".key", ".json", ".txt", ".yaml", ".yml", ".p12", ".pfx",
+                  ".crt", ".env", ".ini", ".cfg", ".conf", ".gpg", ".asc", ".ppk", ".pub",
+                  ".toml")  # fmt: skip
+# Words that follow "the password is" / "password:" in prose about passwords, not in a
+# statement of one ("the password is required", "password: too short").
+_PROSE_WORDS = frozenset(
+    "not no the a an this that these those it its my your our their his her in on at to for "
+    "of from with without by as also still now just only always never already required "
+    "optional correct incorrect wrong right invalid valid empty blank missing set stored "
+    "saved hashed encrypted salted masked hidden shown visible expired old new same "
+    "different weak strong short long too very case sensitive mandatory needed necessary "
+    "reset changed updated rotated revoked generated sent emailed printed logged leaked "
+    "compromised exposed public private secret unknown known available unavailable there "
+    "here what which where how why whatever something anything nothing everything fine ok "
+    "okay good bad great ready done used being been be and or but then so should must will "
+    "would can could may might please see check ask find get use enter type given provided "
+    "handled managed kept located defined configured read written passed checked verified "
+    "validated compared rejected accepted all both each every any some one two three four "
+    "five six seven eight nine ten first last next unique random secure insecure plain "
+    "plaintext cleartext default temporary hardcoded literally actually probably definitely "
+    "exactly simply basically either neither none null nil true false yes "
+    "whose whom who when while because since until unless if else otherwise via per "
+    "into onto over under about above below between through during before after again "
+    "back away out up down off more less most least much many few lot lots enough quite "
+    "rather really fairly pretty kind sort part like unlike than such own other another "
+    "somewhere nowhere anywhere everywhere stuff thing things ones field form box "
+    "prompt dialog screen page link email file env vault manager keychain keyring "
+    "database server account user admin login system app application cluster service "
+    "similar identical easy hard simple complex obvious guessable length characters "
+    "chars digits letters symbols".split()
+)
+_WORD_ENDINGS = ("ed", "ing", "ly", "tion", "sion", "ment", "ness", "able", "ible", "ful",
+                 "less", "ous", "ive", "ity", "ize", "ise", "ance", "ence")  # fmt: skip
+
+_ASSIGN = r"""['"]?[ \t]*(?P<sep>:=|=>|==?|:(?![:/\\])|：|->)[ \t]*"""
+_PROSE = (
+    # "for the staging box", but not across another credential's name.
+    r"(?i)(?:[ \t]+(?:for|of|to|on|at|in)"
+    r"(?:[ \t]+(?![^\s,;:!?=]*(?:pass|pw|pin|secret|token))[^\s,;:!?=]{0,39}"
+    r"[^\s,;:!?=.]){1,4}?)?"
+    r"(?:[ \t]*\([^()\n]{1,40}\))?"
+    r"(?:[ \t]*[:：=]|[ \t]+(?:(?:is|was|are|will[ \t]+be|has[ \t]+been|became)"
+    r"(?:[ \t]+(?:now|still|currently|just))?(?:[ \t]+(?:set|changed|reset|updated))?"
+    r"(?:[ \t]+to)?|(?:set|changed|reset|updated)[ \t]+to))[ \t]*"
+)
+_CJK_SEP = r"[ \t]*(?:(?:是|为|為|は|：|:|=|改成|改为|设为|设置为|换成)[ \t]*){0,2}(?=[!-~])"
+_FLAG_NAME = r"--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*"
+_FLAG_SEP = r"[ \t]*=[ \t]*|[ \t]+"
+_BARE = r"[ \t]+"
+# "set the password to …": the value after "to" counts only when it looks like one.
+_TO = r"(?i)[ \t]+to[ \t]+"
+_PASS_IS = r"(?i)[ \t]+(?:is|was)[ \t]+"
+_SCHEME = r"(?i)(?:bearer|basic|token|digest|bot|oauth|jwt|apikey|negotiate)[ \t]+"
+_VALUE = (
+    r"""(?P<v>"[^"\n]{1,200}"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|“[^”\n]{1,200}”"""
+    # Unquoted, a value stops at a backslash: text holding JSON-escaped code (\n).
+    r"""|[^\s"'`“”\\]{1,200})"""
+)
+_ASCII_VALUE = r"(?P<v>[!-\[\]-~]{1,200})"
+_CLAUSE_END = (
+    r"[ \t]*(?:$|[\n,.;:!?)\]}\"'”，。；！？]|(?:and|but|so|then|or|please|thanks)\b|[-–—]\s)"
+)
+_DIGIT = r"\d"
+_LETTER = r"[^\W\d_]"
+_SYMBOL = r"[^\w.\-]"
+_ENV_NAME = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+_DOTTED = r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+"
+_IDENTIFIER = r"[A-Za-z_]+"
+_HELD_WORDS = ("pass", "pwd", "secret", "token", "key")
+# "hunter2 is the password", "use hunter2 as the pin": the words between a value that
+# comes first and the name.
+_BEFORE = (
+    r"(?i)[ \t]+(?:(?:is|was)[ \t]+(?:the|my|our|your)|as(?:[ \t]+(?:the|my|our|your))?)"
+    r"(?:[ \t]+[\w-]+){0,2}[ \t]+"
+)
+_WORD = r"[^\s\"']+"
+
+
+def _name_kind(name: str) -> str | None:
+    """The kind of credential an identifier, flag, header or word names, if it holds one:
+    ``PGPASSWORD`` and ``dbPassword`` do, ``PASSWORD_MIN_LENGTH`` and ``get_password``
+    do not."""
+    if name in ("PWD", "OLDPWD"):  # the shell's working directory
+        return None
+    parts = [p.lower() for p in _compiled(_PARTS).findall(name)]
+    for i, part in enumerate(parts):
+        after = parts[i + 1] if i + 1 < len(parts) else ""
+        if (
+            "password" in part
+            or "passwd" in part
+            or part in _PASSWORD_PARTS
+            or (part.endswith("pass") and part not in _PASS_WORDS)
+        ):
+            kind = "password"
+        elif part in ("pin", "pincode"):
+            kind = "pin"
+        elif part == "authorization":
+            kind = "authorization_header"
+        elif part.endswith(("secret", "token")) or part in ("apikey", "privatekey"):
+            kind = "secret"
+        elif part in ("api", "private", "access", "auth", "signing", "encryption", "master"):
+            if after != "key":
+                continue
+            kind, i = "secret", i + 1
+        else:
+            continue
+        if _ABOUT.intersection(parts[i + 1 :]) or _NOT_HELD.intersection(parts[:i]):
+            return None
+        return kind
+    return None
+
+
+def _named_values(text: str, lowered: str) -> Iterator[_Found]:
+    done = 0
+    for hit in _scan(_KEYWORD, text, lowered):
+        if hit.start() < done:
+            continue
+        start, end = hit.start(), hit.end()
+        if " " not in hit.group() and hit.group().isascii():
+            while start > 0 and end - start < 64 and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            while end < len(text) and end - start < 128 and text[end] in _NAME_CHARS:
+                end += 1
+            while end > start and text[end - 1] in ".-":
+                end -= 1
+            while start < end and text[start] == ".":
+                start += 1
+        done = max(end, hit.end())
+        name = text[start:end]
+        kind = _CJK_KINDS.get(name.lower()) or _name_kind(name)
+        if kind is None:
+            continue
+        # Both sides: "hunter2 is the password, hunter3 the pin" names one of each.
+        before = _value_before(text, start, name, kind)
+        if before is not None:
+            yield before, before.start, end
+        after = _value_after(text, end, name, kind)
+        if after is not None:
+            done = max(done, after.end)
+            # A quoted value is found only with its closing quote: that belongs to it.
+            closing = after.end < len(text) and text[after.end] in "\"'`”"
+            yield after, start, after.end + closing
+
+
+def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
+    """The value that follows a credential name, tried in the forms a name takes: a flag,
+    an assignment, a sentence ("the pw for staging is …"), or the bare next word."""
+    if name.lower() in _CJK_KINDS:
+        forms = [(_CJK_SEP, "cjk")]
+    elif name.startswith("-"):
+        # A flag's name is lower case (-storepass, --db-password); -pS3cretPw is a
+        # password glued to its flag, which the tool's own rule finds.
+        if not _compiled(_FLAG_NAME).fullmatch(name):
+            return None
+        forms = [(_FLAG_SEP, "flag")]
+    else:
+        forms = [(_ASSIGN, "assign")]
+        if name.lower() == "pass":
+            # A verb and a test status (PASS: test_x) far more often than a name: only
+            # "the db pass is pa55word", with a value shaped like one.
+            forms.append((_PASS_IS, "bare"))
+        elif name.isalpha() or " " in name:
+            if kind in ("password", "pin"):
+                forms.append((_TO, "bare"))
+            forms.append((_PROSE, "prose"))
+            if kind in ("password", "pin"):
+                forms.append((_BARE, "bare"))
+    for sep, form in forms:
+        found = _compiled(sep).match(text, at)
+        if found is None:
+            continue
+        policy = form
+        if form == "assign":
+            spaced = found.group() != found.group().strip()
+            policy = {":": "colon", "：": "colon", "=": "code" if spaced else "env"}.get(
+                found.group("sep"), "code"
+            )
+            if policy == "colon" and name.lower() == "pass":
+                policy = "quoted"
+        pos = found.end()
+        if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, pos)):
+            pos = scheme.end()
+        value = _compiled(_ASCII_VALUE if form == "cjk" else _VALUE).match(text, pos)
+        if value is None:
+            continue
+        span = _accepted(text, value.start("v"), value.end("v"), kind, policy)
+        if span is not None:
+            return span
+    return None
+
+
+def _value_before(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
+    if kind not in ("password", "pin") or not name.isalpha() or name.lower() == "pass":
+        return None
+    head = text[max(0, at - 48) : at].lower()
+    if " is " not in head and " was " not in head and " as " not in head:
+        return None
+    words = list(_compiled(_WORD).finditer(text, max(0, at - 120), at))
+    for word in reversed(words[-5:-1]):
+        if _compiled(_BEFORE).fullmatch(text, word.end(), at):
+            return _accepted(text, word.start(), word.end(), kind, "bare")
+    return None
+
+
+def _accepted(text: str, start: int, end: int, kind: str, policy: str) -> SecretSpan | None:
+    """The span of the credential in ``text[start:end]`` (quotes, a sentence's closing
+    punctuation and an authorization scheme taken off), if it can be one under ``policy``."""
+    # Backticks mark code, not a quoted value: the checks for code still apply.
+    quoted = text[start] in "\"'“" and end - start >= 2
+    if quoted or (text[start] == "`" and end - start >= 2):
+        start, end = start + 1, end - 1
+    else:
+        # After 密码是, an ASCII "!" is the password's; a sentence there ends in "！".
+        closing = "，。；！？" if policy == "cjk" else ".,;:!?)]}>*'\"”，。；！？"
+        while end > start and text[end - 1] in closing:
+            end -= 1
+    if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, start, end)):
+        start = scheme.end()
+    value = text[start:end]
+    if _plausible(value, kind, policy, quoted, text[end : end + 12]):
+        return SecretSpan(start, end, kind)
+    return None
+
+
+def _plausible(value: str, kind: str, policy: str, quoted: bool, after: str) -> bool:
+    if not 4 <= len(value) <= 200 or _pointer(value, quoted) or (policy == "quoted" and not quoted):
+        return False
+    if kind == "pin":
+        return value.isascii() and value.isdigit() and len(value) <= 12
+    has_digit = _compiled(_DIGIT).search(value) is not None
+    has_alpha = _compiled(_LETTER).search(value) is not None
+    strong = (has_digit and has_alpha) or _compiled(_SYMBOL).search(value) is not None
+    if kind == "secret":
+        # Keys and tokens are long and random: a count or a word after "token" is not one.
+        return has_alpha and (strong or (len(value) >= 8 and (quoted or policy in _VALUE_SLOTS)))
+    if strong or value.isdigit():
+        return True
+    if policy == "bare" or (policy == "code" and not quoted) or "_" in value:
+        return False
+    # One word: a password when the name's slot holds it, or the sentence ends on it.
+    lowered = value.lower()
+    if lowered in _PROSE_WORDS or lowered.endswith(_WORD_ENDINGS):
+        return False
+    return quoted or policy in _VALUE_SLOTS or bool(_compiled(_CLAUSE_END).match(after))
+
+
+# Forms whose next word can only be the value: NAME=…, --flag …, 密码是 ….
+_VALUE_SLOTS = frozenset({"env", "flag", "cjk"})
+
+
+def _pointer(value: str, quoted: bool) -> bool:
+    """``value`` names where the secret is, or stands in for one: a variable, a
+    placeholder, a mask, a URL, a file, or the code that reads it."""
+    lowered = value.lower()
+    if value[0] in "$%<{[(*#&@!\\" or "://" in value or "{{" in value or "xxxx" in lowered:
+        return True
+    if lowered in _PLACEHOLDERS or lowered.startswith(_PLACEHOLDER_PREFIXES):
+        return True
+    if not set(lowered) - set("*x•●·._-#?"):
+        return True
+    if quoted:
+        return False
+    return bool(
+        "(" in value
+        or ")" in value
+        or "[" in value
+        or value.startswith(("/", "~/", "./", "../"))
+        or lowered.endswith(_FILE_SUFFIXES)
+        # settings.API_KEY, config.db.password; not hvs.CAESIJ9x8y7z6 (a Vault token).
+        or (_compiled(_DOTTED).fullmatch(value) is not None and not _mixed_segment(value))
+        # A variable named after what it holds (db_pass, dbPassword, github_token).
+        or (
+            _compiled(_IDENTIFIER).fullmatch(value) is not None
+            and ("_" in value or not value[1:].islower())
+            and any(h in lowered for h in _HELD_WORDS)
+        )
     )
-    return sum(classes) >= 2
+
+
+def _scan(pattern: str, text: str, lowered: str) -> Iterator[re.Match[str]]:
+    """Matches of a lower-case ``pattern`` in ``text``, any case: found in ``lowered``
+    when lowering kept every offset (it nearly always does), else under (?i)."""
+    if len(lowered) == len(text):
+        return _compiled(pattern).finditer(lowered)
+    return _compiled("(?i)" + pattern).finditer(text)
+
+
+def _tool_at(text: str, at: int, tool: str) -> int:
+    """Where ``tool`` is named in the command that ``text[at]`` belongs to (the same line
+    and pipeline stage, at most 300 characters back), or -1."""
+    stage = max(text.rfind(c, max(0, at - 300), at) for c in "\n|;&") + 1
+    # The flag patterns start at the blank before the flag: it ends the tool's name.
+    named = _compiled(tool).search(text, max(stage, at - 300), at + 1)
+    return -1 if named is None else named.start()
+
+
+def _mixed_segment(value: str) -> bool:
+    """A part of a dotted value looks generated (a Vault ``hvs.CAES…`` token), not like
+    a name (``env.AUTH0_CLIENT_SECRET``)."""
+    return any(
+        _compiled(_DIGIT).search(part) is not None
+        and _compiled(_LETTER).search(part) is not None
+        and not _compiled(_ENV_NAME).fullmatch(part)
+        for part in value.split(".")
+    )
+
+
+# Every hint, tested once per text.
+_HINTS = frozenset(_NAME_HINTS).union(*(rule.hints for rule in RULES))
+
+
+# -- the scan ---------------------------------------------------------------------------
 
 
 def find_secrets(text: str) -> list[SecretSpan]:
@@ -158,24 +590,47 @@ def find_secrets(text: str) -> list[SecretSpan]:
 
     Linear in ``len(text)`` for each rule whose hint occurs; nothing backtracks beyond
     a bounded quantifier."""
+    return _merge([found[0] for found in _find(text)])
+
+
+# A secret, and the stretch of text that makes it one: the value with its name, the
+# words between them, or the tool its flag belongs to.
+_Found = tuple[SecretSpan, int, int]
+
+
+def _find(text: str) -> list[_Found]:
     if not text:
         return []
     lowered = text.lower()
-    spans: list[SecretSpan] = []
+    present = {hint for hint in _HINTS if hint in lowered}
+    if not present:
+        return []
+    found: list[_Found] = []
     for rule in RULES:
-        if not any(hint in lowered for hint in rule.hints):
+        if present.isdisjoint(rule.hints):
             continue
-        for match in _compiled(rule.pattern).finditer(text):
-            value = match.group(rule.group)
-            if rule.kind == "assigned_secret" and not _looks_random(value):
+        if rule.anycase:
+            matches = _scan(rule.pattern, text, lowered)
+        else:
+            matches = _compiled(rule.pattern).finditer(text)
+        for match in matches:
+            start, end = match.span(rule.group)
+            reach = _tool_at(text, match.start(), rule.tool) if rule.tool else match.start()
+            if reach < 0:
                 continue
-            spans.append(SecretSpan(match.start(rule.group), match.end(rule.group), rule.kind))
-    return _merge(spans)
+            if text[start] in "'\"" and end - start >= 2:
+                start, end = start + 1, end - 1
+            if rule.group and _pointer(text[start:end], quoted=False):
+                continue
+            found.append((SecretSpan(start, end, rule.kind), reach, match.end()))
+    if not present.isdisjoint(_NAME_HINTS):
+        found.extend(_named_values(text, lowered))
+    return found
 
 
 def secret_lines(lines: Sequence[str]) -> set[int]:
     """Indexes of the ``lines`` that hold a secret, from one scan of their joined text
-    (a scan per line repeats the hint tests for each; this is the assembler's path)."""
+    (a scan per line repeats the hint tests for each)."""
     found: set[int] = set()
     spans = find_secrets("\n".join(lines))
     if not spans:
@@ -193,18 +648,63 @@ def secret_lines(lines: Sequence[str]) -> set[int]:
 
 def redact_secrets(text: str, marker: str = "[redacted]", *, named: bool = False) -> str:
     """``text`` with every secret span replaced by ``marker`` (for logs and messages);
-    ``named`` makes each marker name the kind it withheld (``[redacted:aws_access_key]``)."""
+    ``named`` makes each marker name the kind it withheld (``[redacted:password]``)."""
+    return _replace(text, find_secrets(text), None if named else marker)
+
+
+# How far around a cut a secret that it splits can reach: a name and the words after it
+# before the value, and the value itself.
+_REACH_BEFORE = 400
+_REACH_AFTER = 256
+
+
+def clear_cut(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start`` and ``end`` moved so that ``text[start:end]`` cuts no secret, nor what
+    makes it one, in two: an edge inside a secret or between it and its name ("the
+    password is | hunter2") moves past both (a start to their end, an end to their
+    start), so a window holds each secret whole and named — to be withheld — or not at
+    all. Only the text near each edge is scanned; a secret longer than the reach (a
+    private key block) can still be cut."""
+    if 0 < start < len(text):
+        start = _edge(text, start, to_end=True)
+    if start < end < len(text):
+        end = max(start, _edge(text, end, to_end=False))
+    return start, end
+
+
+def _edge(text: str, at: int, *, to_end: bool) -> int:
+    low = max(0, at - _REACH_BEFORE)
+    moved = at
+    for span, reach_start, reach_end in _find(text[low : at + _REACH_AFTER]):
+        first, last = min(span.start, reach_start) + low, max(span.end, reach_end) + low
+        if first < at < last:
+            moved = max(moved, last) if to_end else min(moved, first)
+    return moved
+
+
+def withhold(text: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` with each secret replaced by a marker naming its kind, and the kinds
+    withheld (sorted, once each): what leaves memplug for a model."""
+    spans = find_secrets(text)
+    if not spans:
+        return text, ()
+    return _replace(text, spans, None), tuple(sorted({s.kind for s in spans}))
+
+
+def _replace(text: str, spans: list[SecretSpan], marker: str | None) -> str:
     out, last = [], 0
-    for span in find_secrets(text):
+    for span in spans:
         out.append(text[last : span.start])
-        out.append(f"[redacted:{span.kind}]" if named else marker)
+        out.append(f"[redacted:{span.kind}]" if marker is None else marker)
         last = span.end
     out.append(text[last:])
     return "".join(out)
 
 
 # Shapes that a specific rule may also match: the specific kind names the span.
-_GENERIC = frozenset({"assigned_secret", "authorization_header", "url_credentials"})
+_GENERIC = frozenset(
+    {"password", "pin", "secret", "basic_auth", "authorization_header", "url_credentials"}
+)
 
 
 def _merge(spans: list[SecretSpan]) -> list[SecretSpan]:

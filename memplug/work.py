@@ -7,7 +7,8 @@ part of it (see docs/assembly.md, "Work"):
 
 * from the call: the tool, and one field of its input — the file path of a
   Read/Edit/Write/MultiEdit/NotebookEdit, the first line of a Bash command, the pattern
-  of a Grep/Glob, the description of a Task (subagent) — clipped to one short line;
+  of a Grep/Glob, the description of a Task (subagent) — clipped to one short line,
+  with any credential in it replaced by a marker (``PGPASSWORD=[redacted:password]``);
 * from the result: the outcome (ok, failed, interrupted, timed out) and an exit code
   read from the result's first characters. Never the text of the tool's output.
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from memplug.secrets import redact_secrets
 from memplug.store.events import EventRow
 from memplug.store.ports import Storage
 from memplug.store.work import WorkRow
@@ -112,7 +114,9 @@ def describe(tool: str, text: str, cwd: str | None) -> tuple[str, str]:
         value = first_line(value)
     elif keys is _FILE_KEYS:
         value = relative(value, cwd)
-    return action, clip(" ".join(value.split()))
+    # Withheld before the clip, which could cut a secret short of its recognisable shape;
+    # the record, its index words and every line quoting it then never hold the value.
+    return action, clip(redact_secrets(" ".join(value.split()), named=True))
 
 
 def _plain_value(text: str, path: bool) -> str | None:

@@ -541,10 +541,13 @@ def test_every_line_of_the_text_is_accounted_for(locale: str) -> None:
     assert sorted(lines) == sorted(e.line for e in result.included)
 
 
-def test_a_line_holding_a_key_is_left_out_as_redacted() -> None:
+def test_a_key_is_withheld_from_its_line_and_a_bare_key_line_left_out() -> None:
     leaked = ev(40, "Remember: the deploy token is ghp_" + "a1B2" * 9 + " for CI.")
-    result = run(Candidates(events=(leaked, CARD_EVENT)))
-    assert reasons(result)["s1:40"] == "redacted"
+    bare = ev(41, "ghp_" + "c3D4" * 9)
+    result = run(Candidates(events=(leaked, bare, CARD_EVENT)))
+    assert "- [ev :40] Remember: the deploy token is [redacted:github_token] for CI." in result.text
+    assert "withheld:github_token" in next(e.why for e in result.included if e.ref == "s1:40")
+    assert reasons(result)["s1:41"] == "redacted"
     assert "ghp_" not in result.text
     # The redacted line was quotable too: the role its group shares is in the heading.
     assert "### [ev s1] user\n- [ev :13] Whoa" in result.text

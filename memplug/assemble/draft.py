@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from memplug.assemble.models import (
     IN_CORE,
@@ -18,11 +20,16 @@ from memplug.assemble.models import (
 from memplug.assemble.render import VisibleText
 from memplug.messages import TokenMeter
 from memplug.retrieve.precision import CARRIED
-from memplug.secrets import find_secrets
+from memplug.secrets import withhold
 from memplug.text import estimate_tokens
 
 if TYPE_CHECKING:
     pass
+
+# Labels (`[ev s1:4]`) and markers (`[redacted:password]`): a line that holds nothing
+# else once its secrets are withheld is not worth quoting.
+_LABELS = re.compile(r"\[[^\]\n]*\]")
+_MEANING = re.compile(r"[^\W_]")
 
 
 class Meter:
@@ -74,7 +81,7 @@ class Draft(Struct):
         position: int = 0,
     ) -> bool:
         """Include ``line`` if it fits (opening its section costs the title once, and
-        opening its group, its heading once)."""
+        opening its group, its heading once), with any secret in it withheld."""
         if self.visible and self._shown(line, group):
             # The same line of an earlier injection is still in the model's context.
             self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))
@@ -82,17 +89,36 @@ class Draft(Struct):
         tokens = self.meter(line + "\n")
         entry = Entry(ref, section, line, tokens, kind, score, why, group, position)
         if not self._fits(entry, title):
-            self.deferred.append((len(self.omitted), section, title, entry))
-            self.omitted.append(
-                Omission(ref, section, OVER_BUDGET, score, f"{entry.tokens} tokens")
-            )
+            return self._defer(entry, title)
+        withheld = self._withheld(entry)
+        if isinstance(withheld, Omission):
+            self.omitted.append(withheld)
             return False
-        redacted = self._redacted(entry)
-        if redacted is not None:
-            self.omitted.append(redacted)
-            return False
+        if withheld is not entry:
+            return self._offer_withheld(withheld, title)
         self._take(entry, title)
         return True
+
+    def _offer_withheld(self, entry: Entry, title: str) -> bool:
+        """A line with its secrets withheld: shown already, or no longer fitting (a marker
+        can cost more than the value), it is left out like any other line."""
+        if self.visible and self._shown(entry.line, entry.group):
+            self.omitted.append(
+                Omission(entry.ref, entry.section, VISIBLE, entry.score, "line already shown")
+            )
+            return False
+        if not self._fits(entry, title):
+            return self._defer(entry, title)
+        self._take(entry, title)
+        return True
+
+    def _defer(self, entry: Entry, title: str) -> bool:
+        """Leave ``entry`` out for the budget alone: a top-up may still take it."""
+        self.deferred.append((len(self.omitted), entry.section, title, entry))
+        self.omitted.append(
+            Omission(entry.ref, entry.section, OVER_BUDGET, entry.score, f"{entry.tokens} tokens")
+        )
+        return False
 
     def top_up(self, extra: int) -> None:
         """Give ``extra`` tokens back and take, in order, the deferred lines that now fit."""
@@ -101,10 +127,12 @@ class Draft(Struct):
         for index, _, title, entry in self.deferred:
             if not self._fits(entry, title):
                 continue
-            redacted = self._redacted(entry)
-            if redacted is None:
-                self._take(entry, title)
-            changed[index] = redacted
+            withheld = self._withheld(entry)
+            if isinstance(withheld, Omission):
+                changed[index] = withheld
+            elif self._fits(withheld, title):
+                self._take(withheld, title)
+                changed[index] = None
         if changed:
             kept: list[Omission] = []
             for i, omission in enumerate(self.omitted):
@@ -136,14 +164,18 @@ class Draft(Struct):
             self.groups.add(entry.group)
         self.entries.append(entry)
 
-    @staticmethod
-    def _redacted(entry: Entry) -> Omission | None:
+    def _withheld(self, entry: Entry) -> Entry | Omission:
+        """``entry`` itself when its line holds no secret; else the line with each secret
+        replaced by a marker naming its kind (re-metered, the kinds in its ``why``), or an
+        omission ``redacted`` when nothing but the secret and its label would be left."""
         # Scanned only once a line would be taken: most candidates never get that far.
-        secrets = find_secrets(entry.line)
-        if not secrets:
-            return None
-        kinds = ", ".join(sorted({s.kind for s in secrets}))
-        return Omission(entry.ref, entry.section, REDACTED, entry.score, kinds)
+        line, kinds = withhold(entry.line)
+        if not kinds:
+            return entry
+        if not _MEANING.search(_LABELS.sub("", line)):
+            return Omission(entry.ref, entry.section, REDACTED, entry.score, ", ".join(kinds))
+        why = f"{entry.why} withheld:{','.join(kinds)}".strip()
+        return replace(entry, line=line, tokens=self.meter(line + "\n"), why=why)
 
     def answered(self) -> bool:
         """Something in memory answers the step's request: a memory item, raw evidence or

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from memplug.assemble.models import OMISSION_REASONS, ItemCandidate, TaskLine
 from memplug.messages import Message
 from memplug.refs import event_ref
+from memplug.secrets import clear_cut
 from memplug.text import normalize_text
 from memplug.vocab import GENERATED_TEXT_PREFIXES
 
@@ -227,7 +228,9 @@ def snippet(text: str, limit: int) -> str:
     flat = one_line(text)
     if len(flat) <= limit:
         return flat
-    return flat[: max(1, limit - 1)].rstrip() + "…"
+    # Not inside a secret: a cut piece of one no longer has the shape that withholds it.
+    _, end = clear_cut(flat, 0, max(1, limit - 1))
+    return flat[:end].rstrip() + "…"
 
 
 # A fenced block (``` or ~~~) or a run of "> " lines in an assistant message: how an

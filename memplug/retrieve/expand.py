@@ -20,6 +20,7 @@ from memplug.retrieve.models import (
     TextRange,
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
+from memplug.secrets import clear_cut
 from memplug.store.search import EventCandidate, EventScope, Snapshot
 from memplug.text import clip
 
@@ -165,7 +166,12 @@ class Expander:
             begin = start_offset if index == start_index else 0
             begin = min(begin, len(full))
             take = min(budget, len(full) - begin)
-            end = begin + take
+            # A chunk does not end inside a secret (the next one starts with it whole);
+            # unless the secret starts the chunk, which must still make progress.
+            end = clear_cut(full, begin, begin + take)[1]
+            if end == begin:
+                end = begin + take
+            take = end - begin
             events.append(expanded(event, full, begin, end, anchor=event.id == anchor.id))
             budget -= take
             if end < len(full) or (budget <= 0 and index + 1 < len(window)):
@@ -206,7 +212,7 @@ class Expander:
         budget = max_chars
         for event in self.store.events_by_refs(list(ranked.source_refs)):
             full = self.full_text(event)
-            take = min(budget, len(full))
+            take = clear_cut(full, 0, min(budget, len(full)))[1]
             events.append(expanded(event, full, 0, take, anchor=True))
             budget -= take
         reasons = set()

@@ -17,6 +17,7 @@ from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token
+from memplug.secrets import clear_cut
 from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
@@ -252,6 +253,8 @@ def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
     start = 0 if at < 0 else max(0, at - SNIPPET_CHARS // 4)
     end = min(len(flat), start + SNIPPET_CHARS)
     start = max(0, end - SNIPPET_CHARS)
+    # Not inside a secret: a cut piece of one no longer has the shape that withholds it.
+    start, end = clear_cut(flat, start, end)
     body = flat[start:end]
     return ("…" if start else "") + body + ("…" if end < len(flat) else ""), True
 
