@@ -61,6 +61,20 @@ def latest_validation(memory: Opened, session_id: str | None = None) -> dict[str
     return record.as_dict(memory.config.validation.max_repair_attempts)
 
 
+def sync_status(store: Storage) -> dict[str, Any] | None:
+    """Where this database syncs and which projects it shares; None when it does not."""
+    remote = store.sync.remote()
+    if remote is None:
+        return None
+    return {
+        "url": remote.url,
+        "origin": remote.origin,
+        "last_sync_at": remote.last_sync_at,
+        "projects": [{"project": p.project, "unpushed": p.unpushed} for p in store.sync.projects()],
+        **store.sync.summary(),
+    }
+
+
 def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
     store = memory.store
     path = store.path
@@ -93,6 +107,8 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
         "semantic": memory.semantic.status(),
         # Where each host transcript was last read (Claude Code hooks).
         "host_cursors": store.hosts.cursors(),
+        # Team memory (docs/sync.md): the server, this machine's origin, shared projects.
+        "sync": sync_status(store),
         "latest_errors": store.events.latest_errors(),
         "integrity": store.integrity_check() if check_integrity else None,
         "config_file": memory.loaded.file,
