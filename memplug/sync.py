@@ -53,6 +53,9 @@ class SyncReport(Struct):
     conflicts: int = 0
     purges_applied: int = 0
     purges_sent: int = 0
+    # Pulled events this file already held with the same content (a session both
+    # machines captured); a cursor that delivered a row twice would show up here.
+    already_held: int = 0
     sessions: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
@@ -207,7 +210,7 @@ def _pull(
 def _take_page(memory: Memory, remote: Remote, page: list[PulledEvent], report: SyncReport) -> None:
     """Capture one page of pulled events and move the cursor past it, in one transaction
     (a rerun after a crash reads the page again; capture ignores what it already has)."""
-    events, new_sessions = [], []
+    events, new_sessions, conflicts = [], [], 0
     events_store = memory.store.events
     seen: dict[str, bool] = {}
     with memory.store.write_transaction():
@@ -220,6 +223,7 @@ def _take_page(memory: Memory, remote: Remote, page: list[PulledEvent], report: 
             held = events_store.get(local, item.seq) if seen[local] else None
             if held is not None:
                 if outgoing(memory, held, item.session_key)[1] != item.content_hash:
+                    conflicts += 1
                     report.conflicts += memory.store.sync.add_conflict(
                         local, item.seq, item.origin, item.content_hash, item.body
                     )
@@ -230,6 +234,7 @@ def _take_page(memory: Memory, remote: Remote, page: list[PulledEvent], report: 
         memory.store.sync.mark_pulled(new_sessions)
         memory.store.sync.set_cursors(pull=page[-1].cursor)
     report.pulled += result.new
+    report.already_held += len(page) - len(events) - conflicts + result.present
     report.sessions.update(result.sessions)
 
 

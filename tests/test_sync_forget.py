@@ -5,7 +5,6 @@ server. Checked by grepping the SQLite files and a pg_dump of the server."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from pg_server import PgServer, pg_server, pg_url, postgres
@@ -106,8 +105,14 @@ def test_secrets_and_private_spans_never_reach_the_server(
             f"aws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}",
         ),
         line("s1", 3, f"my diary <private>{PLANTED}</private> ends"),
-        line("s1", 4, "tool output", type="tool/result", role="tool",
-             content=[{"type": "text", "text": f"export GH={GITHUB}"}]),
+        line(
+            "s1",
+            4,
+            "tool output",
+            type="tool/result",
+            role="tool",
+            content=[{"type": "text", "text": f"export GH={GITHUB}"}],
+        ),
     )
     assert len(GITHUB) == 40 and len(AWS_SECRET) == 40
     assert a.sync()["pushed"] == 4
