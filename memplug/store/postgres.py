@@ -19,6 +19,7 @@ alone), so a push can never slip a purged session back in behind the purge.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -74,6 +75,10 @@ _COVERED = (
     "AND (t.before_epoch IS NULL OR {row}.event_epoch < t.before_epoch))"
 )
 _INCOMING = "session_key, seq, origin, project, event_epoch, content_hash, body"
+
+# psycopg logs what it ignores while closing a broken COPY; the error that caused it is
+# already the one line memplug prints.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 class SyncError(MemplugError):
