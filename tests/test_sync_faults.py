@@ -4,6 +4,7 @@ line; a rerun completes; nothing is lost or duplicated. Hooks never touch the ne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -66,10 +67,8 @@ class Proxy:
         except OSError:
             pass
         for sock in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     def url(self, server: PgServer, dbname: str) -> str:
@@ -77,19 +76,15 @@ class Proxy:
 
     def stop_listening(self) -> None:
         # shutdown wakes the thread blocked in accept(); close alone would not.
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
 
     def close(self) -> None:
         self.stop_listening()
         for sock in self.sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.close()
-            except OSError:
-                pass
 
 
 @pytest.fixture
