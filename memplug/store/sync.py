@@ -76,7 +76,10 @@ class SyncStore:
         return Remote(*row) if row else None
 
     def set_remote(self, url: str, origin: str) -> None:
-        """Point at a server; a new server starts both pull cursors again."""
+        """Point at a server, which is then read and written from its start: both pull
+        cursors and every project's push mark begin again (capture and the server skip
+        what they already hold)."""
+        self.conn.execute("UPDATE sync_projects SET pushed_id = 0")
         self.conn.execute(
             "INSERT INTO sync_remote (id, url, origin, created_at) VALUES (1, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET url = excluded.url, origin = excluded.origin, "
