@@ -191,21 +191,6 @@ def test_status_says_what_is_shared_and_where(
     assert "shared     shop\n" in text
 
 
-def test_init_refuses_a_password_in_the_url(cli: Cli, db_path: Path, pg_url: str) -> None:
-    result = cli("--db", str(db_path), "sync", "init", pg_url + " password=hunter2")
-    assert result.returncode == 2
-    assert result.stderr.startswith("Error: the URL holds a password")
-    assert "hunter2" not in db_path.read_bytes().decode("latin-1") if db_path.exists() else True
-
-
-def test_sync_before_init_is_a_usage_error(cli: Cli, db_path: Path) -> None:
-    result = cli("--db", str(db_path), "sync")
-    assert result.returncode == 2
-    assert result.stderr == "Error: no sync server: run `memory sync init URL` first\n"
-    result = cli("--db", str(db_path), "share", "--project", "shop")
-    assert result.returncode == 2
-
-
 def test_the_password_is_stored_nowhere(
     machines: Callable[..., Machine], pg_server: PgServer
 ) -> None:

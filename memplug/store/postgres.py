@@ -118,15 +118,24 @@ class PulledTombstone(Struct, frozen=True):
     origin: str
 
 
+def _driver() -> Any:
+    """psycopg, or a one-line error naming the extra that installs it."""
+    try:
+        import psycopg
+        import psycopg.conninfo
+    except ImportError:
+        raise UsageError("sync needs the PostgreSQL driver: pip install 'memplug[sync]'") from None
+    return psycopg
+
+
 def check_url(url: str) -> str:
     """``url`` as a libpq connection string, refused when it holds a password: memplug
     stores the string, and the password belongs in PGPASSWORD, ~/.pgpass or a service
     file."""
-    from psycopg.conninfo import conninfo_to_dict
-
+    psycopg = _driver()
     try:
-        params = conninfo_to_dict(url)
-    except Exception as error:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as error:
         raise UsageError(f"not a PostgreSQL connection string: {_first_line(error)}") from None
     if params.get("password"):
         raise UsageError(
@@ -143,9 +152,7 @@ def _first_line(error: BaseException) -> str:
 
 def where(url: str) -> str:
     """``host:port/dbname`` of a connection string, for messages and status."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(url)
+    params = _driver().conninfo.conninfo_to_dict(url)
     host = params.get("host") or params.get("hostaddr") or "localhost"
     return f"{host}:{params.get('port') or 5432}/{params.get('dbname') or params.get('user') or ''}"
 
@@ -159,8 +166,7 @@ class Server:
 
     @classmethod
     def connect(cls, url: str, *, timeout_s: int = 10) -> Server:
-        import psycopg
-
+        psycopg = _driver()
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout_s)
         except psycopg.Error as error:
@@ -172,8 +178,7 @@ class Server:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        import psycopg
-
+        psycopg = _driver()
         try:
             yield
         except psycopg.Error as error:

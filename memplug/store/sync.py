@@ -42,8 +42,6 @@ class SharedProject(Struct, frozen=True):
     project: str
     pushed_id: int
     shared_at: str
-    sessions: int
-    events: int
     unpushed: int
 
 
@@ -115,25 +113,13 @@ class SyncStore:
 
     def projects(self) -> list[SharedProject]:
         rows = self.conn.execute(
-            "SELECT p.project, p.pushed_id, p.shared_at, "
-            "(SELECT count(*) FROM sessions s WHERE s.project = p.project), "
-            "(SELECT count(*) FROM events e JOIN sessions s ON s.session_id = e.session_id "
-            " WHERE s.project = p.project) "
-            "FROM sync_projects p ORDER BY p.project"
+            "SELECT project, pushed_id, shared_at FROM sync_projects ORDER BY project"
         ).fetchall()
         found = []
-        for project, pushed, shared_at, sessions, events in rows:
+        for project, pushed, shared_at in rows:
             pushed = cast(int, pushed)
-            found.append(
-                SharedProject(
-                    str(project),
-                    pushed,
-                    str(shared_at),
-                    cast(int, sessions),
-                    cast(int, events),
-                    self.unpushed(str(project), pushed),
-                )
-            )
+            unpushed = self.unpushed(str(project), pushed)
+            found.append(SharedProject(str(project), pushed, str(shared_at), unpushed))
         return found
 
     def unpushed(self, project: str, after_id: int) -> int:
