@@ -17,6 +17,7 @@ import io
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -78,6 +79,28 @@ def _push_on_a_inject_on_b(a: Memory, b: Memory, runs: int) -> list[float]:
     return samples
 
 
+def _hook_with_the_server_down(runs: int) -> dict[str, dict[str, float]]:
+    """UserPromptSubmit hook latency (bench.hook_latency's setup, 10,000 events) before
+    sync is set up and after it points at a server that is down (nothing listens on its
+    port): hooks never touch the network, so the two should match."""
+    from bench.hook_latency import PROMPT, _payload, _populate, _stats, _timed
+    from bench.postgres import free_port
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db, projects = _populate(Path(tmp), 10_000)
+        env = {**os.environ, "MEMPLUG_DB": str(db)}
+        hook = [sys.executable, "-m", "memplug.cli", "hook", "claude-code"]
+        prompt = _payload(projects, "UserPromptSubmit", prompt=PROMPT)
+        before = _stats(_timed(hook, prompt, runs, env))
+        with Memory.open(db) as memory, memory.store.write_transaction():
+            down = f"host=127.0.0.1 port={free_port()} user=ana dbname=team"
+            memory.store.sync.set_remote(down, "ana")
+            for session in memory.store.events.sessions():
+                if session["project"]:
+                    memory.store.sync.share(session["project"])
+        return {"no sync set up": before, "server down": _stats(_timed(hook, prompt, runs, env))}
+
+
 def run(url: str | None, count: int, runs: int) -> str:
     data = synthetic_jsonl(count)
     with tempfile.TemporaryDirectory() as tmp, _server(url) as (server_url, where):
@@ -114,6 +137,12 @@ def run(url: str | None, count: int, runs: int) -> str:
             b.import_jsonl([("-", io.BytesIO((json.dumps(hello) + "\n").encode()))])
             sync.run(b, push=False)  # B holds what the server holds before the clock runs
             latency = _push_on_a_inject_on_b(a, b, runs)
+    hooks = _hook_with_the_server_down(max(runs, 20))
+    hook_rows = "\n".join(
+        f"| UserPromptSubmit hook, 10,000 events, {name} (wall p50 / p95, CPU p50) "
+        f"| {p['p50']:,.0f} / {p['p95']:,.0f} ms, CPU {p['cpu50']:,.0f} ms | equal |"
+        for name, p in hooks.items()
+    )
     return f"""Command: `python -m bench.sync --events {count} --runs {runs}` (not part of `make bench`: it
 needs PostgreSQL's server binaries). Server: {where}, PostgreSQL over loopback TCP with
 password authentication. Machine: {machine()}.
@@ -125,6 +154,7 @@ password authentication. Machine: {machine()}.
 | pull and derive (the same, then extraction as `memory sync` runs it) | {count / (pull_s + derive_s):,.0f} events/s | report |
 | from a push on A to an injection on B (A's push, B's pull and derivation, B's assembly; one new decision, median of {runs}) | {statistics.median(latency):,.0f} ms (max {max(latency):,.0f}) | report |
 | server bytes per event (`pg_total_relation_size('memplug_events')` ÷ rows: table, TOAST, indexes) | {stats["bytes"] / stats["events"]:,.0f} bytes ({stats["bytes"]:,} / {stats["events"]:,}) | report |
+{hook_rows}
 """
 
 
