@@ -121,7 +121,8 @@ class PgServer:
 @contextlib.contextmanager
 def running_server() -> Iterator[PgServer]:
     assert BIN is not None
-    root = Path(tempfile.mkdtemp(prefix="memplug-pg-"))
+    # /tmp, whatever TMPDIR says: the server's user must be able to reach the directory.
+    root = Path(tempfile.mkdtemp(prefix="memplug-pg-", dir="/tmp" if os.geteuid() == 0 else None))
     os.chmod(root, 0o700)
     if os.geteuid() == 0:
         _runner()

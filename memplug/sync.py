@@ -84,7 +84,9 @@ def default_origin() -> str:
 def init(memory: Memory, url: str, origin: str | None = None) -> dict[str, Any]:
     """Point this database at a server (its tables are made there if missing)."""
     check_url(url)
-    origin = origin or default_origin()
+    # A machine keeps its origin across inits: its pushed rows stay its own.
+    held = memory.store.sync.remote()
+    origin = origin or (held.origin if held else default_origin())
     if not _ORIGIN.fullmatch(origin):
         raise UsageError(f"origin {origin!r}: letters, digits, '.', '_' or '-', at most 64")
     server = Server.connect(url)

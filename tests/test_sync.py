@@ -204,3 +204,16 @@ def test_the_password_is_stored_nowhere(
     with Memory.open(a.path) as memory:
         remote = memory.store.sync.remote()
     assert remote is not None and "password" not in remote.url
+
+
+def test_init_again_keeps_the_origin_and_moves_nothing_twice(
+    machines: Callable[..., Machine], pg_url: str
+) -> None:
+    a, b = machines("ana"), machines("bob")
+    a.import_lines(line("s1", 1, "Decision: we ship on Friday."))
+    b.import_lines(line("s1", 1, "hello from bob"))
+    a.sync(), b.sync(), a.sync()
+    assert a("sync", "init", pg_url, "--json").json()["origin"] == "ana"
+    nothing = {"pushed": 0, "pulled": 0, "conflicts": 0, "purges_applied": 0, "purges_sent": 0}
+    assert a.sync() == nothing
+    assert a("status", "--json").json()["counts"]["events"] == 2
