@@ -102,6 +102,7 @@ def _hook_with_the_server_down(runs: int) -> dict[str, dict[str, float]]:
 
 
 def run(url: str | None, count: int, runs: int) -> str:
+    load = os.getloadavg()[0]
     data = synthetic_jsonl(count)
     with tempfile.TemporaryDirectory() as tmp, _server(url) as (server_url, where):
         root = Path(tmp)
@@ -145,7 +146,9 @@ def run(url: str | None, count: int, runs: int) -> str:
     )
     return f"""Command: `python -m bench.sync --events {count} --runs {runs}` (not part of `make bench`: it
 needs PostgreSQL's server binaries). Server: {where}, PostgreSQL over loopback TCP with
-password authentication. Machine: {machine()}.
+password authentication. Machine: {machine()}; 1-minute load average {load:.1f} at the
+start (the machine is shared: wall times stretch with it, the CPU times of the hook rows
+do not).
 
 | measure | figure | target |
 | --- | --- | --- |
