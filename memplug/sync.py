@@ -16,6 +16,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
@@ -109,9 +110,15 @@ def share(memory: Memory, project: str, shared: bool = True) -> dict[str, Any]:
     return {"project": project, "shared": shared, "changed": changed, "known": known}
 
 
+@lru_cache(maxsize=4096)
+def _redacted_short(text: str) -> str:
+    return redact_secrets(text, named=True)
+
+
 def _redacted(value: Any) -> Any:
     if isinstance(value, str):
-        return redact_secrets(value, named=True)
+        # Short values (a role, a cwd, a tool name) repeat on every event: scan each once.
+        return _redacted_short(value) if len(value) <= 256 else redact_secrets(value, named=True)
     if isinstance(value, list):
         return [_redacted(v) for v in value]
     if isinstance(value, dict):
