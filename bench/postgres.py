@@ -46,6 +46,8 @@ def _runner() -> list[str]:
     try:
         pwd.getpwnam(SYSTEM_USER)
     except KeyError:
+        # Two test processes may both get here: the loser's useradd fails, and the
+        # user exists all the same.
         subprocess.run(
             [
                 "useradd",
@@ -55,8 +57,9 @@ def _runner() -> list[str]:
                 "/usr/sbin/nologin",
                 SYSTEM_USER,
             ],
-            check=True,
+            capture_output=True,
         )
+        pwd.getpwnam(SYSTEM_USER)
     return ["runuser", "-u", SYSTEM_USER, "--"]
 
 
