@@ -81,6 +81,16 @@ _INCOMING = "session_key, seq, origin, project, event_epoch, content_hash, body"
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
+_NETWORK_DEFAULTS = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
+
+
 class SyncError(MemplugError):
     """The server is unreachable, refused us, or the connection broke (exit 1)."""
 
@@ -165,10 +175,14 @@ class Server:
         self.url = url
 
     @classmethod
-    def connect(cls, url: str, *, timeout_s: int = 10) -> Server:
+    def connect(cls, url: str) -> Server:
         psycopg = _driver()
+        given = psycopg.conninfo.conninfo_to_dict(url)
+        # A network that drops packets silently fails the sync within about half a
+        # minute instead of hanging it; the URL may say otherwise.
+        options = {k: v for k, v in _NETWORK_DEFAULTS.items() if k not in given}
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=timeout_s)
+            conn = psycopg.connect(url, autocommit=True, **options)
         except psycopg.Error as error:
             raise SyncError(f"cannot connect to {where(url)}: {_first_line(error)}") from None
         return cls(conn, url)
