@@ -132,7 +132,8 @@ class AdminStore:
             (cutoff_epoch,),
         ).fetchall()
         if within is not None:
-            rows = [row for row in rows if row[0] in set(within)]
+            wanted = set(within)
+            rows = [row for row in rows if row[0] in wanted]
         whole, partial = [], {}
         events = undated = 0
         for session_id, total, before, no_time in rows:
