@@ -242,8 +242,10 @@ def test_kill_9_mid_push_and_mid_pull(
     _machine(path, pg_url, "ana")
     proc = _start_sync(path, "--push")
     _kill_when(proc, lambda: _server_count(pg_url)[0] > 0)
+    # Killed while running (checked above); rarely after its last commit, which the
+    # rerun then finds on the server.
     on_server = _server_count(pg_url)[0]
-    assert on_server < EVENTS
+    assert 0 < on_server <= EVENTS
     assert _sync(path).json()["pushed"] == EVENTS - on_server
     assert _sync(path).json()["pushed"] == 0
     assert _server_count(pg_url) == (EVENTS, EVENTS)
@@ -261,7 +263,7 @@ def test_kill_9_mid_push_and_mid_pull(
     _kill_when(proc, pulled_some)
     with Memory.open(puller) as memory:
         held = memory.store.counts()["events"]
-    assert held < EVENTS
+    assert 0 < held <= EVENTS
     assert _sync(puller).json()["pulled"] == EVENTS - held
     with Memory.open(puller) as memory:
         assert memory.store.counts()["events"] == EVENTS
