@@ -10,7 +10,7 @@ SHARED ?= ../shared
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench,sync]'
 	touch $(STAMP)
 
 demo: $(STAMP)

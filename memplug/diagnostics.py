@@ -88,6 +88,20 @@ def derivation(memory: Opened) -> dict[str, Any]:
     return report
 
 
+def sync_status(store: Storage) -> dict[str, Any] | None:
+    """Where this database syncs and which projects it shares; None when it does not."""
+    remote = store.sync.remote()
+    if remote is None:
+        return None
+    return {
+        "url": remote.url,
+        "origin": remote.origin,
+        "last_sync_at": remote.last_sync_at,
+        "projects": [{"project": p.project, "unpushed": p.unpushed} for p in store.sync.projects()],
+        **store.sync.summary(),
+    }
+
+
 def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
     store = memory.store
     path = store.path
@@ -122,6 +136,8 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
         "derivation": derivation(memory),
         # Where each host transcript was last read (Claude Code hooks).
         "host_cursors": store.hosts.cursors(),
+        # Team memory (docs/sync.md): the server, this machine's origin, shared projects.
+        "sync": sync_status(store),
         "latest_errors": store.events.latest_errors(),
         "integrity": store.integrity_check() if check_integrity else None,
         "config_file": memory.loaded.file,

@@ -117,9 +117,15 @@ def purge(
     everything: bool = False,
     vacuum: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
+    within: Sequence[str] | None = None,
+    tombstones: bool = True,
 ) -> PurgeReport:
     """Delete the chosen scope from every table, index, free page and the WAL;
-    ``progress(done, total, stage)`` is called as each stage starts."""
+    ``progress(done, total, stage)`` is called as each stage starts.
+
+    Shared sessions (docs/sync.md) leave tombstones for the sync server unless
+    ``tombstones`` is off (a tombstone from the server being carried out); ``within``
+    limits ``before`` to those sessions."""
     stages = [*_STAGES[:-1], *([_VACUUM] if vacuum else []), _STAGES[-1]]
 
     def stage(name: str) -> None:
@@ -127,15 +133,21 @@ def purge(
             progress(stages.index(name), len(stages), name)
 
     plan = plan_purge(memory, sessions=sessions, before=before, everything=everything)
+    if within is not None and before is not None:
+        plan = memory.store.admin.plan_before(parse_cutoff(before), within)
     admin = memory.store.admin
     admin.enable_secure_delete()
     free_before = admin.free_pages()
     stage(_STAGES[0])
     with memory.store.write_transaction():
+        if tombstones:
+            purged = None if everything else (*plan.sessions, *plan.partial)
+            cutoff = None if before is None else parse_cutoff(before)
+            memory.store.sync.record_purge(purged, cutoff)
         if everything:
             counts = admin.delete_all()
         elif before is not None:
-            counts = admin.delete_before(parse_cutoff(before))
+            counts = admin.delete_before(parse_cutoff(before), within)
         else:
             # Missing ones too: a session can have left rows (an assembly log) without
             # events, and deleting nothing costs nothing.

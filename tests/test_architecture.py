@@ -26,6 +26,7 @@ DOC = REPO / "docs" / "architecture.md"
 # docs/architecture.md shows the same table; a test keeps the two equal.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("memplug", "memplug.cli.*", "memplug.demo")),
+    ("sync", ("memplug.sync",)),
     ("hosts", ("memplug.hosts.*",)),
     ("plugin", ("memplug.plugin",)),
     ("memory", ("memplug.memory",)),
@@ -209,6 +210,35 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
         if _layer_name(module) not in ENGINE_LAYERS
         for line, target in imports_of(module, set())
         if target == "apsw" or target.startswith("apsw.")
+    ]
+    assert offenders == []
+
+
+# The PostgreSQL driver is the sync server's engine (docs/sync.md): it stays in store/
+# like apsw, and the layers above only see memplug's records and errors.
+DRIVER_LAYERS = ("store",)
+
+
+def test_psycopg_is_imported_only_in_store() -> None:
+    offenders = [
+        f"{module.name}:{line}"
+        for module in modules()
+        if _layer_name(module) not in DRIVER_LAYERS
+        for line, target in imports_of(module, set())
+        if target.split(".")[0] in ("psycopg", "psycopg2", "psycopg_binary")
+    ]
+    assert offenders == []
+
+
+def test_no_hook_can_reach_the_sync_server() -> None:
+    # Hosts, the plugin and everything below may not import memplug.sync (it is above
+    # them), and only it and store/ name the server's module.
+    offenders = [
+        f"{module.name}:{line}"
+        for module in modules()
+        if module.name != "memplug.sync" and _layer_name(module) != "store"
+        for line, target in imports_of(module, set())
+        if target == "memplug.store.postgres"
     ]
     assert offenders == []
 

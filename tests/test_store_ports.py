@@ -30,6 +30,7 @@ SUB_PORTS: dict[str, type[Any]] = {
     "admin": ports.AdminPort,
     "skills": ports.SkillPort,
     "core": ports.CorePort,
+    "sync": ports.SyncPort,
 }
 
 

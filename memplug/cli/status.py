@@ -71,6 +71,8 @@ def _render_status(data: dict[str, Any]) -> str:
             f"  {c['host']} {c['session_id']}: {c['path']} read to byte {c['byte_offset']:,}"
             for c in data["host_cursors"][:10]
         ]
+    if data.get("sync"):
+        lines += ["", *_sync_lines(data["sync"])]
     if data["latest_errors"]:
         lines += ["", "latest errors:"]
         lines += [f"  {e['at']} [{e['stage']}] {e['message']}" for e in data["latest_errors"]]
@@ -85,6 +87,19 @@ def _derivation_line(d: dict[str, Any]) -> str:
     else:
         made = "other versions of " + ", ".join(d["changed"])
     return f"STALE: made by {made}; {d['next']}"
+
+
+def _sync_lines(sync: dict[str, Any]) -> list[str]:
+    shared = ", ".join(
+        p["project"] + (f" ({p['unpushed']:,} to push)" if p["unpushed"] else "")
+        for p in sync["projects"]
+    )
+    return [
+        f"sync       {sync['url']} as {sync['origin']}, last {sync['last_sync_at'] or 'never'}",
+        f"shared     {shared or 'no project (memory share --project P)'}",
+        f"           {sync['pulled_sessions']:,} sessions pulled, {sync['conflicts']:,} conflicts "
+        f"kept apart, {sync['tombstones_to_send']:,} purges to send",
+    ]
 
 
 def _semantic_line(sem: dict[str, Any]) -> str:

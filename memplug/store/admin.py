@@ -122,14 +122,18 @@ class AdminStore:
         missing = tuple(s for s in wanted if s not in present)
         return PurgePlan("session", found, events=self._count_events(found), missing=missing)
 
-    def plan_before(self, cutoff_epoch: float) -> PurgePlan:
-        """The plan for ``--before``: events whose own time is earlier than the cutoff."""
+    def plan_before(self, cutoff_epoch: float, within: Sequence[str] | None = None) -> PurgePlan:
+        """The plan for ``--before``: events whose own time is earlier than the cutoff
+        (only in the sessions ``within`` when given: a tombstone from the sync server)."""
         rows = self.conn.execute(
             "SELECT session_id, count(*), "
             "sum(unixepoch(event_time, 'subsec') < ?), sum(event_time IS NULL) "
             "FROM events GROUP BY session_id ORDER BY session_id",
             (cutoff_epoch,),
         ).fetchall()
+        if within is not None:
+            wanted = set(within)
+            rows = [row for row in rows if row[0] in wanted]
         whole, partial = [], {}
         events = undated = 0
         for session_id, total, before, no_time in rows:
@@ -204,14 +208,16 @@ class AdminStore:
         )
         return counts
 
-    def delete_before(self, cutoff_epoch: float) -> PurgeCounts:
+    def delete_before(
+        self, cutoff_epoch: float, within: Sequence[str] | None = None
+    ) -> PurgeCounts:
         """Remove events earlier than the cutoff, whole sessions when nothing is left.
 
         A session that keeps some events loses all its derived state, which the caller
         derives again from the events that remain: an item, a task state or a log can
         quote any earlier event, and re-deriving is the one way that is both complete
         and identical to what the remaining events alone would give."""
-        plan = self.plan_before(cutoff_epoch)
+        plan = self.plan_before(cutoff_epoch, within)
         counts = self.delete_sessions(plan.sessions)
         if not plan.partial:
             return counts

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memplug.store.logs import LogStore
     from memplug.store.search import SearchStore
     from memplug.store.skills import SkillStore
+    from memplug.store.sync import SyncStore
     from memplug.store.timeline import TimelineStore
     from memplug.store.vectors import VectorStore
     from memplug.store.work import WorkStore
@@ -148,6 +149,12 @@ class Store:
         from memplug.store.skills import SkillStore
 
         return SkillStore(self.db)
+
+    @cached_property
+    def sync(self) -> SyncStore:
+        from memplug.store.sync import SyncStore
+
+        return SyncStore(self.db)
 
     def counts(self) -> dict[str, int]:
         counts = {}

@@ -1,0 +1,35 @@
+"""The real PostgreSQL server of the sync tests (``bench.postgres``), started once per
+test process; each test gets a database of its own on it (``pg_url``). No mock of
+PostgreSQL: tests that need it are skipped, saying why, only where no server binary
+exists (.ci/run installs Debian's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from bench.postgres import BIN, PASSWORD, PgServer, free_port, running_server
+
+__all__ = ["PASSWORD", "PgServer", "free_port", "pg_server", "pg_url", "postgres"]
+
+postgres = pytest.mark.skipif(
+    BIN is None,
+    reason="no PostgreSQL server binaries (apt-get install postgresql; .ci/run does)",
+)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    os.environ["PGPASSWORD"] = PASSWORD
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh database on the test server, as a libpq connection string."""
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    return pg_server.url(pg_server.create_database())
