@@ -1,4 +1,4 @@
--- memplug schema 12: team memory through PostgreSQL (docs/sync.md).
+-- memplug schema 11: team memory through PostgreSQL (docs/sync.md).
 --
 -- The server holds the shared event log; these tables hold this machine's side of it:
 -- where the server is (never a password), which projects it shares, how far it has
