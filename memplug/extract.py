@@ -249,9 +249,7 @@ class Extractor:
         """The dialogue as it stood before ``seq``, read back from the stored events."""
         events = self.store.events
         tools = events.last_seq(session_id, seq, (TOOL_CALL,)) is not None
-        spoke = events.last_seq(
-            session_id, seq, ("user/message",), sorted(USER_INPUT_SOURCE_KINDS)
-        )
+        spoke = events.last_seq(session_id, seq, ("user/message",), sorted(USER_INPUT_SOURCE_KINDS))
         after = -1 if spoke is None else spoke
         offered = [
             e

@@ -303,11 +303,15 @@ def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candida
 def _pick(sentence: Sentence, index: int, options: dict[str, tuple[int, str]]) -> Candidate | None:
     """A reply that opens by picking one of the offered options: the option's text, as a
     decision; what the person says with the pick ("B) I'd like to add …") rides along."""
-    if not options or sentence.deep or sentence.text.rstrip().endswith("?"):
+    if not options or sentence.deep:
         return None
     match = next(PICK_RULE.matches(mask_code(sentence.text), agent=True), None)
     chosen = resolve_pick(match, options) if match is not None else None
     if match is None or chosen is None:
+        return None
+    # "B?" asks; "let's do 2 for now, can you file it?" picks and then asks.
+    clause = re.split(r"[,;]", sentence.text[match.start() :], maxsplit=1)[0]
+    if clause.rstrip().endswith(("?", "？")):
         return None
     rest = sentence.text[: match.start()] + sentence.text[match.end() :]
     said = len(content_words(rest) - _PICK_FILLER) >= _PICK_SAYS_MORE
@@ -350,7 +354,7 @@ def analyse(
         return []
     options = offered_options(offered) if agent and role == "user" and offered else {}
     out = []
-    for index, sentence in enumerate(split_sentences(text)):
+    for index, sentence in enumerate(split_sentences(text, agent=agent)):
         # A pick opens the reply; a later "A) …" answers the assistant's question A.
         candidate = _pick(sentence, index, options) if index == 0 else None
         if candidate is None:
