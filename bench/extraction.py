@@ -204,6 +204,17 @@ def score_prompts(
     return scores
 
 
+def combined(scores: dict[str, PromptScore]) -> PromptScore:
+    """Both halves together (the whole labelled set)."""
+    total = PromptScore("both")
+    for sc in scores.values():
+        for name in ("prompts", "labelled", "found", "produced", "right"):
+            setattr(total, name, getattr(total, name) + getattr(sc, name))
+        total.wrong += sc.wrong
+        total.missed += sc.missed
+    return total
+
+
 def claude_code_items(shared: Path) -> list[dict[str, Any]]:
     """Every item a person's words made in the shared Claude Code sessions, captured
     through the hook's own path with the default config, with the prompts it came from."""
@@ -387,10 +398,9 @@ def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
         "| half | prompts | labelled | found | recall | items | right | precision |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for half in HALVES:
-        sc = scores[half]
+    for sc in [*(scores[half] for half in HALVES), combined(scores)]:
         lines.append(
-            f"| {half} | {sc.prompts} | {sc.labelled} | {sc.found} | {sc.recall:.2f}"
+            f"| {sc.half} | {sc.prompts} | {sc.labelled} | {sc.found} | {sc.recall:.2f}"
             f" | {sc.produced} | {sc.right} | {sc.precision:.2f} |"
         )
     lines += [

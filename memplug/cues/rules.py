@@ -127,6 +127,11 @@ _PRONOUN = (
     r"(?:it|this|that|these|those|them|some|so|what|both|one|another|something|anything|"
     r"everything|same|all)\b"
 )
+# After "let's make it": a state the work is to reach now, not a property it is to keep.
+_NOT_A_PROPERTY = (
+    r"(?:work|pass|happen|run|compile|build|go|so|better|faster|simpler|cleaner|easier|more|"
+    r"less|right|nicer|prettier|quick|quicker|shorter|smaller|stop|clear)\b"
+)
 # After `do`, anything but a bare name is a task ("let's do the implementation", "let's
 # do a quick pass"); "let's do vite" names a choice.
 _VAGUE_OBJECT = _PRONOUN + r"|(?:the|a|an|more|our|my|your|his|her|their)\b"
@@ -665,13 +670,15 @@ RULES: tuple[Rule, ...] = (
     # chatter. A task for now ("let's fix the test", "let's push") names no choice verb.
     Rule("en.decision.lets", 1, "decision", "en",
          "Said to an agent: `let's use X` / `let's go with X` / `let's go for X` / `let's"
-         " stick with X` / `let's switch to X` / `let's not have X` / `let's do X` opening a"
-         " sentence, X naming something (`let's do it`, `let's do the implementation`,"
-         " `let's fix the test`, `let's push` are tasks, not choices).",
+         " stick with X` / `let's switch to X` / `let's drop X` / `let's not have X` / `let's"
+         " do X` / `let's make it <a property>` opening a sentence, X naming something"
+         " (`let's do it`, `let's do the implementation`, `let's make it work`, `let's fix"
+         " the test`, `let's push` are tasks, not choices).",
          _rx(_FILL + r"(?P<keep>let(?:'|’)?s|let\s+us)\s+(?:(?:just|all|now|then|definitely)\s+)?"
-             r"(?:(?:use|go\s+(?:with|for)|stick\s+with|switch\s+to|standardi[sz]e\s+on|"
+             r"(?:(?:use|go\s+(?:with|for)|stick\s+with|switch\s+to|standardi[sz]e\s+on|drop|"
              r"not\s+(?:have|use|add|support|keep|include|ship|expose|store))\s+(?!" + _PRONOUN
-             + r")|do\s+(?!" + _VAGUE_OBJECT + r"))(?=[\w`'\"])"),
+             + r")|do\s+(?!" + _VAGUE_OBJECT + r")|make\s+it\s+(?!" + _NOT_A_PROPERTY + r"))"
+             r"(?=[\w`'\"])"),
          _agent(("ok, fine, let's do vite", "decision"),
                 ("Let's use PostgreSQL 16 for the orders service.", "decision"),
                 ("yeah let's go for date on every line", "decision"),
@@ -681,7 +688,10 @@ RULES: tuple[Rule, ...] = (
                 ("yeah so maybe let's not have CONDENSE looking like a state in the plan",
                  "decision"),
                 ("if it's compatible then let's not spend too much time on it", None),
-                ("Lets do the implementation too", None))
+                ("Lets do the implementation too", None),
+                ("yes please, and let's make it cross-browser", "decision"),
+                ("let's make it work first", None),
+                ("- let's drop the '-' before each commit", "decision"))
          + _chat("Let's go for a walk after lunch."),
          priority=25, contexts=("agent",)),
     Rule("en.decision.we_use", 1, "decision", "en",
