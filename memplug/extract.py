@@ -515,7 +515,9 @@ class Extractor:
             found = _naming(pool, named, cand.kind)
             if found:
                 return [_latest(found)], "names"
-        if cand.kind is not None:
+        # "use apple container instead of docker" replaces what names docker, not the
+        # container-first decision that merely shares a word with it.
+        if cand.kind is not None and not cand.correction_target:
             words = content_words(cand.content)
             found = [i for i in pool if i.kind == cand.kind and words & content_words(i.content)]
             if found:
