@@ -723,6 +723,17 @@ RULES: tuple[Rule, ...] = (
                 ("oh whoops, accidentally switched branches, my bad", None))
          + _chat("Switch the lights to the warm setting."),
          priority=25, contexts=("agent",)),
+    Rule("en.decision.use_instead", 1, "decision", "en",
+         "Said to an agent: `use X instead (of Y)` / `go with X instead` opening a sentence:"
+         " a choice that replaces another (without `instead`, `use the debugger` is a task).",
+         _rx(_FILL + r"(?P<keep>(?:use|go\s+with|pick|choose)\s+(?!" + _PRONOUN + r"))"
+             r"(?=[^.;!?]*\binstead\b)"),
+         _agent(("Use uv instead of pip-tools.", "decision"),
+                ("ok, use the builtin subagent teams instead.", "decision"),
+                ("Use the debugger to find it.", None),
+                ("Use it instead.", "correction"))
+         + (Example("Use butter instead of oil.", "correction"),),
+         priority=25, contexts=("agent",)),
     Rule("en.decision.proceed", 1, "decision", "en",
          "Said to an agent: `proceed with X` / `go ahead with X` opening a sentence, X naming"
          " a choice (`proceed with this plan`, `go ahead with the implementation` are tasks).",
@@ -951,7 +962,7 @@ RULES: tuple[Rule, ...] = (
          _rx(r"\binstead\s*[.!]?\s*$"),
          _agent(("Switch the orders service to MySQL 8 instead.", "decision"),
                 ("Can you print the error instead?", None),
-                ("Use the builtin teams instead.", "correction"))
+                ("Print the error instead.", "correction"))
          + _chat("We went to the park instead.", "I had tea instead."),
          priority=6, contexts=("agent",)),
     Rule("zh.correction", 1, "correction", "zh",
