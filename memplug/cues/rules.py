@@ -732,7 +732,7 @@ RULES: tuple[Rule, ...] = (
                 ("ok, use the builtin subagent teams instead.", "decision"),
                 ("Use the debugger to find it.", None),
                 ("Use it instead.", "correction"))
-         + (Example("Use butter instead of oil.", "correction"),),
+         + _ex(("Use butter instead of oil.", "correction")),
          priority=25, contexts=("agent",)),
     Rule("en.decision.proceed", 1, "decision", "en",
          "Said to an agent: `proceed with X` / `go ahead with X` opening a sentence, X naming"
