@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from conftest import CliResult, new_db
 from derived_state import dump, ev
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memplug.cues import analyse
 from memplug.memory import Memory
@@ -223,3 +225,22 @@ def test_to_an_agent_a_sentence_may_start_in_lower_case() -> None:
     ]
     # In chat the same text is one sentence and no choice at all.
     assert analyse(text, "user") == []
+
+
+_PIECES = st.sampled_from(
+    ["A", "B)", "2.", "option", "let's", "do", "use", "go with the second", "instead",
+     "\n", "| **A. X** | y |", "never", "don't", "we", "want", "you can run `x`", "?", "."]
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, max_size=20), st.lists(st.lists(_PIECES, max_size=20), max_size=3))
+def test_replies_to_an_agent_never_raise_and_are_deterministic(
+    reply: list[str], offered: list[list[str]]
+) -> None:
+    text, offers = " ".join(reply), [" ".join(o) for o in offered]
+    first = analyse(text, "user", agent=True, offered=offers)
+    assert first == analyse(text, "user", agent=True, offered=offers)
+    for candidate in first:
+        assert candidate.content.strip()
+        assert candidate.picked is None or 0 <= candidate.picked < len(offers)
