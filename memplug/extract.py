@@ -265,7 +265,7 @@ class Extractor:
         event: EventRow,
         report: ExtractReport,
         pending: set[int],
-        dialogue: _Dialogue | None = None,
+        dialogue: _Dialogue,
     ) -> None:
         """Extract one event inside a savepoint; a failure is queued and the rest goes on.
 
@@ -277,8 +277,8 @@ class Extractor:
             role = self.role_of(event)
             if role is None:
                 return
-            agent = dialogue is not None and dialogue.listening(event)
-            offered = dialogue.offered if dialogue is not None and agent and role == "user" else []
+            agent = dialogue.listening(event)
+            offered = dialogue.offered if agent and role == "user" else []
             candidates = analyse(
                 self.store.events.full_text(event),
                 role,
