@@ -252,9 +252,10 @@ PROMPTS_BEFORE = (
 PROMPTS_HOW = (
     "How the rules were chosen: on the tune half's prompts and misses only, with three"
     " exceptions that touch the confirm half. Issue 24 quotes confirm prompts as its"
-    " examples (`let's use apple container instead of docker proper`, `we explicitly"
-    " don't want hardcoded visual tests`, `You can test it with `act``, a bare `A`), so"
-    " those were targets from the start; the test transcript"
+    ' examples ("let\'s use apple container instead of docker proper", "we explicitly'
+    ' don\'t want hardcoded visual tests", "You can test it with `act`", a bare "A",'
+    " labelled none here since the assistant had offered no option A), so those were"
+    " targets from the start; the test transcript"
     " (`fixtures/extraction/claude_code`) is modelled on a confirm session, and writing it"
     " showed that people type to an agent in lower case (sentences may now start in lower"
     " case there); and two confirm items shaped the option pick (it must open the reply,"
