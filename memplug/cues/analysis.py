@@ -203,7 +203,8 @@ def _analyse_sentence(
     # Only a person's own statement retracts, corrects or restates; pasted material
     # (see ``Sentence.deep``) can carry a label and nothing else.
     speaking = user and not question and not sentence.deep
-    if prefilter and sentence.header is None and not _maybe_cue(masked, agent):
+    # The rules said to an agent are a person's: an assistant's text needs no more.
+    if prefilter and sentence.header is None and not _maybe_cue(masked, agent and user):
         key = subject_key(original, need_value=True) if speaking else None
         return None if key is None else _restatement(original, sentence, index, key)
 
