@@ -223,6 +223,8 @@ def test_to_an_agent_a_sentence_may_start_in_lower_case() -> None:
         ("decision", "let's use apple container instead of docker proper."),
         ("fact", "you can run 'container' to see the help."),
     ]
+    emoji = "yeah so maybe let's not have CONDENSE as a state 😅 Did we define the states?"
+    assert [c.kind for c in analyse(emoji, "user", agent=True)] == ["decision"]
     # In chat the same text is one sentence and no choice at all.
     assert analyse(text, "user") == []
 

@@ -57,10 +57,12 @@ _HEADINGS = frozenset(
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
 # People typing to an agent often write in lower case ("ok. let's use apple container
 # instead. you can run 'container' to see the help."): there a sentence may start with a
-# lower-case letter too, unless what ended was an abbreviation ("e.g. the", "vs. main").
+# lower-case letter too, unless what ended was an abbreviation ("e.g. the", "vs. main");
+# and an emoji often ends one ("… in the plan 😅 Did we …").
 _AGENT_SENTENCE_END = re.compile(
     r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)"
     r"(?<!\bcf\.)(?<!\bno\.)\s+(?=[^\s])|(?<=[。！？；;])\s*"
+    r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+(?=[A-Z])"
 )
 
 
