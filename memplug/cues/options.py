@@ -11,15 +11,15 @@ import re
 from collections.abc import Sequence
 
 # An option line: "A) text", "**B.** text", "2. **Quick fix** - text", "Option A: text",
-# "- **Option 2** — text".
+# "Version B: text", "- **Option 2** — text".
 _LINE = re.compile(
-    r"^\s*(?:[-*•]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?(?:(?:option|approach|choice)\s+)?"
+    r"^\s*(?:[-*•]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?(?:(?:option|approach|choice|version|variant)\s+)?"
     r"(?P<label>[A-H]|[1-9])(?:[).:]|\*\*|\s+[-–—])\s*(?:\*\*|__)?\s*(?P<text>\S.*)$",
     re.IGNORECASE,
 )
 # A table row: "| **B. Branch-only** | Only commits not in main |".
 _ROW = re.compile(
-    r"^\s*\|\s*(?:\*\*)?(?:(?:option|approach)\s+)?(?P<label>[A-H]|[1-9])[.):]?\s+"
+    r"^\s*\|\s*(?:\*\*)?(?:(?:option|approach|version|variant)\s+)?(?P<label>[A-H]|[1-9])[.):]?\s+"
     r"(?P<name>[^|]*?)\s*(?:\*\*)?\s*\|\s*(?P<text>[^|]*?)\s*\|",
     re.IGNORECASE,
 )

@@ -771,10 +771,13 @@ RULES: tuple[Rule, ...] = (
          priority=45, contexts=("agent",)),
     Rule("en.decision.option_pick", 1, "decision", "en",
          "Said to an agent: a reply that picks one of the options the assistant's previous"
-         " message offered (`A`, `B)`, `option 2`, `let's do 2`, `go with the second`): the"
+         " message offered (`A`, `B)`, `option 2`, `yes, version B`, `let's do 2`, `go with the"
+         " second`): the"
          " item is the chosen option's text, its sources both messages. A pick of an option"
          " that was not offered is nothing.",
-         _rx(r"(?:^|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
+         _rx(r"(?:^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)"
+             r"[,.!\s]+)*"
+             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
              r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
              r"(?P<pick>(?-i:[A-H])|[1-9])(?=[).:,;!]|\s*$|\s+(?:for\s+now|please|then|first|"
              r"and|but|now|instead|it\s+is)\b)"
@@ -785,6 +788,8 @@ RULES: tuple[Rule, ...] = (
           Example("let's do 2 for now", "decision", agent=True,
                   offered="1. **Do it now** - refactor\n2. **Quick fix** - duplicate the"
                           " helper\n3. **Separate branch** - park it"),
+          Example("yes, version B", "decision", agent=True,
+                  offered="Version A: keep the cron job\nVersion B: use a queue"),
           Example("go with the second", "decision", agent=True,
                   offered="Option A: keep the cron job\nOption B: use a queue"),
           Example("let's do 2 for now, can you file the follow-up?", "decision", agent=True,
