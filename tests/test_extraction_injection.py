@@ -64,6 +64,10 @@ def test_the_sessions_choices_stand_in_the_project_core(
         ("decision", "let's use apple container instead of docker proper."),
         ("decision", "Computer use tools: type, click, drag, screenshot"),
     }
+    timeline = cli("--db", str(db_path), "timeline", "--project", CWD, "--json")
+    assert timeline.returncode == 0, timeline.stderr
+    entries = {(e["kind"], e["text"]) for e in timeline.json()["entries"]}
+    assert lines <= entries
 
 
 def test_the_next_session_opens_with_them_quoted(captured: Callable[..., CliResult]) -> None:
