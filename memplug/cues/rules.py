@@ -695,10 +695,10 @@ RULES: tuple[Rule, ...] = (
          + _chat("Let's go for a walk after lunch."),
          priority=25, contexts=("agent",)),
     Rule("en.decision.we_use", 1, "decision", "en",
-         "Said to an agent: `we'll use X` / `we use X` / `we're going to use X` / `we go"
-         " with X` / `we're going with X` / `we're getting rid of X` / `we do X-first` (not"
-         " after `if`, `when`, `how`, …).",
-         _rx(r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to)?\s+"
+         "Said to an agent: `we'll use X` / `we're going to use X` / `we'll go with X` /"
+         " `we're going with X` / `we're getting rid of X` / `we do X-first` (not after `if`,"
+         " `when`, `how`, …; a plain `we use X` describes the code, it chooses nothing).",
+         _rx(r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to)\s+"
              r"(?:use|go\s+with|stick\s+with|switch\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
              r"|\bwe(?:'re|\s+are)\s+(?:going\s+with|getting\s+rid\s+of|dropping|ditching|"
              r"sticking\s+with|switching\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
@@ -707,6 +707,7 @@ RULES: tuple[Rule, ...] = (
                 ("we do container-first.", "decision"),
                 ("okay, so it sounds like we're getting rid of TTL.", "decision"),
                 ("If we use Redis, the tests get slower.", None),
+                ("We use `parse_header()` to read the trailer.", None),
                 ("We use it everywhere.", None))
          + _chat("We'll use the big tent for the party."),
          priority=25, contexts=("agent",),
@@ -842,7 +843,7 @@ RULES: tuple[Rule, ...] = (
          " test/run/build it with `cmd``, `it's at <path or URL>`, `the parent/base/default"
          " branch is X`, `CI runs on Node 20`.",
          _rx(r"\byou\s+can\s+(?:test|run|build|start|check|try|debug|deploy|lint|verify|"
-             r"reproduce|find|see)\b[^.?!]{0,80}?(?:`[^`]+`|'[^'\s]+'|\"[^\"\s]+\")"
+             r"reproduce|find)\b[^.?!]{0,80}?(?:`[^`]+`|'[^'\s]+'|\"[^\"\s]+\")"
              r"|\b(?:it(?:'s|\s+is)|it\s+lives|(?:is|are)\s+(?:located|hosted|deployed|cloned))"
              r"\s+(?:at|in|under|on)\s+`?(?=https?://|git@|~/|/[\w.-]+/|\.\.?/|[\w.-]+/[\w.-])"
              r"|\bthe\s+(?:parent|base|default|main|target|release|upstream)\s+branch\s+is\s+(?=\S)"
