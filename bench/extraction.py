@@ -26,6 +26,7 @@ import argparse
 import gzip
 import io
 import json
+import math
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -35,15 +36,22 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import machine, write_section
-from memplug.cues import analyse
+from memplug.cues import analyse, content_words
 from memplug.extract import Extractor
 from memplug.memory import Memory
+from memplug.refs import EventRef
 
-SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "extraction" / "labels.jsonl"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "extraction"
+SAMPLE = FIXTURES / "labels.jsonl"
+# Every real user prompt of the shared Claude Code sessions, labelled by hand (README).
+PROMPTS = FIXTURES / "claude_code_prompts.jsonl"
+HALVES = ("tune", "confirm")
 KINDS = ("constraint", "decision", "fact", "preference", "proposal", "open_question")
 EVIDENCE = ("user_explicit", "assistant_proposal")
 # Chat with no instruction for an agent (DESIGN.md, "Extraction").
 TARGETS = {"constraint": 1.0, "all": 10.0, "precision": 0.95}
+# On the labelled Claude Code prompts (issue 24).
+PROMPT_TARGETS = {"recall": 0.50, "precision": 0.80}
 
 
 # -- the labelled sample ---------------------------------------------------------------
@@ -121,6 +129,142 @@ def score_sample(rows: Iterable[dict[str, Any]]) -> SampleScore:
     return score
 
 
+# -- the labelled Claude Code prompts ----------------------------------------------------
+
+
+@dataclass
+class PromptScore:
+    """Prompt-level recall and item precision on one half of the labelled prompts.
+
+    ``labelled``: prompts holding at least one durable item; ``found``: those that gave
+    an item matching one of their labels. ``produced``: items a person's words made in
+    these sessions (assistant proposals aside); ``right``: those matching a label of
+    the prompt they came from. An item from an unlabelled event counts as wrong.
+    """
+
+    half: str
+    prompts: int = 0
+    labelled: int = 0
+    found: int = 0
+    produced: int = 0
+    right: int = 0
+    wrong: list[dict[str, Any]] = field(default_factory=list)
+    missed: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.labelled if self.labelled else 1.0
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.produced if self.produced else 1.0
+
+
+def load_prompts(path: Path = PROMPTS) -> list[dict[str, Any]]:
+    return load_sample(path)
+
+
+def matches_label(item: dict[str, Any], label: dict[str, Any]) -> bool:
+    """Same kind, and the item says what the quote says: it holds at least a third of
+    the quote's content words (an option pick's item is the option's text)."""
+    words = content_words(label["quote"])
+    need = max(1, math.ceil(len(words) / 3))
+    return item["kind"] == label["kind"] and len(words & content_words(item["content"])) >= need
+
+
+def score_prompts(
+    items: Iterable[dict[str, Any]], prompts: Iterable[dict[str, Any]]
+) -> dict[str, PromptScore]:
+    """Score ``items`` (``kind``, ``content``, ``file``, ``uuids``: the prompts it came
+    from) against the labelled ``prompts``, per half."""
+    rows = list(prompts)
+    by_uuid = {row["uuid"]: row for row in rows}
+    half_of = {row["file"]: row["half"] for row in rows}
+    scores = {half: PromptScore(half) for half in HALVES}
+    hits: set[str] = set()
+    for item in items:
+        score = scores[half_of.get(item["file"], "tune")]
+        score.produced += 1
+        sources = [by_uuid[u] for u in item["uuids"] if u in by_uuid]
+        labels = [label for row in sources for label in row["items"]]
+        if any(matches_label(item, label) for label in labels):
+            score.right += 1
+            hits.update(row["uuid"] for row in sources)
+        else:
+            score.wrong.append(item)
+    for row in rows:
+        score = scores[row["half"]]
+        score.prompts += 1
+        if row["items"]:
+            score.labelled += 1
+            if row["uuid"] in hits:
+                score.found += 1
+            else:
+                score.missed.append(row)
+    return scores
+
+
+def combined(scores: dict[str, PromptScore]) -> PromptScore:
+    """Both halves together (the whole labelled set)."""
+    total = PromptScore("both")
+    for sc in scores.values():
+        for name in ("prompts", "labelled", "found", "produced", "right"):
+            setattr(total, name, getattr(total, name) + getattr(sc, name))
+        total.wrong += sc.wrong
+        total.missed += sc.missed
+    return total
+
+
+def claude_code_items(shared: Path) -> list[dict[str, Any]]:
+    """Every item a person's words made in the shared Claude Code sessions, captured
+    through the hook's own path with the default config, with the prompts it came from."""
+    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "x.sqlite") as memory:
+        _capture_claude_code(memory, shared)
+        out = []
+        for item in memory.store.items.find():
+            if item.evidence_type != "user_explicit":
+                continue
+            events = [memory.store.events.get(*EventRef.parse(ref)) for ref in item.source_refs]
+            out.append(
+                {
+                    "kind": item.kind,
+                    "status": item.status,
+                    "rule": item.extractor,
+                    "content": item.content,
+                    "file": item.session_id.split("/")[0] + ".jsonl",
+                    "uuids": [e.entry_id for e in events if e and e.type == "user/message"],
+                    "ref": item.source_refs[-1],
+                }
+            )
+    return out
+
+
+# What the same command measured on the labelled prompts before issue 24's rules.
+PROMPTS_BEFORE = (
+    "Before issue 24's rules (main at 6e7c61e, the same labels and command): tune recall"
+    " 0.04 (1 of 23 prompts), precision 0.33 (1 of 3 items); confirm recall 0.00 (0 of"
+    " 14), precision 0.00 (0 of 2): questions put as `Question:` taken for open questions"
+    " and a bare `I'd prefer that`."
+)
+
+
+# How far the confirm half is held out (said with the figures, not hidden).
+PROMPTS_HOW = (
+    "How the rules were chosen: on the tune half's prompts and misses only, with three"
+    " exceptions that touch the confirm half. Issue 24 quotes confirm prompts as its"
+    ' examples ("let\'s use apple container instead of docker proper", "we explicitly'
+    ' don\'t want hardcoded visual tests", "You can test it with `act`", a bare "A",'
+    " labelled none here since the assistant had offered no option A), so those were"
+    " targets from the start; the test transcript"
+    " (`fixtures/extraction/claude_code`) is modelled on a confirm session, and writing it"
+    " showed that people type to an agent in lower case (sentences may now start in lower"
+    " case there); and two confirm items shaped the option pick (it must open the reply,"
+    " so a later `A) …` answering the agent's question A is no pick; a reply that says"
+    " more than the pick keeps the person's words). Confirm was measured after each"
+    " change, and nothing was added for a confirm miss."
+)
+
+
 # -- sources ------------------------------------------------------------------------------
 
 
@@ -190,8 +334,10 @@ def _capture_claude_code(memory: Memory, shared: Path) -> None:
     files = transcripts(shared / "data" / "claude-code")
     report = claude_hook.HookReport(event="bench")
     claude_hook.capture_all(memory, files, report, claude_hook.Deadline(600_000))
-    if report.errors:
-        raise SystemExit(f"claude-code capture failed: {report.errors[:3]}")
+    # A malformed line is skipped and noted; the rest of its transcript is read.
+    errors = [e for e in report.errors if "malformed line" not in e]
+    if errors:
+        raise SystemExit(f"claude-code capture failed: {errors[:3]}")
 
 
 # -- measuring ------------------------------------------------------------------------------
@@ -253,7 +399,55 @@ def sources(shared: Path) -> list[tuple[str, Any]]:
 # -- report ---------------------------------------------------------------------------------
 
 
-def render(results: list[dict[str, Any]], sample: SampleScore, command: str) -> str:
+def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
+    lines = [
+        "### Durable items from real Claude Code prompts",
+        "",
+        "`fixtures/extraction/claude_code_prompts.jsonl`: every user prompt of the shared"
+        " Claude Code sessions, labelled by hand (decision, constraint, preference, fact or"
+        " none, with the quote; `fixtures/extraction/README.md`). The sessions are split by"
+        " file into a tune half (rules chosen on it) and a confirm half (only measured)."
+        " Each transcript is captured through the hook's own path with the default config."
+        " Recall: labelled prompts that gave an item of a labelled kind saying what the"
+        " quote says; precision: such items ÷ every item a person's words made in those"
+        " sessions (assistant proposals aside).",
+        "",
+        "| half | prompts | labelled | found | recall | items | right | precision |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for sc in [*(scores[half] for half in HALVES), combined(scores)]:
+        lines.append(
+            f"| {sc.half} | {sc.prompts} | {sc.labelled} | {sc.found} | {sc.recall:.2f}"
+            f" | {sc.produced} | {sc.right} | {sc.precision:.2f} |"
+        )
+    lines += [
+        "",
+        f"Targets: recall ≥ {PROMPT_TARGETS['recall']:.2f}, precision ≥"
+        f" {PROMPT_TARGETS['precision']:.2f}. {PROMPTS_BEFORE}",
+        "",
+        PROMPTS_HOW,
+        "",
+        "Wrong items:",
+        "",
+    ]
+    wrong = [w for half in HALVES for w in scores[half].wrong]
+    lines += [
+        f"- {w['kind']} `{w['rule']}` ({w['file']}): {_cell(w['content'])}" for w in wrong
+    ] or ["- none"]
+    return lines
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def render(
+    results: list[dict[str, Any]],
+    sample: SampleScore,
+    command: str,
+    prompts: dict[str, PromptScore] | None = None,
+) -> str:
     head = "| source | turns | items | per 1k | " + " | ".join(KINDS) + " | superseded | task |"
     lines = [
         f"`{command}` on {machine()}. Default config; items of every status.",
@@ -306,6 +500,8 @@ def render(results: list[dict[str, Any]], sample: SampleScore, command: str) -> 
         "",
         f"Target: precision ≥ {TARGETS['precision']}.",
     ]
+    if prompts is not None:
+        lines += ["", *render_prompts(prompts)]
     claude = next((r for r in results if r["source"].startswith("Claude")), None)
     if claude is not None:
         lines += [
@@ -336,12 +532,24 @@ def main() -> None:
     parser.add_argument("--shared", default="../shared", help="the shared folder (data sets)")
     parser.add_argument("--write", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--items", help="also write every extracted item here (JSONL)")
+    parser.add_argument(
+        "--prompts-only",
+        action="store_true",
+        help="score the labelled Claude Code prompts only (quick; never --write)",
+    )
     args = parser.parse_args()
     shared = Path(args.shared)
+    prompts = score_prompts(claude_code_items(shared), load_prompts())
+    if args.prompts_only:
+        print("\n".join(render_prompts(prompts)))
+        for half in HALVES:
+            for row in prompts[half].missed:
+                print(f"missed ({half}):", [i["quote"] for i in row["items"]])
+        return
     results = [measure(name, load) for name, load in sources(shared)]
     sample = score_sample(load_sample())
     command = "python -m bench.extraction --shared ../shared"
-    body = render(results, sample, command)
+    body = render(results, sample, command, prompts)
     print(body)
     if args.items:
         with open(args.items, "w", encoding="utf-8") as out:

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+import msgspec
 from msgspec import Struct, field
 
 from memplug.config import Config
@@ -34,6 +35,14 @@ ACTOR_CLI = "cli"
 ACTOR_API = "api"
 # Only these event types are ever read; everything else is evidence, not statements.
 READ_TYPES: tuple[str, ...] = ("user/message", "assistant/message")
+# A tool call says an agent is acting in the session: what a person says after it is
+# said to that agent (cues.rules: the rules read only where an agent is listening).
+TOOL_CALL = "tool/call"
+# Hosts whose every event is an exchange with a coding agent.
+CODING_HOSTS: frozenset[str] = frozenset({"claude-code"})
+# At most this many assistant messages since the person last spoke are searched for
+# the options a short reply picks (one turn's text blocks).
+OFFERED_MESSAGES = 8
 # A failed event is retried on each capture of its session this many times; after
 # that only `memory rebuild` retries it, so one bad event cannot make every capture
 # re-derive its whole session forever.
@@ -111,6 +120,29 @@ class _Context(Struct):
     project: str | None = None
     created: set[str] = field(default_factory=set)
     agent: str | None = None
+    # The refs of the assistant messages an option pick may have resolved against.
+    offered: tuple[str, ...] = ()
+
+
+class _Dialogue(Struct):
+    """What a session said before the event being read: whether an agent is acting in
+    it (a tool call so far) and the assistant's messages since the person last spoke.
+    Built from events in seq order only, so a live catch-up and a rebuild agree."""
+
+    tools: bool = False
+    offered: list[EventRow] = field(default_factory=list)
+
+    def listening(self, event: EventRow) -> bool:
+        """Whether ``event`` was said to an agent: a coding host's, or after a tool call."""
+        return self.tools or _host(event) in CODING_HOSTS
+
+    def see(self, event: EventRow) -> None:
+        if event.type == TOOL_CALL:
+            self.tools = True
+        elif event.type == "assistant/message" and not event.generated:
+            self.offered = [*self.offered[-(OFFERED_MESSAGES - 1) :], event]
+        elif is_user_statement(event):
+            self.offered = []
 
 
 class Follower(Protocol):
@@ -211,9 +243,11 @@ class Extractor:
         report.sessions.append(session_id)
         pending = {p["seq"] for p in self.items.pending(session_id)}
         events = self._events(session_id, checkpoint)
+        dialogue = self._dialogue_before(session_id, checkpoint + 1)
         for event in events:
             if event.type in READ_TYPES:
-                self._process_safely(event, report, pending)
+                self._process_safely(event, report, pending, dialogue)
+            dialogue.see(event)
         self._follow(session_id, events, checkpoint, report, pending)
         self.items.set_checkpoint(session_id, top_seq, top_id)
 
@@ -226,14 +260,17 @@ class Extractor:
         )
         pending = {p["seq"] for p in self.items.pending(session_id)}
         events = self._events(session_id, -1)
+        dialogue = _Dialogue()
         for event in events:
             if event.type not in READ_TYPES:
+                dialogue.see(event)
                 continue
             # An action taken when extraction stood at seq N comes after event N and
             # before everything later, exactly as it happened.
             while actions and _anchor(actions[0]) < event.seq:
                 self._replay(actions.popleft(), report)
-            self._process_safely(event, report, pending)
+            self._process_safely(event, report, pending, dialogue)
+            dialogue.see(event)
         while actions:
             self._replay(actions.popleft(), report)
         for follower in self.followers:
@@ -242,7 +279,28 @@ class Extractor:
         top_seq, top_id = self.items.event_bounds(session_id)
         self.items.set_checkpoint(session_id, top_seq, top_id)
 
-    def _process_safely(self, event: EventRow, report: ExtractReport, pending: set[int]) -> None:
+    def _dialogue_before(self, session_id: str, seq: int) -> _Dialogue:
+        """The dialogue as it stood before ``seq``, read back from the stored events."""
+        events = self.store.events
+        tools = events.last_seq(session_id, seq, (TOOL_CALL,)) is not None
+        spoke = events.last_seq(session_id, seq, ("user/message",), sorted(USER_INPUT_SOURCE_KINDS))
+        after = -1 if spoke is None else spoke
+        offered = [
+            e
+            for e in events.session_events(
+                session_id, after_seq=after, types=("assistant/message",)
+            )
+            if e.seq < seq and not e.generated
+        ]
+        return _Dialogue(tools, offered[-OFFERED_MESSAGES:])
+
+    def _process_safely(
+        self,
+        event: EventRow,
+        report: ExtractReport,
+        pending: set[int],
+        dialogue: _Dialogue,
+    ) -> None:
         """Extract one event inside a savepoint; a failure is queued and the rest goes on.
 
         The broad catch is the point: whatever goes wrong with one event (a bug in a
@@ -253,10 +311,17 @@ class Extractor:
             role = self.role_of(event)
             if role is None:
                 return
-            candidates = analyse(self.store.events.full_text(event), role)
+            agent = dialogue.listening(event)
+            offered = dialogue.offered if agent and role == "user" else []
+            candidates = analyse(
+                self.store.events.full_text(event),
+                role,
+                agent=agent,
+                offered=[self.store.events.full_text(e) for e in offered],
+            )
             if candidates:
                 with self.store.transaction():
-                    self._apply(event, candidates, local)
+                    self._apply(event, candidates, local, tuple(e.ref for e in offered))
         except Exception as error:
             message = f"{type(error).__name__}: {error}"
             self.items.queue_failure(event.session_id, event.seq, message, utc_now())
@@ -272,7 +337,7 @@ class Extractor:
 
     def _events(self, session_id: str, after_seq: int) -> list[EventRow]:
         """The events to derive from, read once: followers see every type."""
-        types = None if self.followers else READ_TYPES
+        types = None if self.followers else (*READ_TYPES, TOOL_CALL)
         return self.store.events.session_events(session_id, after_seq=after_seq, types=types)
 
     def _follow(
@@ -329,11 +394,23 @@ class Extractor:
             return "assistant"
         return None
 
-    def _apply(self, event: EventRow, candidates: list[Candidate], report: ExtractReport) -> None:
+    def _apply(
+        self,
+        event: EventRow,
+        candidates: list[Candidate],
+        report: ExtractReport,
+        offered: tuple[str, ...] = (),
+    ) -> None:
         # As `sessions.project` is derived, but from this event alone, so that delivery
         # batches cannot change it.
         ctx = _Context(
-            event.session_id, event.seq, event.event_time, "", event.project_key, agent=event.agent
+            event.session_id,
+            event.seq,
+            event.event_time,
+            "",
+            event.project_key,
+            agent=event.agent,
+            offered=offered,
         )
         tasks: list[Candidate] = []
         for candidate in candidates:
@@ -371,7 +448,9 @@ class Extractor:
             if ref in item.source_refs:
                 return
             item = self.items.update(
-                item.id, source_refs_json=_refs([*item.source_refs, ref]), updated_at=ctx.at
+                item.id,
+                source_refs_json=_refs([*item.source_refs, *_sources(cand, ctx)]),
+                updated_at=ctx.at,
             )
             self._event(item, "revised", ctx, {"rule": cand.rule, "added_ref": ref})
             report.revised += 1
@@ -384,7 +463,7 @@ class Extractor:
                     memory_id,
                     status="active",
                     superseded_by=None,
-                    source_refs_json=_refs([*earlier.source_refs, ref]),
+                    source_refs_json=_refs([*earlier.source_refs, *_sources(cand, ctx)]),
                     updated_at=ctx.at,
                 )
                 self._event(item, "reactivated", ctx, {"rule": cand.rule, "was": earlier.status})
@@ -419,7 +498,7 @@ class Extractor:
             conditions=cand.conditions,
             scope=scope,
             numbers=[n.to_dict() for n in cand.numbers],
-            source_refs=[event_ref(ctx.session_id, ctx.seq)],
+            source_refs=_refs(_sources(cand, ctx)),
             evidence_type="user_explicit" if cand.role == "user" else "assistant_proposal",
             status="active",
             subject_key=cand.subject_key,
@@ -470,7 +549,9 @@ class Extractor:
             found = _naming(pool, named, cand.kind)
             if found:
                 return [_latest(found)], "names"
-        if cand.kind is not None:
+        # "use apple container instead of docker" replaces what names docker, not the
+        # container-first decision that merely shares a word with it.
+        if cand.kind is not None and not cand.correction_target:
             words = content_words(cand.content)
             found = [i for i in pool if i.kind == cand.kind and words & content_words(i.content)]
             if found:
@@ -849,6 +930,25 @@ class Extractor:
             out.append(_link(newer))
             current = newer.superseded_by
         return out
+
+
+def _host(event: EventRow) -> str | None:
+    """The host the event came from (``host`` in its extras), else None."""
+    if not event.extra_json or '"host"' not in event.extra_json:
+        return None  # most imported events: no parse
+    extra = msgspec.json.decode(event.extra_json)
+    host = extra.get("host") if isinstance(extra, dict) else None
+    return host if isinstance(host, str) else None
+
+
+def _sources(cand: Candidate, ctx: _Context) -> list[str]:
+    """The events an item comes from: the statement, and for an option pick the
+    assistant message whose option it chose."""
+    assert ctx.seq is not None
+    refs = [event_ref(ctx.session_id, ctx.seq)]
+    if cand.picked is not None and cand.picked < len(ctx.offered):
+        refs.insert(0, ctx.offered[cand.picked])
+    return refs
 
 
 def _anchor(action: ActionRow) -> int:

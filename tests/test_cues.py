@@ -41,7 +41,12 @@ EXAMPLES = all_examples()
     ids=[f"{rule.id}:{i}" for i, (rule, _) in enumerate(EXAMPLES)],
 )
 def test_labelled_utterance(rule, example) -> None:
-    assert classify(example.text, example.role) == example.expect, (rule.ref, example)
+    got = classify(example.text, example.role, agent=example.agent, offered=_offered(example))
+    assert got == example.expect, (rule.ref, example)
+
+
+def _offered(example) -> tuple[str, ...]:
+    return (example.offered,) if example.offered else ()
 
 
 def test_the_table_is_large_and_bilingual() -> None:
@@ -95,7 +100,7 @@ def test_a_label_is_cut_from_the_content_and_recorded_as_the_extractor() -> None
 def test_a_meaningful_cue_stays_in_the_content() -> None:
     c = one("We must never log card numbers.")
     assert c.content == "We must never log card numbers."
-    assert c.rule == "en.constraint.must@2"
+    assert c.rule == "en.constraint.must@3"
 
 
 def test_numbers_and_conditions_ride_along() -> None:
@@ -289,9 +294,11 @@ def test_cue_soup_is_deterministic_and_assistants_only_propose(parts, role) -> N
     ("rule", "example"), EXAMPLES, ids=[f"{r.id}:{i}" for i, (r, _) in enumerate(EXAMPLES)]
 )
 def test_the_prefilter_changes_nothing_on_the_table(rule, example) -> None:
-    assert analyse(example.text, example.role) == analyse(
-        example.text, example.role, prefilter=False
-    )
+    for agent in (False, True):
+        context = {"agent": agent, "offered": _offered(example)}
+        assert analyse(example.text, example.role, **context) == analyse(
+            example.text, example.role, prefilter=False, **context
+        )
 
 
 @settings(max_examples=500, deadline=None)
@@ -299,6 +306,7 @@ def test_the_prefilter_changes_nothing_on_the_table(rule, example) -> None:
 def test_the_prefilter_changes_nothing_on_cue_soup(parts, role) -> None:
     text = " ".join(parts)
     assert analyse(text, role) == analyse(text, role, prefilter=False)
+    assert analyse(text, role, agent=True) == analyse(text, role, prefilter=False, agent=True)
 
 
 # -- the document --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SESSIONS, new_db
@@ -257,10 +258,10 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
 ) -> None:
     real = memplug.extract.analyse
 
-    def flaky(text: str, role: str):
+    def flaky(text: str, role: str, **context: Any):
         if "poison" in text:
             raise RuntimeError("rule exploded")
-        return real(text, role)
+        return real(text, role, **context)
 
     events = conversation(
         "s", "Note: the API port is 8080.", "Decision: poison pill.", "Actually, the port is 9090."
@@ -296,10 +297,10 @@ def test_live_retries_stop_after_a_bound_and_rebuild_still_retries(
 ) -> None:
     real = memplug.extract.analyse
 
-    def broken(text: str, role: str):
+    def broken(text: str, role: str, **context: Any):
         if text.startswith("Decision"):
             raise ValueError("always")
-        return real(text, role)
+        return real(text, role, **context)
 
     monkeypatch.setattr(memplug.extract, "analyse", broken)
     memory.ingest([ev("s", 1, "Decision: x.")])

@@ -1,19 +1,23 @@
 """The analysis: the candidates a message's sentences give, with their corrections,
 retractions and restatements.
 
-``analyse(text, role)`` is pure: the same text and role give the same candidates.
+``analyse(text, role)`` is pure: the same text, role and context (whether an agent is
+listening, what the assistant offered just before) give the same candidates.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from msgspec import Struct
 
 from memplug.cues.keys import subject_key
+from memplug.cues.options import offered_options, resolve_pick
 from memplug.cues.rules import (
     CORRECTION_RULES,
     KIND_RULES,
+    PICK_RULE,
     RETRACTION_RULES,
     RULES_BY_ID,
     TASK_FIELDS,
@@ -46,6 +50,9 @@ class Candidate(Struct, frozen=True):
     correction_target: str | None = None
     retraction_target: str | None = None
     restatement: bool = False
+    # An option pick: the index (in ``offered``) of the assistant message it resolved
+    # against, which is a source of the item as much as the reply is.
+    picked: int | None = None
 
     @property
     def is_correction(self) -> bool:
@@ -71,13 +78,15 @@ class Candidate(Struct, frozen=True):
         return "restatement"
 
 
-def _first_hit(rules: tuple[Rule, ...], text: str, role: str) -> tuple[Rule, re.Match[str]] | None:
+def _first_hit(
+    rules: tuple[Rule, ...], text: str, role: str, agent: bool = False
+) -> tuple[Rule, re.Match[str]] | None:
     """The matching rule with the lowest priority number (table order breaks ties)."""
     best: tuple[Rule, re.Match[str]] | None = None
     for rule in rules:
         if role not in rule.roles:
             continue
-        match = next(rule.matches(text), None)
+        match = next(rule.matches(text, agent=agent), None)
         if match is not None and (best is None or rule.priority < best[0].priority):
             best = (rule, match)
     return best
@@ -106,6 +115,7 @@ def _candidate(
     correction: tuple[Rule, str | None] | None = None,
     retraction_target: str | None = None,
     restatement: bool = False,
+    picked: int | None = None,
 ) -> Candidate:
     numbers = tuple(extract_numbers(content))
     return Candidate(
@@ -122,6 +132,7 @@ def _candidate(
         correction_target=correction[1] if correction else None,
         retraction_target=retraction_target,
         restatement=restatement,
+        picked=picked,
     )
 
 
@@ -145,27 +156,37 @@ _TRIGGERS: tuple[str, ...] = (
 
 # An ASCII text can hold none of the others (most sentences of an import are ASCII).
 _ASCII_TRIGGERS = tuple(t for t in _TRIGGERS if t.isascii())
+# What the rules read only where an agent is listening need besides.
+_AGENT_TRIGGERS = (
+    *_TRIGGERS,
+    *"""let want switch migrate we proceed ahead rather from going forward henceforth
+    branch runs you can it's it is lives located hosted deployed cloned""".split(),
+)
+_ASCII_AGENT_TRIGGERS = tuple(t for t in _AGENT_TRIGGERS if t.isascii())
 
 
-def _maybe_cue(text: str) -> bool:
+def _maybe_cue(text: str, agent: bool = False) -> bool:
     lowered = " ".join(text.lower().split())
     # Substring tests, not one alternation regex: `re` tries every branch at every
     # position, which measured 2-3x slower on import text (the prefilter runs on every
     # sentence of an import). `map` over `__contains__` spares a generator step each.
-    triggers = _ASCII_TRIGGERS if lowered.isascii() else _TRIGGERS
+    if agent:
+        triggers = _ASCII_AGENT_TRIGGERS if lowered.isascii() else _AGENT_TRIGGERS
+    else:
+        triggers = _ASCII_TRIGGERS if lowered.isascii() else _TRIGGERS
     return any(map(lowered.__contains__, triggers))
 
 
 def _correction_frame(
-    original: str, masked: str, role: str
+    original: str, masked: str, role: str, agent: bool
 ) -> tuple[tuple[Rule, str | None] | None, str, str]:
     """The correction a sentence makes (its rule and the old value it names) and the
     text left to read: a correction cue marks the sentence; a framing one ("Actually,")
     is cut off and what follows is read like any other sentence."""
-    hit = _first_hit(CORRECTION_RULES, masked, role)
+    hit = _first_hit(CORRECTION_RULES, masked, role, agent)
     if hit is None:
         return None, original, masked
-    targets = (_old_text(m) for r in CORRECTION_RULES for m in r.matches(masked))
+    targets = (_old_text(m) for r in CORRECTION_RULES for m in r.matches(masked, agent=agent))
     correction = (hit[0], next((t for t in targets if t), None))
     if hit[0].strip and hit[1].start() == 0:
         return correction, original[hit[1].end() :].strip(), masked[hit[1].end() :].strip()
@@ -173,7 +194,7 @@ def _correction_frame(
 
 
 def _analyse_sentence(
-    sentence: Sentence, role: str, index: int, *, prefilter: bool = True
+    sentence: Sentence, role: str, index: int, *, prefilter: bool = True, agent: bool = False
 ) -> Candidate | None:
     original = sentence.text
     masked = mask_code(original)
@@ -182,16 +203,17 @@ def _analyse_sentence(
     # Only a person's own statement retracts, corrects or restates; pasted material
     # (see ``Sentence.deep``) can carry a label and nothing else.
     speaking = user and not question and not sentence.deep
-    if prefilter and sentence.header is None and not _maybe_cue(masked):
+    # The rules said to an agent are a person's: an assistant's text needs no more.
+    if prefilter and sentence.header is None and not _maybe_cue(masked, agent and user):
         key = subject_key(original, need_value=True) if speaking else None
         return None if key is None else _restatement(original, sentence, index, key)
 
-    retraction = _first_hit(RETRACTION_RULES, masked, role) if speaking else None
+    retraction = _first_hit(RETRACTION_RULES, masked, role, agent) if speaking else None
     if retraction is not None:
         return _retraction(retraction, sentence, index)
 
     correction, body, body_masked = (
-        _correction_frame(original, masked, role) if speaking else (None, original, masked)
+        _correction_frame(original, masked, role, agent) if speaking else (None, original, masked)
     )
     allowed = tuple(
         r
@@ -200,7 +222,7 @@ def _analyse_sentence(
         if (not question or r.kind == "open_question")
         and (r.label or not sentence.deep or not user)
     )
-    hit = _first_hit(allowed, body_masked, role)
+    hit = _first_hit(allowed, body_masked, role, agent)
     header = sentence.header
     if hit is None and header is not None and role in header.roles and _meaningful(body):
         return _candidate(
@@ -216,6 +238,9 @@ def _analyse_sentence(
     if hit is not None:
         rule, match = hit
         content = body[match.end() :].strip() if rule.strip else body
+        if "keep" in match.re.groupindex and match.group("keep"):
+            # Fillers before the cue ("ok, fine, let's do vite") are no part of it.
+            content = body[match.start("keep") :]
         # A sentence-initial cue ("I suggest we set …") is not part of the subject.
         key_text = body[match.end() :] if rule.strip or match.start() == 0 else body
         # "I'd suggest:" or "Note that X differs in that:" introduces what follows; on
@@ -276,23 +301,73 @@ def _restatement(body: str, sentence: Sentence, index: int, key: str) -> Candida
     return _candidate(None, body, rule, "user", sentence, index, key=key, restatement=True)
 
 
-def analyse(text: str, role: str, *, prefilter: bool = True) -> list[Candidate]:
+def _pick(sentence: Sentence, index: int, options: dict[str, tuple[int, str]]) -> Candidate | None:
+    """A reply that opens by picking one of the offered options: the option's text, as a
+    decision; what the person says with the pick ("B) I'd like to add …") rides along."""
+    if not options or sentence.deep:
+        return None
+    match = next(PICK_RULE.matches(mask_code(sentence.text), agent=True), None)
+    chosen = resolve_pick(match, options) if match is not None else None
+    if match is None or chosen is None:
+        return None
+    # "B?" asks; "let's do 2 for now, can you file it?" picks and then asks.
+    clause = re.split(r"[,;]", sentence.text[match.start() :], maxsplit=1)[0]
+    if clause.rstrip().endswith(("?", "？")):
+        return None
+    rest = sentence.text[: match.start()] + sentence.text[match.end() :]
+    said = len(content_words(rest) - _PICK_FILLER) >= _PICK_SAYS_MORE
+    content = f"{chosen[1]}: {sentence.text}" if said else chosen[1]
+    return _candidate(
+        PICK_RULE.kind,
+        content,
+        PICK_RULE,
+        "user",
+        sentence,
+        index,
+        key=subject_key(chosen[1]),
+        picked=chosen[0],
+    )
+
+
+# Words that say nothing beside a pick ("let's do 2 for now", "yes, A please"), and how
+# many other content words make the reply say more than the pick.
+_PICK_FILLER = frozenset("lets let's fine go first second third last option approach".split())
+_PICK_SAYS_MORE = 3
+
+
+def analyse(
+    text: str,
+    role: str,
+    *,
+    prefilter: bool = True,
+    agent: bool = False,
+    offered: Sequence[str] = (),
+) -> list[Candidate]:
     """Every cue in ``text`` said by ``role`` (``user`` or ``assistant``), in order.
 
     Text with no cue gives nothing. Assistant text only ever gives proposals.
-    ``prefilter=False`` consults every rule on every sentence (for tests).
+    ``agent``: an agent is listening (a coding host), so the rules said to an agent
+    read too; ``offered``: the assistant's messages since the person last spoke, whose
+    options a short reply may pick. ``prefilter=False`` consults every rule on every
+    sentence (for tests).
     """
     if role not in ("user", "assistant") or not text:
         return []
+    options = offered_options(offered) if agent and role == "user" and offered else {}
     out = []
-    for index, sentence in enumerate(split_sentences(text)):
-        candidate = _analyse_sentence(sentence, role, index, prefilter=prefilter)
+    for index, sentence in enumerate(split_sentences(text, agent=agent)):
+        # A pick opens the reply; a later "A) …" answers the assistant's question A.
+        candidate = _pick(sentence, index, options) if index == 0 else None
+        if candidate is None:
+            candidate = _analyse_sentence(sentence, role, index, prefilter=prefilter, agent=agent)
         if candidate is not None:
             out.append(candidate)
     return out
 
 
-def classify(text: str, role: str = "user") -> str | None:
+def classify(
+    text: str, role: str = "user", *, agent: bool = False, offered: Sequence[str] = ()
+) -> str | None:
     """The label of the first candidate in ``text`` (what the example table checks)."""
-    found = analyse(text, role)
+    found = analyse(text, role, agent=agent, offered=offered)
     return found[0].label if found else None

@@ -22,6 +22,10 @@ def render_rules_markdown() -> str:
             notes.append("the cue is cut from the content")
         if rule.label:
             notes.append("a label: counts anywhere in a message")
+        if rule.contexts == ("agent",):
+            notes.append("only where an agent is listening")
+        elif rule.contexts == ("chat",):
+            notes.append("only where no agent is listening")
         lines += [
             f"#### `{rule.ref}` → {rule.kind}",
             "",
@@ -32,7 +36,11 @@ def render_rules_markdown() -> str:
         ]
         for example in rule.examples:
             shown = example.text.replace("|", "\\|")
-            lines.append(f"| {example.role} | {shown} | {example.expect or 'no cue'} |")
+            if example.offered:
+                offered = " / ".join(example.offered.splitlines()).replace("|", "\\|")
+                shown += f" *(after the assistant wrote: {offered})*"
+            said = f"{example.role} to an agent" if example.agent else example.role
+            lines.append(f"| {said} | {shown} | {example.expect or 'no cue'} |")
         lines.append("")
     lines.append(DOC_END)
     return "\n".join(lines)

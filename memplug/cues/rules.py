@@ -23,11 +23,17 @@ _I = re.IGNORECASE
 
 
 class Example(Struct, frozen=True):
-    """One labelled utterance: what ``classify`` must return for it (``None``: no cue)."""
+    """One labelled utterance: what ``classify`` must return for it (``None``: no cue).
+
+    ``agent``: said where an agent is listening (a coding host); ``offered``: the
+    assistant's previous message, for a reply that picks one of its options.
+    """
 
     text: str
     expect: str | None
     role: str = "user"
+    agent: bool = False
+    offered: str | None = None
 
 
 class Rule(Struct, frozen=True):
@@ -54,18 +60,36 @@ class Rule(Struct, frozen=True):
     # right before it matches ``not_before`` (searched at its end).
     not_after: re.Pattern[str] | None = None
     not_before: re.Pattern[str] | None = None
+    # Where the rule is read: ``chat`` (people talking, to each other or to a chatbot)
+    # and ``agent`` (a coding host: someone addressing an agent that acts on the work).
+    # The same words are a rule to an agent and chatter between friends.
+    contexts: tuple[str, ...] = ("chat", "agent")
+    # Voids that hold only in chat: there a rule must name the work ("always the same
+    # flaky test" vs "always pin versions"); to an agent everything said is about it.
+    chat_not_after: re.Pattern[str] | None = None
+    chat_not_before: re.Pattern[str] | None = None
 
     @property
     def ref(self) -> str:
         return f"{self.id}@{self.version}"
 
-    def matches(self, text: str) -> Iterator[re.Match[str]]:
+    def matches(self, text: str, *, agent: bool = False) -> Iterator[re.Match[str]]:
+        if ("agent" if agent else "chat") not in self.contexts:
+            return
+        voids = [(self.not_after, self.not_before)]
+        if not agent:
+            voids.append((self.chat_not_after, self.chat_not_before))
         for match in self.pattern.finditer(text):
-            if self.not_after is not None and self.not_after.match(text, match.end()):
-                continue
-            if self.not_before is not None and self.not_before.search(text[: match.start()]):
-                continue
-            yield match
+            if not any(_void(text, match, after, before) for after, before in voids):
+                yield match
+
+
+def _void(
+    text: str, match: re.Match[str], after: re.Pattern[str] | None, before: re.Pattern[str] | None
+) -> bool:
+    if after is not None and after.match(text, match.end()):
+        return True
+    return before is not None and before.search(text[: match.start()]) is not None
 
 
 def _rx(pattern: str, flags: int = _I) -> re.Pattern[str]:
@@ -76,8 +100,41 @@ def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[E
     return tuple(Example(*item) for item in items)
 
 
+def _agent(*items: tuple[str, str | None]) -> tuple[Example, ...]:
+    """Examples said by a user to a coding agent."""
+    return tuple(Example(text, expect, agent=True) for text, expect in items)
+
+
+def _chat(*texts: str) -> tuple[Example, ...]:
+    """Examples said in chat, where an agent-directed rule must stay silent."""
+    return tuple(Example(text, None) for text in texts)
+
+
 # Fillers that may precede a sentence-initial cue without changing it.
 _LEAD = r"^(?:(?:please|and|but|so|also|oh|ok(?:ay)?|well|hmm|wait)[,\s]+)*"
+# A frame that may open a standing rule: "To be clear: don't …", "Remember: never …".
+_FRAME = (
+    r"(?:(?:(?:just\s+)?to\s+be\s+clear|to\s+clarify|remember|reminder|important|note|nb|"
+    r"fyi|again)\s*[:,]\s*(?:please[,\s]+)?)?"
+)
+# Fillers before a choice said to an agent: "ok, fine, let's do vite", "yes please, …".
+_FILL = (
+    r"^(?:(?:ok(?:ay)?|fine|yes|yeah|yep|yup|sure|alright|all\s+right|right|cool|great|good|"
+    r"so|and|then|well|hmm+|i\s+think|maybe|please|now|oh|ah|actually|instead)[,.!\s]+)*"
+)
+# A choice's object that names nothing ("let's use it", "we'll go with that").
+_PRONOUN = (
+    r"(?:it|this|that|these|those|them|some|so|what|both|one|another|something|anything|"
+    r"everything|same|all)\b"
+)
+# After "let's make it": a state the work is to reach now, not a property it is to keep.
+_NOT_A_PROPERTY = (
+    r"(?:work|pass|happen|run|compile|build|go|so|better|faster|simpler|cleaner|easier|more|"
+    r"less|right|nicer|prettier|quick|quicker|shorter|smaller|stop|clear)\b"
+)
+# After `do`, anything but a bare name is a task ("let's do the implementation", "let's
+# do a quick pass"); "let's do vite" names a choice.
+_VAGUE_OBJECT = _PRONOUN + r"|(?:the|a|an|more|our|my|your|his|her|their)\b"
 # A word after never/always that shows a description, not an instruction:
 # determiners, "mind", forms of be/have, and third-person verbs ("always fails").
 _DESCRIPTIVE = (
@@ -199,17 +256,25 @@ RULES: tuple[Rule, ...] = (
              ("They seem to fit my budget and preferences perfectly.", None),
              ("No specific preferences yet, I'm still open to exploring different options.", None)),
          strip=True, label=True, priority=10),
-    Rule("en.open_question.label", 1, "open_question", "en",
-         "A sentence that starts with `Question:`, `Open question:` or `TBD:`.",
-         _rx(_LEAD + r"(?:open\s+questions?|questions?|tbd)\s*[:：]\s*"),
+    Rule("en.open_question.label", 2, "open_question", "en",
+         "A sentence that starts with `Open question:` or `TBD:`.",
+         _rx(_LEAD + r"(?:open\s+questions?|tbd)\s*[:：]\s*"),
          _ex(("Open question: do we keep the v1 checkout endpoint for mobile clients?",
               "open_question"),
-             ("Question: do we need IPv6?", "open_question"),
              ("TBD: who owns the billing migration.", "open_question"),
              ("That's a good question.", None),
              ("Any questions?", None),
              ("Let me know if you have any other questions or need further assistance.", None)),
          strip=True, label=True, priority=10),
+    Rule("en.open_question.question_label", 1, "open_question", "en",
+         "In chat, a sentence that starts with `Question:`. Said to an agent, `Question: …`"
+         " asks the agent something now; it is no open question of the project.",
+         _rx(_LEAD + r"questions?\s*[:：]\s*"),
+         _ex(("Question: do we need IPv6?", "open_question"))
+         + _agent(("Question: doesn't git know if it's a binary file?", None),
+                  ("question: the outcome of this was clearly committed in 72a7142", None))
+         + _chat("Any questions?"),
+         strip=True, label=True, priority=10, contexts=("chat",)),
     Rule("zh.open_question.label", 1, "open_question", "zh",
          "以 `疑问：`、`待定：`、`未决问题：`、`开放问题：` 或 `待确认：` 开头的句子"
          "（`问题：` 也指故障，所以不算）。",
@@ -362,12 +427,12 @@ RULES: tuple[Rule, ...] = (
              ("上周我决定再去竞选一次。", None)),
          priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
          not_after=_rx(r"了?\s*[。！!.]?$")),
-    Rule("en.constraint.must", 2, "constraint", "en",
+    Rule("en.constraint.must", 3, "constraint", "en",
          "`must` / `must not` / `mustn't` with an action or a checkable requirement"
          " (`must keep p95 < 200 ms`, `must be reviewed`, `must be under 2 MB`). Not"
          " epistemic (`it must be scary`, `you must love it`, `must have been`, `must be"
          " so rewarding`), not a gerund's (`seeing them grow must be …`), not `a must`,"
-         " not `I must say`.",
+         " not `I must say`. In chat its subject must be the work or the people doing it.",
          _rx(r"(?<![-\w])must(?:n't|\s+not)?(?![-\w])"),
          _ex(("The checkout endpoint must keep p95 < 200 ms at 1k rps.", "constraint"),
              ("We must never log card numbers.", "constraint"),
@@ -390,12 +455,15 @@ RULES: tuple[Rule, ...] = (
              ("All pets must be on a leash and accompanied by a registered guest at all times"
               " when outside the guest room.", None),
              ("This would be the first monster that the player must hunt.", None),
-             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None)),
+             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None))
+         + _agent(("Important: card numbers must not be logged.", "constraint"),
+                  ("It must be the cache.", None))
+         + (Example("Important: card numbers must not be logged.", "fact"),),
          priority=30,
-         not_before=_rx(r"(?:^|[,;:(])(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
-                        r"everyone|everybody|nobody|claude|agent|assistant|model|"
-                        + _WORK_NOUNS + r")\b|\w[_./]\w|`))[^,;:(]*$"
-                        r"|\b(?:it|that|this|there|they|he|she|which|who|what|something|"
+         chat_not_before=_rx(r"(?:^|[,;:(])(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
+                             r"everyone|everybody|nobody|claude|agent|assistant|model|"
+                             + _WORK_NOUNS + r")\b|\w[_./]\w|`))[^,;:(]*$"),
+         not_before=_rx(r"\b(?:it|that|this|there|they|he|she|which|who|what|something|"
                         r"someone|everything|a|the)\s+$"
                         r"|^\s*(?!(?:during|nothing|something|everything|anything|string|"
                         r"thing|king|spring|morning|evening|bring)\b)[a-z]+ing\b[^,;:]*$"
@@ -409,12 +477,13 @@ RULES: tuple[Rule, ...] = (
                        r"|\s+have\s+(?!(?:an?|at\s+least|no|one|two|three|exactly|its|their|"
                        r"\d)\b)|\s+have\s+an?\s+(?:lot|great|good|blast|ton|ball|hard)\b"
                        r"|'ve\b")),
-    Rule("en.constraint.never", 2, "constraint", "en",
-         "`never` as an instruction: at the start, after `we`, or after `you should`/"
-         "`you must` (`never mind`, `you never know`, descriptions such as `the tests never"
-         " pass`, stories such as `never tried it` and advice such as `never give up` are"
-         " not cues).",
-         _rx(_LEAD + r"never(?![-\w])"
+    Rule("en.constraint.never", 3, "constraint", "en",
+         "`never` as an instruction: at the start (also after `Remember:`, `To be clear:`),"
+         " after `we`, or after `you should`/`you must` (`never mind`, `you never know`,"
+         " descriptions such as `the tests never pass`, stories such as `never tried it` and"
+         " advice such as `never give up` are not cues). In chat the rest must name the work;"
+         " said to an agent, it is about the work.",
+         _rx(_LEAD + _FRAME + r"never(?![-\w])"
              r"|\b(?:we|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"
              r"|\byou\s+(?:should|must|will|shall|can)\s+never(?![-\w])"),
          _ex(("Never commit secrets to the repo.", "constraint"),
@@ -428,16 +497,21 @@ RULES: tuple[Rule, ...] = (
              ("Never tried it, but it's supposed to be awesome.", None),
              ("You never shy away from a challenge and always try something new.", None),
              ("You never know the difference a kind gesture can make.", None),
-             ("Never found on antimagic weapons.", None)),
+             ("Never found on antimagic weapons.", None))
+         + _agent(("Please never push directly to main.", "constraint"),
+                  ("Remember: never log card numbers.", "constraint"),
+                  ("Never mind, I found it.", None))
+         + _chat("Please never push directly to main."),
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
-                       + _ENCOURAGE + r"|say\s+never|too|late|easy)\b|" + _NOT_ABOUT_WORK),
-         not_before=_rx(_STORY_JOIN)),
-    Rule("en.constraint.always", 2, "constraint", "en",
-         "`always` as an instruction: at the start, after `we`, or after `you should`/"
-         "`you must` (`always the same flaky test`, `always happy to help`, `always"
-         " running around`, `we always have a great time` are not cues).",
-         _rx(_LEAD + r"always(?![-\w])"
+                       + _ENCOURAGE + r"|say\s+never|too|late|easy)\b"),
+         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(_NOT_ABOUT_WORK)),
+    Rule("en.constraint.always", 3, "constraint", "en",
+         "`always` as an instruction: at the start (also after `Remember:`), after `we`, or"
+         " after `you should`/`you must` (`always the same flaky test`, `always happy to"
+         " help`, `always running around`, `we always have a great time` are not cues). In"
+         " chat the rest must name the work; said to an agent, it is about the work.",
+         _rx(_LEAD + _FRAME + r"always(?![-\w])"
              r"|\b(?:we|one)\s+(?:(?:should|must|will|shall)\s+)?always(?![-\w])"
              r"|\byou\s+(?:should|must|will|shall)\s+always(?![-\w])"),
          _ex(("Always run the migrations in a transaction.", "constraint"),
@@ -453,19 +527,24 @@ RULES: tuple[Rule, ...] = (
              ("You always mentioned your love for gaming.", None),
              ("We always have a great time together, especially on Wednesdays.", None),
              ("I remember watching the Masters with my family - it was such a fun experience,"
-              " and we always make a big deal of it.", None)),
+              " and we always make a big deal of it.", None))
+         + _agent(("Always run the linter before committing.", "constraint"),
+                  ("Always the same flaky test.", None))
+         + _chat("Always run the linter before committing."),
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + r"|[a-z]+ing|"
                        r"happy|glad|up|great|good|fun|nice|ready|welcome|on|down|open|around|"
                        r"busy|excited|hungry|by|with|for|at|there|have|try|go|end\s+up|hang|"
                        r"spend|get|make\s+time|"
-                       r"talk|chat|laugh|celebrate|manage|struggle)\b|" + _NOT_ABOUT_WORK),
-         not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$|" + _STORY_JOIN)),
-    Rule("en.constraint.do_not", 2, "constraint", "en",
-         "`Do not …` / `Don't …` as an instruction at the start of a sentence (`don't"
-         " worry`, `don't forget`, and advice to a person such as `don't give up`,"
-         " `don't be afraid to …` or anything about `yourself` are not cues).",
-         _rx(_LEAD + r"(?:do\s+not|don'?t)\b"),
+                       r"talk|chat|laugh|celebrate|manage|struggle)\b"),
+         not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$|" + _STORY_JOIN),
+         chat_not_after=_rx(_NOT_ABOUT_WORK)),
+    Rule("en.constraint.do_not", 3, "constraint", "en",
+         "`Do not …` / `Don't …` as an instruction at the start of a sentence (also after"
+         " `To be clear:`, `Remember:`; `don't worry`, `don't forget`, and advice to a person"
+         " such as `don't give up`, `don't be afraid to …` or anything about `yourself` are"
+         " not cues; `don't ever …` is one only when said to an agent).",
+         _rx(_LEAD + _FRAME + r"(?:do\s+not|don'?t)\b"),
          _ex(("Do not touch the legacy billing module.", "constraint"),
              ("Please don't use ORMs in this service.", "constraint"),
              ("Don't ask me for clarifications.", "constraint"),
@@ -478,10 +557,15 @@ RULES: tuple[Rule, ...] = (
              ("Don't be afraid to reach out to people in your field for help and contacts.",
               None),
              ("Don't limit yourself in your comofort zone!", None),
-             ("But don't get discouraged, just keep going.", None)),
-         priority=30,
+             ("But don't get discouraged, just keep going.", None))
+         + _agent(("Don't ever log card numbers.", "constraint"),
+                  ("To be clear: don't use ClMail for communication, use the builtin subagent"
+                   " teams.", "constraint"),
+                  ("Don't worry about the failing test.", None))
+         + _chat("Don't ever log card numbers."),
+         priority=30, chat_not_after=_rx(r"\s+ever\b"),
          not_after=_rx(r"\s+(?:worry|bother|panic|know|think|mind|care|forget|get\s+me|sweat|"
-                       r"hesitate|understand|remember|see|have|feel|miss|ever|"
+                       r"hesitate|understand|remember|see|have|feel|miss|"
                        r"be\s+(?:sorry|afraid|scared|shy|discouraged|too|so|a\s+stranger|"
                        r"nervous|hard|down|sad|ashamed|embarrassed|silly|surprised)|"
                        r"get\s+(?:discouraged|down|too|so|caught|stuck|hung)|" + _ENCOURAGE
@@ -506,10 +590,12 @@ RULES: tuple[Rule, ...] = (
              ("要不要加缓存？", None),
              ("别担心，测试会过的。", None)),
          priority=30, not_after=_rx(r"紧|了|担心|着急|客气|管|忘")),
-    Rule("en.preference.prefer", 2, "preference", "en",
-         "`I prefer` / `I'd prefer` / `I would prefer` / `my preference is` (not `see which"
-         " one I prefer`).",
-         _rx(r"\bi(?:'d|\s+would)?\s+(?:(?:really|strongly|generally|usually|much)\s+)?prefer\b"
+    Rule("en.preference.prefer", 3, "preference", "en",
+         "`I prefer` / `I'd prefer` / `I would prefer` / `I actually prefer` / `my preference"
+         " is` (not `see which one I prefer`, not a bare `I'd prefer that` that names"
+         " nothing).",
+         _rx(r"\bi(?:'d|\s+would)?\s+(?:(?:really|strongly|generally|usually|much|actually|"
+             r"personally|definitely|still)\s+)?prefer\b"
              r"|\bmy\s+preference\s+is\b"),
          _ex(("I prefer small commits with one change each.", "preference"),
              ("I'd prefer short commit messages.", "preference"),
@@ -517,8 +603,11 @@ RULES: tuple[Rule, ...] = (
              ("Use whatever you prefer.", None),
              ("I think I'll try out italki and Conversation Exchange first, and see which one I"
               " prefer.", None),
-             ("Let me know if you prefer a different format.", None)),
-         priority=40, not_after=_rx(r"\s+not\s+to\s+say\b"),
+             ("Let me know if you prefer a different format.", None),
+             ("I actually prefer the gemini AfterAgent name.", "preference"),
+             ("I'd prefer that", None)),
+         priority=40,
+         not_after=_rx(r"\s+not\s+to\s+say\b|\s*(?:that|this|it|one)?\s*[.!:]?\s*$"),
          not_before=_rx(r"\b(?:which(?:\s+one)?|what|whichever|whatever|if|whether)\s+$")),
     Rule("zh.preference", 1, "preference", "zh",
          "`我偏好` / `我更喜欢` / `我更倾向` / `我的偏好` / 句首 `偏好：`（`偏好设置` 不算）。",
@@ -574,6 +663,209 @@ RULES: tuple[Rule, ...] = (
              ("我记不住这么多端口。", None),
              ("我还记得那场比赛，他进了两个球。", None)),
          strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$")),
+    # -- said to a coding agent (issue 24) ----------------------------------------------------
+    # People do not label what they tell an agent: "let's do vite", "we explicitly don't
+    # want hardcoded visual tests", "A". These rules read only where an agent is listening
+    # (a coding host's event, a session with tool calls): in chat the same words are
+    # chatter. A task for now ("let's fix the test", "let's push") names no choice verb.
+    Rule("en.decision.lets", 1, "decision", "en",
+         "Said to an agent: `let's use X` / `let's go with X` / `let's go for X` / `let's"
+         " stick with X` / `let's switch to X` / `let's drop X` / `let's not have X` / `let's"
+         " do X` / `let's make it <a property>` opening a sentence, X naming something"
+         " (`let's do it`, `let's do the implementation`, `let's make it work`, `let's fix"
+         " the test`, `let's push` are tasks, not choices).",
+         _rx(_FILL + r"(?P<keep>let(?:'|’)?s|let\s+us)\s+(?:(?:just|all|now|then|definitely)\s+)?"
+             r"(?:(?:use|go\s+(?:with|for)|stick\s+with|switch\s+to|standardi[sz]e\s+on|drop|"
+             r"not\s+(?:have|use|add|support|keep|include|ship|expose|store))\s+(?!" + _PRONOUN
+             + r")|do\s+(?!" + _VAGUE_OBJECT + r")|make\s+it\s+(?!" + _NOT_A_PROPERTY + r"))"
+             r"(?=[\w`'\"])"),
+         _agent(("ok, fine, let's do vite", "decision"),
+                ("Let's use PostgreSQL 16 for the orders service.", "decision"),
+                ("yeah let's go for date on every line", "decision"),
+                ("Let's do it in 91 - I want to merge 90 now", None),
+                ("yeah let's push and re-test", None),
+                ("Yes, let's fix the gaps.", None),
+                ("yeah so maybe let's not have CONDENSE looking like a state in the plan",
+                 "decision"),
+                ("if it's compatible then let's not spend too much time on it", None),
+                ("Lets do the implementation too", None),
+                ("yes please, and let's make it cross-browser", "decision"),
+                ("let's make it work first", None),
+                ("- let's drop the '-' before each commit", "decision"))
+         + _chat("Let's go for a walk after lunch."),
+         priority=25, contexts=("agent",)),
+    Rule("en.decision.we_use", 1, "decision", "en",
+         "Said to an agent: `we'll use X` / `we're going to use X` / `we'll go with X` /"
+         " `we're going with X` / `we're getting rid of X` / `we do X-first` (not after `if`,"
+         " `when`, `how`, …; a plain `we use X` describes the code, it chooses nothing).",
+         _rx(r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to)\s+"
+             r"(?:use|go\s+with|stick\s+with|switch\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
+             r"|\bwe(?:'re|\s+are)\s+(?:going\s+with|getting\s+rid\s+of|dropping|ditching|"
+             r"sticking\s+with|switching\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
+             r"|\bwe\s+do\s+[\w-]+-first\b"),
+         _agent(("We'll use Redis for the session cache.", "decision"),
+                ("we do container-first.", "decision"),
+                ("okay, so it sounds like we're getting rid of TTL.", "decision"),
+                ("If we use Redis, the tests get slower.", None),
+                ("We use `parse_header()` to read the trailer.", None),
+                ("We use it everywhere.", None))
+         + _chat("We'll use the big tent for the party."),
+         priority=25, contexts=("agent",),
+         not_before=_rx(r"\b(?:if|whether|when|how|what|which|that|where|because|since|do|can|"
+                        r"could|should|would|might|and|once|until|unless)\s+$")),
+    Rule("en.decision.switch", 1, "decision", "en",
+         "Said to an agent: `switch (X) to Y` / `migrate (X) to Y` opening a sentence: a"
+         " choice that replaces what X was (with `Actually,` or `instead` it supersedes it).",
+         _rx(_FILL + r"(?P<keep>switch|migrate)\s+(?:(?!to\b)[^\s,.;?]+\s+){0,6}?to\s+"
+             r"(?!(?:it|this|that|there|here)\b)(?=[\w`'\"])"),
+         _agent(("Actually, switch the orders service to MySQL 8 instead.", "decision"),
+                ("Switch the CI to Node 20.", "decision"),
+                ("Switch to it.", None),
+                ("oh whoops, accidentally switched branches, my bad", None))
+         + _chat("Switch the lights to the warm setting."),
+         priority=25, contexts=("agent",)),
+    Rule("en.decision.use_instead", 1, "decision", "en",
+         "Said to an agent: `use X instead (of Y)` / `go with X instead` opening a sentence:"
+         " a choice that replaces another (without `instead`, `use the debugger` is a task).",
+         _rx(_FILL + r"(?P<keep>(?:use|go\s+with|pick|choose)\s+(?!" + _PRONOUN + r"))"
+             r"(?=[^.;!?]*\binstead\b)"),
+         _agent(("Use uv instead of pip-tools.", "decision"),
+                ("ok, use the builtin subagent teams instead.", "decision"),
+                ("Use the debugger to find it.", None),
+                ("Use it instead.", "correction"))
+         + _ex(("Use butter instead of oil.", "correction")),
+         priority=25, contexts=("agent",)),
+    Rule("en.decision.proceed", 1, "decision", "en",
+         "Said to an agent: `proceed with X` / `go ahead with X` opening a sentence, X naming"
+         " a choice (`proceed with this plan`, `go ahead with the implementation` are tasks).",
+         _rx(_FILL + r"(?P<keep>(?:let(?:'|’)?s\s+)?(?:proceed|go\s+ahead)\s+with)\s+"
+             r"(?!" + _PRONOUN + r"|the\s+(?:plan|implementation|changes?|fix|next|rest|above|"
+             r"task)\b|implementation|implementing|fixing|fix)(?=[\w`'\"])"),
+         _agent(("Proceed with Redis for the session cache.", "decision"),
+                ("OK, proceed with Redis.", "decision"),
+                ("Proceed with the implementation.", None),
+                ("then proceed with this new plan", None))
+         + _chat("Proceed with caution on the icy road."),
+         priority=25, contexts=("agent",)),
+    Rule("en.decision.on_purpose", 1, "decision", "en",
+         "Said to an agent: `we <did> X on purpose` / `deliberately` / `intentionally`: a"
+         " choice that was made, kept so that nobody undoes it.",
+         _rx(r"\bwe(?:'ve|\s+have)?\s+(?:\w+\s+){0,8}?(?:on\s+purpose|deliberately|"
+             r"intentionally)\b"),
+         _agent(("no, we removed the session commands on purpose", "decision"),
+                ("We deliberately keep the v1 endpoint for mobile clients.", "decision"),
+                ("I didn't do it on purpose.", None),
+                ("Did we remove it on purpose?", None))
+         + _chat("We left the door open on purpose."),
+         priority=25, contexts=("agent",)),
+    Rule("en.decision.i_want", 1, "decision", "en",
+         "Said to an agent: `I want X to …` / `I'd like X to …` where X names a thing (`I"
+         " want to …` and `I want you to …` are requests for now).",
+         _rx(r"\bi\s+(?:want|'d\s+like|would\s+like)\s+(?!(?:to|you|it|this|that|them|some|"
+             r"more|better|something|everything|anything|us|me)\b)(?:[\w`'\"./-]+\s+){1,5}?to\s+"
+             r"(?!(?:be\s+(?:able|sure|clear)|know|see|understand|check|look|try|ask)\b)"),
+         _agent(("I want the review to run on every push.", "decision"),
+                ("I want to merge 90 now.", None),
+                ("I want you to fix the test.", None),
+                ("I'd like it to do B.", None))
+         + _chat("I want the kids to have fun at the party."),
+         priority=45, contexts=("agent",)),
+    Rule("en.decision.option_pick", 1, "decision", "en",
+         "Said to an agent: a reply that picks one of the options the assistant's previous"
+         " message offered (`A`, `B)`, `option 2`, `yes, version B`, `let's do 2`, `go with the"
+         " second`): the"
+         " item is the chosen option's text, its sources both messages. A pick of an option"
+         " that was not offered is nothing.",
+         _rx(r"(?:^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)"
+             r"[,.!\s]+)*"
+             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
+             r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
+             r"(?P<pick>(?-i:[A-H])|[1-9])(?=[).:,;!]|\s*$|\s+(?:for\s+now|please|then|first|"
+             r"and|but|now|instead|it\s+is)\b)"
+             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+the\s+"
+             r"(?P<nth>first|second|third|fourth|last)\b(?:\s+(?:one|option|approach))?"),
+         (Example("A", "decision", agent=True,
+                  offered="Which one?\n\nA) Poll every 30 s\nB) Push from a webhook"),
+          Example("let's do 2 for now", "decision", agent=True,
+                  offered="1. **Do it now** - refactor\n2. **Quick fix** - duplicate the"
+                          " helper\n3. **Separate branch** - park it"),
+          Example("yes, version B", "decision", agent=True,
+                  offered="Version A: keep the cron job\nVersion B: use a queue"),
+          Example("go with the second", "decision", agent=True,
+                  offered="Option A: keep the cron job\nOption B: use a queue"),
+          Example("let's do 2 for now, can you file the follow-up?", "decision", agent=True,
+                  offered="1. Do it now\n2. Quick fix\n3. Separate branch"),
+          Example("B?", None, agent=True, offered="A) Poll every 30 s\nB) Push from a webhook"),
+          Example("A", None, agent=True, offered="Does this match your intuition?"),
+          Example("A", None, offered="A) Poll every 30 s\nB) Push from a webhook"),
+          Example("Plan A is fine by me.", None, agent=True,
+                  offered="A) Poll every 30 s\nB) Push from a webhook")),
+         priority=1, contexts=("agent",)),
+    Rule("en.constraint.from_now_on", 1, "constraint", "en",
+         "Said to an agent: a sentence that opens with `From now on` / `Going forward` /"
+         " `Moving forward` / `From here on`: a standing rule.",
+         _rx(_FILL + r"(?:from\s+now\s+on|going\s+forward|moving\s+forward|"
+             r"from\s+here\s+on(?:\s+out)?|henceforth)\b[,:]?\s*(?=[\w`'\"])"),
+         _agent(("From now on, always run the linter before committing.", "constraint"),
+                ("Going forward, every migration gets a down script.", "constraint"),
+                ("Going forward.", None),
+                ("Moving forward?", None))
+         + _chat("From now on, I'm going to the gym every morning."),
+         priority=28, contexts=("agent",), not_after=_rx(r"[^.!?]*\bi(?:'m|\s+am|\s+will)\b")),
+    Rule("en.constraint.dont_want", 1, "constraint", "en",
+         "Said to an agent: `we (explicitly) don't want …` / `I don't want …` / `we never"
+         " want …`: a prohibition with its object kept.",
+         _rx(r"\b(?:we|i)\s+(?:(?:really|explicitly|definitely|absolutely|just|also|certainly)\s+)?"
+             r"(?:don't|do\s+not|never)\s+want\b"),
+         _agent(("we explicitly don't want hardcoded visual tests.", "constraint"),
+                ("I don't want to make assumptions about people's env.", "constraint"),
+                ("I don't want to know.", None),
+                ("If we don't want that, say so.", None))
+         + _chat("We don't want to miss the sunset."),
+         priority=30, contexts=("agent",),
+         not_before=_rx(r"\b(?:if|whether|when|because|since|unless|what|why)\b[^,]*$"),
+         not_after=_rx(r"\s+(?:to\s+)?(?:know|see|hear|bother|wait|miss|be\s+rude|that|this|"
+                       r"it)\b\s*[.!]?$")),
+    Rule("en.constraint.should_never", 1, "constraint", "en",
+         "Said to an agent: `X should never …` / `X must never …` / `X can never …` with any"
+         " subject (`we never`, `you should never` are `en.constraint.never`).",
+         _rx(r"\b(?:should|must|shall|can)\s+never\b"),
+         _agent(("Card numbers should never reach the logs.", "constraint"),
+                ("The migration job should never run twice.", "constraint"),
+                ("That should never have happened.", None),
+                ("I can never remember the flag.", None))
+         + _chat("The kids should never miss breakfast."),
+         priority=30, contexts=("agent",),
+         not_after=_rx(r"\s+(?:have|be\s+(?:so|too|that)|" + _STATIVE + r"|remember|forget)\b"),
+         not_before=_rx(r"\b(?:i|it|that|this|you|he|she|they)\s+$")),
+    Rule("en.fact.anchor", 1, "fact", "en",
+         "Said to an agent: a project fact anchored on something structural: `you can"
+         " test/run/build it with `cmd``, `it's at <path or URL>`, `the parent/base/default"
+         " branch is X`, `CI runs on Node 20`.",
+         _rx(r"\byou\s+can\s+(?:test|run|build|start|check|try|debug|deploy|lint|verify|"
+             r"reproduce|find)\b[^.?!]{0,80}?(?:`[^`]+`|'[^'\s]+'|\"[^\"\s]+\")"
+             r"|\b(?:it(?:'s|\s+is)|it\s+lives|(?:is|are)\s+(?:located|hosted|deployed|cloned))"
+             r"\s+(?:at|in|under|on)\s+`?(?=https?://|git@|~/|/[\w.-]+/|\.\.?/|[\w.-]+/[\w.-])"
+             r"|\bthe\s+(?:parent|base|default|main|target|release|upstream)\s+branch\s+is\s+(?=\S)"
+             r"|\b(?:ci|the\s+ci|the\s+build|the\s+tests)\s+runs?\s+on\s+(?=[^.?!]*\d)"),
+         _agent(("You can test it with `act`.", "fact"),
+                ("I cloned it and it's at https://github.com/daaain/online-llm-tokenizer", "fact"),
+                ("The parent branch is soph/one-to-one-checkpoints.", "fact"),
+                ("CI runs on Node 20.", "fact"),
+                ("You can test it yourself.", None),
+                ("It's at the top of the file.", None))
+         + _chat("You can run 'home' to see the help."),
+         priority=55, contexts=("agent",)),
+    Rule("en.preference.rather", 1, "preference", "en",
+         "Said to an agent: `I'd rather X (than Y)` / `I would rather …` (`I'd rather not`"
+         " is no preference of a way of working).",
+         _rx(r"\bi(?:'d|\s+would)\s+(?:much\s+|really\s+)?rather\b(?!\s+not\b)"),
+         _agent(("I'd rather implement it as computer use tools than playwright tools.",
+                 "preference"),
+                ("I'd rather not.", None),
+                ("Would you rather use Go?", None))
+         + _chat("I'd rather stay in tonight and read."),
+         priority=40, contexts=("agent",)),
     # -- assistant proposals -----------------------------------------------------------------
     Rule("en.proposal.suggest", 1, "proposal", "en",
          "An assistant's `I suggest` / `I propose` / `I recommend` / `I'd recommend` /"
@@ -634,12 +926,14 @@ RULES: tuple[Rule, ...] = (
               " friends earlier this year.", None),
              ("I've been learning a lot about data science recently, actually.", None)),
          strip=True, priority=5),
-    Rule("en.correction.instead_of", 2, "correction", "en",
-         "`instead of X use Y` / `use Y instead of X` (an instruction; `I took the bus"
-         " instead of driving` is a story): X names what is replaced.",
+    Rule("en.correction.instead_of", 3, "correction", "en",
+         "`instead of X use Y` / `use Y instead of X` / `let's use Y instead of X` (an"
+         " instruction; `I took the bus instead of driving` is a story): X names what is"
+         " replaced.",
          _rx(r"\binstead\s+of\s+(?P<old>[^,.;]{1,60}?)\s*,?\s+(?:use|go\s+with|pick|choose|"
              r"try|we(?:'ll|\s+will)?\s+use)\b"
-             r"|^(?:(?:please|so|and|ok(?:ay)?)[,\s]+)*(?:use|go\s+with|pick|choose|switch\s+to|"
+             r"|^(?:(?:please|so|and|ok(?:ay)?|let(?:'|’)?s|let\s+us|we'll|we\s+will)[,\s]+)*"
+             r"(?:use|go\s+with|pick|choose|switch\s+to|"
              r"prefer|call\s+it|name\s+it|put\s+it\s+in|store\s+it\s+in|write|return|run)\b"
              r"[^.;]*?\binstead\s+of\s+(?P<old2>[^,.;]{1,60})"),
          _ex(("Instead of pip-tools use uv for locking.", "correction"),
@@ -648,7 +942,9 @@ RULES: tuple[Rule, ...] = (
              ("I've been taking the bus to work instead of driving, so I've got more time to"
               " listen to podcasts now.", None),
              ("I'm thinking of grilling the short ribs instead of braising them.", None),
-             ("But instead of giving up, I turned it into a learning experience.", None)),
+             ("But instead of giving up, I turned it into a learning experience.", None),
+             ("Let's use apple container instead of docker proper.", "correction"))
+         + _agent(("Let's use apple container instead of docker proper.", "decision")),
          priority=5),
     Rule("en.correction.not_but", 2, "correction", "en",
          "`not X but Y` and `Y, not X` where X names something (a number, a symbol, a"
@@ -666,6 +962,15 @@ RULES: tuple[Rule, ...] = (
              ("Thanks for reminding me to focus on progress, not perfection.", None),
              ("This ring on his hand is just a decoration, not a wedding ring.", None)),
          priority=5, not_before=_rx(r"\b(?:if|whether)\b[^,]*$")),
+    Rule("en.correction.instead", 1, "correction", "en",
+         "Said to an agent: a statement that ends in `instead` (`switch the orders service"
+         " to MySQL 8 instead`): it replaces the earlier item it shares words with.",
+         _rx(r"\binstead\s*[.!]?\s*$"),
+         _agent(("Switch the orders service to MySQL 8 instead.", "decision"),
+                ("Can you print the error instead?", None),
+                ("Print the error instead.", "correction"))
+         + _chat("We went to the park instead.", "I had tea instead."),
+         priority=6, contexts=("agent",)),
     Rule("zh.correction", 1, "correction", "zh",
          "`更正：` / `纠正：`、`改为` / `改成` / `改用`、`不是X而是Y`。",
          _rx(r"^(?:更正|纠正|订正)\s*[：:]\s*|改为|改成|改用"
@@ -731,7 +1036,11 @@ RESTATEMENT_RULES: tuple[Rule, ...] = (
 
 ALL_RULES: tuple[Rule, ...] = RULES + RESTATEMENT_RULES
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in ALL_RULES}
-KIND_RULES = tuple(r for r in RULES if r.kind not in ("correction", "retraction"))
+# An option pick is resolved against what the assistant offered, not read like a cue.
+PICK_RULE = RULES_BY_ID["en.decision.option_pick"]
+KIND_RULES = tuple(
+    r for r in RULES if r.kind not in ("correction", "retraction") and r is not PICK_RULE
+)
 CORRECTION_RULES = tuple(r for r in RULES if r.kind == "correction")
 RETRACTION_RULES = tuple(r for r in RULES if r.kind == "retraction")
 

@@ -55,6 +55,15 @@ _HEADINGS = frozenset(
     requirements assumptions scope context motivation""".split()
 )
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
+# People typing to an agent often write in lower case ("ok. let's use apple container
+# instead. you can run 'container' to see the help."): there a sentence may start with a
+# lower-case letter too, unless what ended was an abbreviation ("e.g. the", "vs. main");
+# and an emoji often ends one ("… in the plan 😅 Did we …").
+_AGENT_SENTENCE_END = re.compile(
+    r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)"
+    r"(?<!\bcf\.)(?<!\bno\.)\s+(?=[^\s])|(?<=[。！？；;])\s*"
+    r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+(?=[A-Z])"
+)
 
 
 class Sentence(Struct, frozen=True):
@@ -78,8 +87,10 @@ def _header_rule(line: str) -> Rule | None:
     return None
 
 
-def split_sentences(text: str) -> list[Sentence]:
-    """Sentences a person wrote: code fences, quoted (``>``) lines and blank lines out."""
+def split_sentences(text: str, *, agent: bool = False) -> list[Sentence]:
+    """Sentences a person wrote: code fences, quoted (``>``) lines and blank lines out;
+    ``agent``: written to an agent, where a sentence may start in lower case."""
+    ends = _AGENT_SENTENCE_END if agent else _SENTENCE_END
     out: list[Sentence] = []
     in_fence = False
     header: Rule | None = None
@@ -116,7 +127,7 @@ def split_sentences(text: str) -> list[Sentence]:
         if not bullet:
             header = None
         quoted = False
-        for piece in _SENTENCE_END.split(body):
+        for piece in ends.split(body):
             # A sentence that starts inside a quotation is someone else's words.
             inside, quoted = quoted, quoted ^ (len(_QUOTE_MARK.findall(piece)) % 2 == 1)
             piece = piece.strip()

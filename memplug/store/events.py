@@ -278,6 +278,29 @@ class EventStore:
         sql += " ORDER BY seq"
         return [EventRow(*row) for row in self.conn.execute(sql, params)]
 
+    def last_seq(
+        self,
+        session_id: str,
+        before_seq: int,
+        types: Sequence[str],
+        typed: Sequence[str] | None = None,
+    ) -> int | None:
+        """The seq of the latest event of ``types`` before ``before_seq``; with ``typed``,
+        only text a person typed (not generated, source kind absent or one of those)."""
+        sql = (
+            f"SELECT seq FROM events WHERE session_id = ? AND seq < ?"
+            f" AND type IN ({', '.join('?' for _ in types)})"
+        )
+        params: list[Any] = [session_id, before_seq, *types]
+        if typed is not None:
+            sql += (
+                " AND generated = 0 AND (source_kind IS NULL"
+                f" OR source_kind IN ({', '.join('?' for _ in typed)}))"
+            )
+            params.extend(typed)
+        row = self.conn.execute(sql + " ORDER BY seq DESC LIMIT 1", params).fetchone()
+        return None if row is None else int(row[0])
+
     def iter_events(self, session_ids: Sequence[str] | None = None) -> Iterator[EventRow]:
         """Every event in ``(session_id, seq)`` order — the export order."""
         if session_ids:
