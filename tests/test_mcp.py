@@ -281,7 +281,7 @@ def test_without_the_extra_the_command_says_how_to_get_it(
         main(["mcp"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "Error: the MCP server needs the mcp extra: pip install 'memplug[mcp]'\n"
+        "Error: the MCP server needs the mcp extra: pip install 'memplug-local[mcp]'\n"
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from memplug import DISTRIBUTION
 from memplug.cli import COMMANDS
 from memplug.cli.output import CliContext, fail
 
@@ -46,7 +47,7 @@ class LazyGroup(click.Group):
     envvar="MEMPLUG_CONFIG",
     help="Config file (default: memory.toml beside the database).",
 )
-@click.version_option(package_name="memplug")
+@click.version_option(package_name=DISTRIBUTION)
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
     """memplug: local long-term memory for LLM agents, in one SQLite file."""

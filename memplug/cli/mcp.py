@@ -1,4 +1,4 @@
-"""`memory mcp`: memplug's memory as MCP tools on stdio (extra `memplug[mcp]`)."""
+"""`memory mcp`: memplug's memory as MCP tools on stdio (extra `memplug-local[mcp]`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
     `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.
     """
     if importlib.util.find_spec("mcp") is None:
-        raise click.UsageError("the MCP server needs the mcp extra: pip install 'memplug[mcp]'")
+        raise click.UsageError(
+            "the MCP server needs the mcp extra: pip install 'memplug-local[mcp]'"
+        )
     from memplug.hosts.mcp import serve
 
     serve(ctx.db_path, ctx.config_path)

@@ -330,7 +330,9 @@ def serve(db_path: str | None, config_path: str | None) -> None:
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
+    from memplug import DISTRIBUTION
+
     try:
-        return version("memplug")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "0"
