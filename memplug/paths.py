@@ -44,6 +44,12 @@ def config_file(db_path: Path, explicit: str | os.PathLike[str] | None = None) -
     return db_path.parent / CONFIG_FILENAME, False
 
 
+def hook_pending_file(database: Path) -> Path:
+    """Where a hook keeps the errors its database could not take (locked, missing, or a
+    configuration that does not load) until a later hook writes them to ``error_log``."""
+    return database.with_name(database.name + ".hook-pending.jsonl")
+
+
 def memory_script() -> str:
     """This installation's ``memory`` script when it exists, so that what a harness runs
     (a hook, the MCP server) works whatever its PATH is; else ``memory``."""
