@@ -54,7 +54,12 @@ def _render_page(data: dict[str, Any]) -> str:
             "coverage: complete" + (" — this empty result is authoritative" if not hits else "")
         )
     else:
-        lines.append("coverage: INCOMPLETE (" + ", ".join(coverage["reasons"]) + ")")
+        lines.append(
+            "coverage: INCOMPLETE ("
+            + ", ".join(coverage["reasons"])
+            + ")"
+            + (" — absence here is not proof" if not hits else "")
+        )
     if coverage.get("error"):
         lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
     if data.get("next"):

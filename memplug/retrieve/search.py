@@ -11,7 +11,7 @@ from memplug.refs import parse_source_refs
 from memplug.retrieve.adjacency import Adjacency
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import Collector, Pool
-from memplug.retrieve.coverage import coverage, stale
+from memplug.retrieve.coverage import coverage, short_terms, stale
 from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
@@ -125,6 +125,7 @@ class Search:
                 else None
             ),
         )
+        pool.reasons.update(short_terms(signals, pool.members))
         scorer = Scorer(signals, pool, self.ranking, self.store)
         scored = scorer.items() if item_scope is not None else []
         # A structural filter asks for those events, not for what surrounds them.
