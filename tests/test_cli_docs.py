@@ -90,3 +90,24 @@ def test_the_hook_takes_json_on_its_fast_path(cli_process, tmp_path: Path) -> No
     assert done.returncode == 0 and "No such option" not in done.stderr
     plain = cli_process("--db", str(db), "hook", "claude-code", input="{}")
     assert done.stdout == plain.stdout
+
+
+def test_the_documented_json_error_results_are_what_the_program_prints(tmp_path: Path) -> None:
+    import json
+    import shlex
+
+    from tests.installed import memory
+
+    doc = (REPO / "docs" / "search.md").read_text(encoding="utf-8")
+    examples = re.findall(r"<!-- json-error: memory (.*?) -->\n```json\n(.*?)```", doc, re.S)
+    assert len(examples) == 3
+    db = str(tmp_path / "m.sqlite")
+    event = {"session_id": "s1", "seq": 1, "type": "user/message", "role": "user",
+             "text": "hello", "time": "2026-01-01T00:00:00Z"}  # fmt: skip
+    assert memory("--db", db, "import", "-", input=json.dumps(event)).returncode == 0
+    for command, shown in examples:
+        done = memory("--db", db, *shlex.split(command))
+        assert done.returncode == 2, command
+        assert json.loads(done.stdout) == json.loads(shown), command
+        message = json.loads(shown)["coverage"]["error"]["message"]
+        assert done.stderr == f"Error: {message}\n", command

@@ -41,3 +41,30 @@ def test_a_short_query_is_not_an_authoritative_empty(db: str) -> None:
     for mode in ("phrase", "regex"):
         found = json.loads(memory("--db", db, "search", "x", "--mode", mode, "--json").stdout)
         assert found["total"] == 1 and found["coverage"]["complete"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "x", "--limit", "1000"], "--limit must be between 1 and 100, not 1000"),
+        (["search", "x", "--limit", "0"], "--limit must be between 1 and 100, not 0"),
+        (["expand", "s1:1", "--max-chars", "0"], "--max-chars must be between 1 and 20000, not 0"),
+        (["expand", "s1:1", "--before", "51"], "--before must be between 0 and 50, not 51"),
+    ],
+)
+def test_out_of_range_values_are_refused(db: str, args: list[str], message: str) -> None:
+    done = memory("--db", db, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"Error: {message}\n")
+    failed = memory("--db", db, *args, "--json")
+    assert failed.returncode == 2
+    assert json.loads(failed.stdout)["coverage"]["error"] == {
+        "code": "invalid_input",
+        "message": message,
+    }
+
+
+def test_a_json_search_on_a_missing_database_says_so_on_stdout(tmp_path: Path) -> None:
+    done = memory("--db", str(tmp_path / "typo.sqlite"), "search", "port", "--json")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["coverage"]["error"]["code"] == "no_database"
+    assert not (tmp_path / "typo.sqlite").exists()
