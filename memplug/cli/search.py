@@ -105,8 +105,8 @@ def _render_expand(data: dict[str, Any]) -> str:
 
 
 # The results a failed call prints on stdout under --json (docs/search.md, JSON shapes).
-_FAILED_SEARCH = {"total": 0, "offset": 0, "hits": [], "next": None}
-_FAILED_EXPAND = {"anchor": None, "events": [], "next": None}
+_FAILED_SEARCH: dict[str, Any] = {"total": 0, "offset": 0, "hits": [], "next": None}
+_FAILED_EXPAND: dict[str, Any] = {"anchor": None, "events": [], "next": None}
 # Error codes of the failures raised before a result exists (coverage carries the rest:
 # stale_pointer, address_not_found).
 _CODES: tuple[tuple[type[MemplugError], str], ...] = (
