@@ -236,7 +236,7 @@ def rebuild_cmd(ctx: CliContext, session: str | None, vectors: bool, as_json: bo
     if vectors:
         _rebuild_vectors(ctx, session, as_json)
         return
-    with ctx.open(create=True) as memory:
+    with ctx.open(create=False) as memory:
         progress = terminal_progress("rebuilding session", quiet=as_json)
         report = memory.extractor.rebuild(session, progress=progress)
     emit(report.as_dict(), as_json, _render_rebuild)

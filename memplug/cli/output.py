@@ -24,7 +24,10 @@ class CliContext(Struct):
     config_path: str | None
 
     def open(self, *, create: bool) -> Memory:
-        """Writing commands create the database; reading ones never do."""
+        """Only the commands that capture (``import``, ``skills ingest``; the hook opens
+        its own) create the database; every other one, writing (``rebuild``,
+        ``assemble``, ``purge``) or reading, refuses a path that holds none, so a
+        mistyped ``--db`` is never a new, empty database."""
         memory = Memory.open(self.db_path, config_path=self.config_path, create=create)
         warn_clamped(memory.loaded)
         return memory
