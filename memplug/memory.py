@@ -217,7 +217,7 @@ class Memory:
             project = name.removeprefix("project:") if name.startswith("project:") else None
         scope = scope_for_project(self.store, project)
         if project is not None and not scope.session_ids:
-            raise NotFound(f"no project {project!r} in the database")
+            raise NotFound(f"no project {project!r} in this database")
         core = resident_core(self.store, self.config, scope)
         return core.as_dict(self.config.assembly.core_budget_tokens)
 
@@ -249,6 +249,7 @@ class Memory:
         order. Given sessions and neither a scope nor a project, those sessions' items;
         else the scope's (default: the current context, see :mod:`memplug.scopes`)."""
         where = None
+        self.require_sessions(sessions)
         if sessions and scope is None and project is None:
             name = ", ".join(f"session:{s}" for s in sessions)
         else:
@@ -440,7 +441,7 @@ class Memory:
 
         for session_id in session_ids:
             if self.store.events.session(session_id) is None:
-                raise NotFound(f"no session {session_id!r} in the database")
+                raise NotFound(f"no session {session_id!r} in this database")
 
     def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
         """Write events as generic JSONL in ``(session_id, seq)`` order; return the count.
