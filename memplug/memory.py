@@ -280,7 +280,8 @@ class Memory:
     ) -> dict[str, Any]:
         """A search page as ``memory search --json`` gives it, plus the ``scope`` it read.
 
-        ``next_token`` continues an earlier page; ``options`` are
+        ``next_token`` continues an earlier page (with ``query`` again when the token
+        carries only its digest: a query over 1,000 characters); ``options`` are
         :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
         search reads the working directory's project (the current context)."""
         from memplug.errors import ValidationError
@@ -292,7 +293,7 @@ class Memory:
             given = decode_token(next_token).get("a")
             if isinstance(given, dict):
                 session, scope = given.get("session"), given.get("scope")
-            page = self.retriever.page(next_token)
+            page = self.retriever.page(next_token, query)
         elif query is None:
             raise ValidationError("give a query (or the next token of an earlier page)")
         else:

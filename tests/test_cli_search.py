@@ -68,3 +68,29 @@ def test_a_json_search_on_a_missing_database_says_so_on_stdout(tmp_path: Path) -
     assert done.returncode == 2
     assert json.loads(done.stdout)["coverage"]["error"]["code"] == "no_database"
     assert not (tmp_path / "typo.sqlite").exists()
+
+
+def test_a_long_query_gets_a_small_next_token_that_takes_the_query_again(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.sqlite")
+    events = [
+        {**EVENT, "seq": n, "text": f"deploy the checkout service step {n}"} for n in (1, 2, 3)
+    ]
+    lines = "".join(json.dumps(e) + "\n" for e in events)
+    assert memory("--db", db, "import", "-", input=lines).returncode == 0
+    query = "deploy checkout service " * 5_000  # 120 KB: one argument still fits argv
+    first = memory("--db", db, "search", query, "--limit", "1", "--json")
+    assert first.returncode == 0, first.stderr
+    token = first.json()["next"]
+    assert len(token) < 600
+    text = memory("--db", db, "search", query, "--limit", "1").stdout
+    assert "next page: memory search QUERY --next mp1." in text
+    second = memory("--db", db, "search", query, "--next", token, "--json")
+    assert second.returncode == 0, second.stderr
+    assert second.json()["offset"] == 1 and second.json()["total"] == first.json()["total"]
+    alone = memory("--db", db, "search", "--next", token)
+    assert alone.returncode == 2 and "give the same QUERY with --next" in alone.stderr
+    other = memory("--db", db, "search", "deploy", "--next", token)
+    assert other.stderr == "Error: the QUERY given with --next is not the one this token is for\n"
+    # A short query still rides in its token: --next alone follows it.
+    short = memory("--db", db, "search", "deploy", "--limit", "1", "--json").json()
+    assert memory("--db", db, "search", "--next", short["next"]).returncode == 0

@@ -15,6 +15,7 @@ from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, 
 from memplug.refs import event_ref
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
 from memplug.retrieve.ranking import HARD_LIMIT
+from memplug.retrieve.tokens import needs_query
 from memplug.text import clip
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
@@ -68,7 +69,10 @@ def _render_page(data: dict[str, Any]) -> str:
     if coverage.get("error"):
         lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
     if data.get("next"):
-        lines.append(f"next page: memory search --next {data['next']}")
+        again = "QUERY " if needs_query(data["next"]) else ""
+        lines.append(f"next page: memory search {again}--next {data['next']}")
+        if again:
+            lines.append("  (the same QUERY: one this long rides in the token as a digest only)")
     return "\n".join(lines)
 
 

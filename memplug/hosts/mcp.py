@@ -56,7 +56,11 @@ class _Args(BaseModel):
 
 
 class SearchArgs(_Args):
-    query: str | None = Field(None, description="Words, symbols or a quoted phrase.")
+    query: str | None = Field(
+        None,
+        description="Words, symbols or a quoted phrase (with `next` too when the query is "
+        "over 1,000 characters: its token keeps only a digest).",
+    )
     next: str | None = Field(None, description="A `next` token from an earlier page.")
     scope: str | None = Field(
         None, description="session, project, global, session:<id> or agent:<id>."
@@ -112,7 +116,7 @@ def _core(memory: Memory, args: CoreArgs, cwd: str) -> dict[str, Any]:
 
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
     if args.next:
-        return memory.search(next_token=args.next)
+        return memory.search(args.query, next_token=args.next)
     return memory.search(
         args.query,
         cwd=cwd,

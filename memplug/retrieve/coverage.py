@@ -45,8 +45,8 @@ def short_terms(signals: QuerySignals, members: Mapping[str, set[int]]) -> list[
     two-letter word — found by the index only between a space and a space or
     ``. , ? ! : ;`` — that it found nowhere (at a text's start, or before a bracket or
     a newline, it is missed)."""
-    if signals.mode != "literal":
-        return []
+    if signals.mode != "literal" or signals.capped:
+        return []  # a capped query is already incomplete (and its cut may split a word)
     lone = any(m.group(0).lower() not in STOP_WORDS for m in _LONE.finditer(signals.text))
     # Text that gave no term at all (`a`, `!!`) looked nothing up either.
     lone = lone or (signals.empty and bool(signals.text.strip()))

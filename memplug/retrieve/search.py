@@ -16,7 +16,7 @@ from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
-from memplug.retrieve.tokens import encode_token
+from memplug.retrieve.tokens import encode_token, pack_query
 from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
@@ -76,7 +76,7 @@ class Search:
             next_token = encode_token(
                 {
                     "op": "search",
-                    "a": request.args(),
+                    "a": pack_query(request.args()),
                     "o": end,
                     "n": pool.event_n,
                     "snap": [snap.max_event_id, snap.max_item_rid],
