@@ -111,3 +111,26 @@ def test_the_documented_json_error_results_are_what_the_program_prints(tmp_path:
         assert json.loads(done.stdout) == json.loads(shown), command
         message = json.loads(shown)["coverage"]["error"]["message"]
         assert done.stderr == f"Error: {message}\n", command
+
+
+def test_help_pages_carry_no_internal_docstring_lines() -> None:
+    for path, text in help_pages():
+        for marker in ("Returns ", ":func:", ":mod:", ":class:", "``", "\f"):
+            assert marker not in text, f"{path} --help shows {marker!r}"
+
+
+def test_the_mcp_help_names_every_tool_the_server_serves() -> None:
+    from memplug.hosts.mcp import TOOLS
+    from tests.installed import memory
+
+    text = memory("mcp", "--help").stdout
+    named = set(re.findall(r"memory_[a-z]+", text))
+    assert named == {tool.name for tool in TOOLS}
+
+
+def test_uninstall_mcp_help_says_it_takes_the_server_out() -> None:
+    from tests.installed import memory
+
+    text = " ".join(memory("uninstall", "claude-code", "--help").stdout.split())
+    assert "--mcp Also take `memory mcp`, memplug's MCP server, out of" in text
+    assert "register" not in text

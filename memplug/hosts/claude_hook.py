@@ -113,6 +113,8 @@ def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = 
     On UserPromptSubmit and SessionStart (compact, resume) print the memory as
     additionalContext. Never fails: errors go to `memory status`.
 
+    \f
+    (click's help ends at the form feed: what follows is for code, not for --help.)
     Returns what to print (possibly nothing); this is the host's registered hook.
     """
     try:
