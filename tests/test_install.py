@@ -324,3 +324,38 @@ def test_user_and_project_together_are_refused(home: Path, tmp_path: Path) -> No
         assert done.returncode == 2
         assert done.stderr == "Error: --user and --project exclude each other; give one\n"
     assert not user_settings(home).exists() and not (tmp_path / ".claude").exists()
+
+
+def test_the_shared_mcp_json_names_no_path_of_this_machine(home: Path, tmp_path: Path) -> None:
+    import sys
+
+    from tests.installed import memory
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    done = memory(
+        "--db",
+        str(tmp_path / "mine.sqlite"),
+        "install",
+        "claude-code",
+        "--project",
+        "--mcp",
+        env={"HOME": str(home)},
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (project / ".mcp.json").read_text()
+    assert json.loads(text)["mcpServers"]["memplug"] == {
+        "type": "stdio",
+        "command": "memory",
+        "args": ["mcp"],
+        "env": {},
+    }
+    assert sys.prefix not in text and str(tmp_path) not in text
+    assert done.stderr.startswith("warning: .mcp.json is shared, so it names no path")
+    # The user's own ~/.claude.json still gets this installation's script and database.
+    user = memory("--db", str(tmp_path / "mine.sqlite"), "install", "claude-code", "--mcp",
+                  env={"HOME": str(home)})  # fmt: skip
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["memplug"]
+    assert user.returncode == 0 and entry["command"].startswith(sys.prefix)
+    assert entry["args"] == ["--db", str(tmp_path / "mine.sqlite"), "mcp"]

@@ -98,7 +98,15 @@ def _install_command(spec: HostSpec) -> click.Command:
         if mcp:
             from memplug.hosts.mcp import server_entry
 
-            server = server_entry(options)
+            shared = scope == "project"
+            server = server_entry(options, shared=shared)
+            if shared and options:
+                click.echo(
+                    "warning: .mcp.json is shared, so it names no path of this machine: "
+                    "the server uses `memory` from PATH and each person's default "
+                    f"database, not {' '.join(options)}",
+                    err=True,
+                )
             data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
         emit(data, as_json, _render)
 

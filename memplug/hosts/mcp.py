@@ -216,10 +216,14 @@ TOOLS: tuple[Tool, ...] = (
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
 
-def server_entry(options: Sequence[str] = ()) -> dict[str, Any]:
+def server_entry(options: Sequence[str] = (), *, shared: bool = False) -> dict[str, Any]:
     """How a harness starts this server (the ``mcpServers`` entry most harnesses read):
     this installation's ``memory`` script with ``options``, the ``--db``/``--config`` in
-    force at install time (``CliContext.global_options``)."""
+    force at install time (``CliContext.global_options``). A ``shared`` entry (a file
+    meant to be committed, such as a project's ``.mcp.json``) names no path of this
+    machine: ``memory`` from each person's PATH, their own default database."""
+    if shared:
+        return {"type": "stdio", "command": "memory", "args": ["mcp"], "env": {}}
     return {"type": "stdio", "command": memory_script(), "args": [*options, "mcp"], "env": {}}
 
 
