@@ -134,3 +134,20 @@ def test_uninstall_mcp_help_says_it_takes_the_server_out() -> None:
     text = " ".join(memory("uninstall", "claude-code", "--help").stdout.split())
     assert "--mcp Also take `memory mcp`, memplug's MCP server, out of" in text
     assert "register" not in text
+
+
+def test_docs_cli_md_is_what_the_installed_program_prints() -> None:
+    from tests.installed import memory
+
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## `(memory[^`]*)`\n\n```text\n(.*?)\n```", page, re.M | re.S)
+    assert len(sections) > 20
+    # A sample across the groups (each is a fresh process): the top level, a command,
+    # a host command and a group's subcommand.
+    wanted = {"memory", "memory search", "memory install claude-code", "memory rules override"}
+    shown = {path: text for path, text in sections if path in wanted}
+    assert set(shown) == wanted
+    for path, text in shown.items():
+        done = memory(*path.split()[1:], "--help")
+        # The page is laid out at a fixed width, a terminal at its own: words compare.
+        assert done.returncode == 0 and done.stdout.split() == text.split(), path
