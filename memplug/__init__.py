@@ -13,9 +13,6 @@ if TYPE_CHECKING:
     from memplug.plugin import Plugin
 
 __version__ = "0.1.0"
-# The name on the package index (`pip install memplug-local`); "memplug" there is an
-# unrelated project. The import name and the commands stay memplug / memory.
-DISTRIBUTION = "memplug-local"
 
 
 def open(

@@ -10,6 +10,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 CONFIG_FILENAME = "memory.toml"
+# The name on the package index (`pip install memplug-local`); "memplug" there is an
+# unrelated project. The import name and the commands stay memplug / memory.
+DISTRIBUTION = "memplug-local"
 
 
 def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -73,9 +73,9 @@ def test_every_install_line_names_the_distribution_that_is_built() -> None:
     import tomllib
 
     name = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
-    import memplug
+    from memplug.paths import DISTRIBUTION
 
-    assert name == memplug.DISTRIBUTION
+    assert name == DISTRIBUTION
     lines = _install_lines()
     # The README, the Claude Code and MCP docs, hooks.json and the extras' errors.
     assert {"README.md", "docs/claude-code.md", "docs/mcp.md"} <= {f for f, _ in lines}

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from memplug import DISTRIBUTION
 from memplug.cli import COMMANDS
 from memplug.cli.output import CliContext, fail
+from memplug.paths import DISTRIBUTION
 
 
 class LazyGroup(click.Group):

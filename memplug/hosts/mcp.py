@@ -338,7 +338,7 @@ def serve(db_path: str | None, config_path: str | None) -> None:
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    from memplug import DISTRIBUTION
+    from memplug.paths import DISTRIBUTION
 
     try:
         return version(DISTRIBUTION)
