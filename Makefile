@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test lint bench compat fuzz accept cli-docs clean
+.PHONY: demo test lint bench compat fuzz accept accept-shared cli-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,8 +34,16 @@ fuzz: $(STAMP)
 	$(BIN)/python -m pip install --quiet atheris
 	$(BIN)/python tests/fuzz/run.py --seconds $${FUZZ_SECONDS:-60}
 
-accept: $(STAMP)
-	for c in foundation assembly claude-code reliability core; do $(SHARED)/acceptance/$$c || exit 1; done
+ACCEPTANCE := foundation assembly claude-code reliability core
+
+# Checked before anything is installed: a missing ../shared is one line, as in make bench.
+accept-shared:
+	@for c in $(ACCEPTANCE); do test -x $(SHARED)/acceptance/$$c || { \
+	  echo "error: make accept needs $(SHARED)/acceptance/$$c; nothing was run (set SHARED=path/to/shared)" >&2; \
+	  exit 2; }; done
+
+accept: accept-shared $(STAMP)
+	for c in $(ACCEPTANCE); do $(SHARED)/acceptance/$$c || exit 1; done
 
 cli-docs: $(STAMP)
 	$(BIN)/python -m memplug.cli.docs docs/cli.md

@@ -190,7 +190,7 @@ def quality(
     semantic: bool = False,
 ) -> list[dict[str, Any]]:
     """Per dataset: its baselines and every variant's tally, and search latency; with
-    ``semantic``, also the hybrid ranking (needs ``memplug[semantic]``)."""
+    ``semantic``, also the hybrid ranking (needs ``memplug-local[semantic]``)."""
     variants = [
         Variant(OURS),
         Variant(OURS_ON, extraction=True),

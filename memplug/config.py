@@ -220,7 +220,7 @@ class ValidationConfig(Struct, frozen=True):
 
 class SemanticConfig(Struct, frozen=True):
     # "off", or the name of a provider registered under the `memplug.embedders` entry
-    # points ("builtin" with `pip install 'memplug[semantic]'`).
+    # points ("builtin" with `pip install 'memplug-local[semantic]'`).
     provider: str = "off"
     batch_size: Annotated[int, Clamp(1, 10_000)] = 256
     # How long a live capture (a hook, an on_event) may spend embedding new events; the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -51,7 +52,26 @@ def database_bytes(path: Path) -> int:
 
 
 def missing_status(path: Path) -> dict[str, Any]:
-    return {"exists": False, "path": str(path)}
+    return {"exists": False, "path": str(path), "hook_pending": hook_pending(path)}
+
+
+def hook_pending(path: Path, latest: int = 3) -> dict[str, Any]:
+    """Errors hooks kept beside the database because it could not take them (a bad
+    configuration stops every hook before it opens the database): their count and the
+    newest few. A hook that later opens the database moves them into ``error_log``."""
+    from memplug.paths import hook_pending_file
+
+    try:
+        lines = hook_pending_file(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    messages = []
+    for raw in lines:
+        try:
+            messages.append(str(json.loads(raw)["message"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn line from a crashed writer says nothing usable
+    return {"count": len(messages), "latest": messages[-latest:]}
 
 
 def latest_validation(memory: Opened, session_id: str | None = None) -> dict[str, Any] | None:
@@ -139,6 +159,7 @@ def status(memory: Opened, *, check_integrity: bool = True) -> dict[str, Any]:
         # Team memory (docs/sync.md): the server, this machine's origin, shared projects.
         "sync": sync_status(store),
         "latest_errors": store.events.latest_errors(),
+        "hook_pending": hook_pending(path),
         "integrity": store.integrity_check() if check_integrity else None,
         "config_file": memory.loaded.file,
     }

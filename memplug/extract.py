@@ -203,7 +203,7 @@ class Extractor:
         with self.store.write_transaction():
             if session_id is not None:
                 if session_id not in self.items.derived_sessions():
-                    raise NotFound(f"no session {session_id!r} in the database")
+                    raise NotFound(f"no session {session_id!r} in this database")
                 sessions = [session_id]
             else:
                 sessions = self.items.derived_sessions()

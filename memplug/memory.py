@@ -281,7 +281,7 @@ class Memory:
             project = name.removeprefix("project:") if name.startswith("project:") else None
         scope = scope_for_project(self.store, project)
         if project is not None and not scope.session_ids:
-            raise NotFound(f"no project {project!r} in the database")
+            raise NotFound(f"no project {project!r} in this database")
         core = resident_core(self.store, self.config, scope)
         return core.as_dict(self.config.assembly.core_budget_tokens)
 
@@ -313,6 +313,7 @@ class Memory:
         order. Given sessions and neither a scope nor a project, those sessions' items;
         else the scope's (default: the current context, see :mod:`memplug.scopes`)."""
         where = None
+        self.require_sessions(sessions)
         if sessions and scope is None and project is None:
             name = ", ".join(f"session:{s}" for s in sessions)
         else:
@@ -343,7 +344,8 @@ class Memory:
     ) -> dict[str, Any]:
         """A search page as ``memory search --json`` gives it, plus the ``scope`` it read.
 
-        ``next_token`` continues an earlier page; ``options`` are
+        ``next_token`` continues an earlier page (with ``query`` again when the token
+        carries only its digest: a query over 1,000 characters); ``options`` are
         :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
         search reads the working directory's project (the current context)."""
         from memplug.errors import ValidationError
@@ -355,7 +357,7 @@ class Memory:
             given = decode_token(next_token).get("a")
             if isinstance(given, dict):
                 session, scope = given.get("session"), given.get("scope")
-            page = self.retriever.page(next_token)
+            page = self.retriever.page(next_token, query)
         elif query is None:
             raise ValidationError("give a query (or the next token of an earlier page)")
         else:
@@ -636,7 +638,7 @@ class Memory:
 
         for session_id in session_ids:
             if self.store.events.session(session_id) is None:
-                raise NotFound(f"no session {session_id!r} in the database")
+                raise NotFound(f"no session {session_id!r} in this database")
 
     def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
         """Write events as generic JSONL in ``(session_id, seq)`` order; return the count.

@@ -10,6 +10,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 CONFIG_FILENAME = "memory.toml"
+# The name on the package index (`pip install memplug-local`); "memplug" there is an
+# unrelated project. The import name and the commands stay memplug / memory.
+DISTRIBUTION = "memplug-local"
 
 
 def default_db_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -42,6 +45,12 @@ def config_file(db_path: Path, explicit: str | os.PathLike[str] | None = None) -
     if named:
         return Path(named), True
     return db_path.parent / CONFIG_FILENAME, False
+
+
+def hook_pending_file(database: Path) -> Path:
+    """Where a hook keeps the errors its database could not take (locked, missing, or a
+    configuration that does not load) until a later hook writes them to ``error_log``."""
+    return database.with_name(database.name + ".hook-pending.jsonl")
 
 
 def memory_script() -> str:

@@ -42,6 +42,12 @@ def resolve(
     """The scope a query searches; see the module docstring for the defaults."""
     if session is not None and store.events.session(session) is None:
         raise NotFound(f"no session '{session}' in this database")
+    # One rule for sessions and projects: one the caller names must be in the database.
+    named = project or (
+        scope.removeprefix("project:") if scope and scope.startswith("project:") else None
+    )
+    if named and not store.events.project_sessions(named):
+        raise NotFound(f"no project '{named}' in this database")
     if scope is None:
         scope = _default(store, project, session, cwd)
     if scope == GLOBAL:

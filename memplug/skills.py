@@ -219,13 +219,23 @@ def rule_id(skill: str, key: str) -> str:
 
 def find_skill_files(root: Path, config: SkillsConfig) -> list[Path]:
     """Files under ``root`` (or ``root`` itself) that an include glob names and no
-    exclude glob does, in path order."""
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise UsageError(f"{root} is neither a directory nor a file")
+    exclude glob does, in path order. A file given as ``root`` is held to the same
+    globs (by its name): a README's bullets are not a skill's rules."""
     include = [glob_regex(p) for p in config.include]
     exclude = [glob_regex(p) for p in config.exclude]
+    if root.is_file():
+        if any(rx.match(root.name) for rx in include) and not any(
+            rx.match(root.name) for rx in exclude
+        ):
+            return [root]
+        raise UsageError(
+            f"{root} is not a skill file: a skill is a file named as skills.include says "
+            f"({', '.join(config.include)}) with YAML frontmatter between '---' lines "
+            "(name, description, when_to_use) and a Markdown body whose list items are its "
+            "rules; give one, or a directory holding them"
+        )
+    if not root.is_dir():
+        raise UsageError(f"{root} is neither a directory nor a file")
     found = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()

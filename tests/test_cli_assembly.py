@@ -83,7 +83,7 @@ def test_nothing_to_inject_is_said_plainly(tmp_path: Path) -> None:
 def test_unknown_session_is_a_one_line_error(shop_db: Path) -> None:
     done = memory(shop_db, "assemble", "--session", "nope", "--query", "x")
     assert done.returncode == 2
-    assert done.stderr.strip() == "Error: no session 'nope' in the database"
+    assert done.stderr.strip() == "Error: no session 'nope' in this database"
 
 
 def test_the_same_events_give_the_same_text_in_two_databases(shop_db: Path, tmp_path: Path) -> None:

@@ -90,3 +90,64 @@ def test_the_hook_takes_json_on_its_fast_path(cli_process, tmp_path: Path) -> No
     assert done.returncode == 0 and "No such option" not in done.stderr
     plain = cli_process("--db", str(db), "hook", "claude-code", input="{}")
     assert done.stdout == plain.stdout
+
+
+def test_the_documented_json_error_results_are_what_the_program_prints(tmp_path: Path) -> None:
+    import json
+    import shlex
+
+    from tests.installed import memory
+
+    doc = (REPO / "docs" / "search.md").read_text(encoding="utf-8")
+    examples = re.findall(r"<!-- json-error: memory (.*?) -->\n```json\n(.*?)```", doc, re.S)
+    assert len(examples) == 3
+    db = str(tmp_path / "m.sqlite")
+    event = {"session_id": "s1", "seq": 1, "type": "user/message", "role": "user",
+             "text": "hello", "time": "2026-01-01T00:00:00Z"}  # fmt: skip
+    assert memory("--db", db, "import", "-", input=json.dumps(event)).returncode == 0
+    for command, shown in examples:
+        done = memory("--db", db, *shlex.split(command))
+        assert done.returncode == 2, command
+        assert json.loads(done.stdout) == json.loads(shown), command
+        message = json.loads(shown)["coverage"]["error"]["message"]
+        assert done.stderr == f"Error: {message}\n", command
+
+
+def test_help_pages_carry_no_internal_docstring_lines() -> None:
+    for path, text in help_pages():
+        for marker in ("Returns ", ":func:", ":mod:", ":class:", "``", "\f"):
+            assert marker not in text, f"{path} --help shows {marker!r}"
+
+
+def test_the_mcp_help_names_every_tool_the_server_serves() -> None:
+    from memplug.hosts.mcp import TOOLS
+    from tests.installed import memory
+
+    text = memory("mcp", "--help").stdout
+    named = set(re.findall(r"memory_[a-z]+", text))
+    assert named == {tool.name for tool in TOOLS}
+
+
+def test_uninstall_mcp_help_says_it_takes_the_server_out() -> None:
+    from tests.installed import memory
+
+    text = " ".join(memory("uninstall", "claude-code", "--help").stdout.split())
+    assert "--mcp Also take `memory mcp`, memplug's MCP server, out of" in text
+    assert "register" not in text
+
+
+def test_docs_cli_md_is_what_the_installed_program_prints() -> None:
+    from tests.installed import memory
+
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## `(memory[^`]*)`\n\n```text\n(.*?)\n```", page, re.M | re.S)
+    assert len(sections) > 20
+    # A sample across the groups (each is a fresh process): the top level, a command,
+    # a host command and a group's subcommand.
+    wanted = {"memory", "memory search", "memory install claude-code", "memory rules override"}
+    shown = {path: text for path, text in sections if path in wanted}
+    assert set(shown) == wanted
+    for path, text in shown.items():
+        done = memory(*path.split()[1:], "--help")
+        # The page is laid out at a fixed width, a terminal at its own: words compare.
+        assert done.returncode == 0 and done.stdout.split() == text.split(), path

@@ -53,3 +53,46 @@ def test_config_doc_names_every_key() -> None:
     keys = [f"{section}.{key}" for section, values in Config().to_dict().items() for key in values]
     missing = [key for key in keys if f"`{key}`" not in doc]
     assert not missing, f"docs/config.md does not describe {missing}"
+
+
+def _install_lines() -> list[tuple[str, str]]:
+    """Every `pip install`/`pipx install` of memplug in the README, the docs, the
+    shipped plugin and the code's messages: (file, the package spec installed)."""
+    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    files += sorted((REPO / "memplug").rglob("*.py")) + sorted((REPO / "memplug").rglob("*.json"))
+    found = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for spec in re.findall(r"pipx? install (?:--\S+ )*'?([^\s'`)\"]+)", text):
+            if "memplug" in spec or spec.startswith("."):
+                found.append((str(path.relative_to(REPO)), spec))
+    return found
+
+
+def test_every_install_line_names_the_distribution_that_is_built() -> None:
+    import tomllib
+
+    name = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    from memplug.paths import DISTRIBUTION
+
+    assert name == DISTRIBUTION
+    lines = _install_lines()
+    # The README, the Claude Code and MCP docs, hooks.json and the extras' errors.
+    assert {"README.md", "docs/claude-code.md", "docs/mcp.md"} <= {f for f, _ in lines}
+    assert "memplug/hosts/claude_plugin/hooks/hooks.json" in {f for f, _ in lines}
+    wrong = [(f, spec) for f, spec in lines if re.sub(r"\[.*\]$", "", spec) not in (name, ".")]
+    assert not wrong, f"install lines naming another distribution: {wrong}"
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    unknown = [
+        (f, spec)
+        for f, spec in lines
+        if (m := re.search(r"\[(.*)\]$", spec)) and m[1] not in extras
+    ]
+    assert not unknown, f"install lines naming an extra that does not exist: {unknown}"
+
+
+def test_the_readme_says_how_to_install_from_a_checkout() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "pipx install ." in readme and "pip install '.[mcp]'" in readme

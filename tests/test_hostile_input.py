@@ -416,7 +416,7 @@ def run_main(argv: list[str]) -> tuple[int, str, str]:
         (["nosuch"], "Error: No such command 'nosuch'."),
         (["search", "--limit", "abc", "x"],
          "Error: Invalid value for '--limit': 'abc' is not a valid integer."),
-        (["search", "--limit", "0", "x"], "Error: --limit must be at least 1"),
+        (["search", "--limit", "0", "x"], "Error: --limit must be between 1 and 100, not 0"),
         (["search", "--mode", "glob", "x"],
          "Error: Invalid value for '--mode': 'glob' is not one of 'literal', 'phrase', 'regex'."),
         (["search", "--role", "robot", "x"], None),

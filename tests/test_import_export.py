@@ -137,7 +137,11 @@ def test_status_on_a_missing_database_creates_nothing(cli, tmp_path: Path) -> No
     home = tmp_path / "no-home-yet"
     result = cli("status", "--json", env={"MEMPLUG_HOME": str(home)})
     assert result.returncode == 0
-    assert result.json() == {"exists": False, "path": str(home / "memory.sqlite")}
+    assert result.json() == {
+        "exists": False,
+        "path": str(home / "memory.sqlite"),
+        "hook_pending": {"count": 0, "latest": []},
+    }
     text = cli("status", env={"MEMPLUG_HOME": str(home)})
     assert text.returncode == 0 and "no memplug database" in text.stdout
     for reading in (["export"], ["config", "show"]):

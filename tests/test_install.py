@@ -272,3 +272,90 @@ def test_the_plugin_directory_matches_what_install_writes() -> None:
     assert manifest["name"] == "memplug" and manifest["version"] == memplug.__version__
     hooks = json.loads((ci.PLUGIN_DIR / "hooks" / "hooks.json").read_text())
     assert hooks["hooks"] == ci.hook_settings("memory hook claude-code")
+
+
+def _memory(home: Path, *args: str, cwd: Path | None = None) -> CliResult:
+    from tests.installed import memory
+
+    return memory(*args, env={"HOME": str(home)}, cwd=cwd)
+
+
+def test_a_command_without_the_hook_gets_it_appended(home: Path) -> None:
+    done = _memory(home, "install", "claude-code", "--command", "memory", "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.json()["command"] == "memory hook claude-code"
+    for event, _ in ci.HOOKS:
+        (hook,) = ours(json.loads(user_settings(home).read_text()), event)
+        assert hook["command"] == "memory hook claude-code"
+
+
+@pytest.mark.parametrize("command", ["memory hook claude-code --verbose", "", "'unclosed"])
+def test_a_command_that_cannot_run_the_hook_is_refused(home: Path, command: str) -> None:
+    done = _memory(home, "install", "claude-code", "--command", command)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("Error: --command ") and len(done.stderr.splitlines()) == 1
+    assert not user_settings(home).exists()
+
+
+def test_reinstalling_with_another_command_keeps_one_entry_and_uninstall_takes_all(
+    home: Path,
+) -> None:
+    # What `--command memory` wrote before it was fixed: a bare `memory`.
+    path = user_settings(home)
+    path.parent.mkdir(parents=True)
+    bare = {"hooks": [{"type": "command", "command": "memory --db /x/m.sqlite", "timeout": 10}]}
+    path.write_text(json.dumps({"hooks": {**OTHER_HOOKS, "Stop": [bare, *OTHER_HOOKS["Stop"]]}}))
+    for command in ("/opt/a/memory", "/opt/b/memory hook claude-code"):
+        assert _memory(home, "install", "claude-code", "--command", command).returncode == 0
+        settings = json.loads(path.read_text())
+        commands = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+        assert commands == [
+            f"{command.removesuffix(' hook claude-code')} hook claude-code",
+            "notify-send done",
+        ]
+    done = _memory(home, "uninstall", "claude-code", "--json")
+    assert done.json()["changed"]
+    assert json.loads(path.read_text())["hooks"] == OTHER_HOOKS
+
+
+def test_user_and_project_together_are_refused(home: Path, tmp_path: Path) -> None:
+    for verb in ("install", "uninstall"):
+        done = _memory(home, verb, "claude-code", "--user", "--project", cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr == "Error: --user and --project exclude each other; give one\n"
+    assert not user_settings(home).exists() and not (tmp_path / ".claude").exists()
+
+
+def test_the_shared_mcp_json_names_no_path_of_this_machine(home: Path, tmp_path: Path) -> None:
+    import sys
+
+    from tests.installed import memory
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    done = memory(
+        "--db",
+        str(tmp_path / "mine.sqlite"),
+        "install",
+        "claude-code",
+        "--project",
+        "--mcp",
+        env={"HOME": str(home)},
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (project / ".mcp.json").read_text()
+    assert json.loads(text)["mcpServers"]["memplug"] == {
+        "type": "stdio",
+        "command": "memory",
+        "args": ["mcp"],
+        "env": {},
+    }
+    assert sys.prefix not in text and str(tmp_path) not in text
+    assert done.stderr.startswith("warning: .mcp.json is shared, so it names no path")
+    # The user's own ~/.claude.json still gets this installation's script and database.
+    user = memory("--db", str(tmp_path / "mine.sqlite"), "install", "claude-code", "--mcp",
+                  env={"HOME": str(home)})  # fmt: skip
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["memplug"]
+    assert user.returncode == 0 and entry["command"].startswith(sys.prefix)
+    assert entry["args"] == ["--db", str(tmp_path / "mine.sqlite"), "mcp"]

@@ -281,7 +281,7 @@ def test_without_the_extra_the_command_says_how_to_get_it(
         main(["mcp"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "Error: the MCP server needs the mcp extra: pip install 'memplug[mcp]'\n"
+        "Error: the MCP server needs the mcp extra: pip install 'memplug-local[mcp]'\n"
     )
 
 
@@ -315,7 +315,7 @@ def test_install_registers_the_server_beside_the_hooks(
 def test_project_scope_writes_mcp_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    # Nothing points memplug anywhere (a MEMPLUG_HOME would go into the entry as --db).
+    # .mcp.json is shared: it never names this machine's paths (test_install.py).
     monkeypatch.delenv("MEMPLUG_HOME")
     out = CliRunner().invoke(cli, ["install", "claude-code", "--project", "--mcp", "--dry-run"])
     assert out.exit_code == 0 and "mcpServers.memplug: added" in out.output

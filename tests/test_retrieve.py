@@ -378,16 +378,34 @@ def test_a_version_pins_with_or_without_its_v(retriever: Retriever) -> None:
 
 
 def test_an_absent_term_is_an_authoritative_empty_result(retriever: Retriever) -> None:
-    for query in ("quokka", "zzqx unheard-of-symbol-77", "完全没有的词语"):
+    # Every term long enough for the trigram index (a two-digit `77` would not be: see
+    # test_a_short_query_never_claims_an_authoritative_empty).
+    for query in ("quokka", "zzqx unheard-of-symbol-777", "完全没有的词语"):
         page = retriever.search(query, scope="global")
         assert page.total == 0 and page.hits == [] and page.next is None
         assert page.coverage.complete and page.coverage.reasons == []
 
 
 def test_a_query_with_no_usable_term_is_empty_not_an_error(retriever: Retriever) -> None:
-    for query in ("", "   ", '"', "()*:^", "NEAR(", "\x00"):
+    for query in ("", "   ", "\x00"):  # nothing asked (NUL is removed first)
         page = retriever.search(query)
         assert page.total == 0 and page.coverage.complete
+    # Text the index could not look up at all: empty, but absence is no proof.
+    for query in ('"', "()*:^"):
+        page = retriever.search(query)
+        assert page.total == 0 and page.coverage.reasons == ["short_terms"]
+    assert retriever.search("NEAR(").coverage.complete  # `near` is a word
+
+
+def test_a_short_query_never_claims_an_authoritative_empty(fresh: Memory) -> None:
+    _lines(fresh, [_user("s", 1, "db is down (see ui)\nset x to 5, ok")])
+    retriever = Retriever(fresh.store, fresh.config)
+    for query in ("x", "5", "db", "ui", "ok", "a", "set x"):
+        page = retriever.search(query, scope="global")
+        assert page.coverage.reasons == ["short_terms"], query
+    for query in ("to", "set", "down"):  # found, or looked up in full
+        page = retriever.search(query, scope="global")
+        assert page.total == 1 and page.coverage.complete, query
 
 
 def test_project_scope_keeps_other_projects_out(retriever: Retriever) -> None:
@@ -776,7 +794,8 @@ def test_hostile_queries_never_raise_beyond_validation(
         raise AssertionError(f"unexpected error for {query!r}: {error}") from error
     assert page.total >= len(page.hits)
     if page.total == 0 and mode != "regex":
-        assert page.coverage.complete
+        # Complete, unless the index could not look up a short term (short_terms).
+        assert page.coverage.complete or page.coverage.reasons == ["short_terms"]
 
 
 def test_a_ten_kilobyte_query(retriever: Retriever) -> None:

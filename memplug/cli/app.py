@@ -10,6 +10,7 @@ import click
 
 from memplug.cli import COMMANDS
 from memplug.cli.output import CliContext, fail
+from memplug.paths import DISTRIBUTION
 
 
 class LazyGroup(click.Group):
@@ -46,7 +47,7 @@ class LazyGroup(click.Group):
     envvar="MEMPLUG_CONFIG",
     help="Config file (default: memory.toml beside the database).",
 )
-@click.version_option(package_name="memplug")
+@click.version_option(package_name=DISTRIBUTION)
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
     """memplug: local long-term memory for LLM agents, in one SQLite file."""

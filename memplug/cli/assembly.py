@@ -42,7 +42,7 @@ def assemble_cmd(
     """Build what a pre-step would inject now, and log it like one."""
     from memplug.assemble import AssemblyRequest
 
-    with ctx.open(create=True) as memory:
+    with ctx.open(create=False) as memory:
         memory.require_sessions([session_id])
         result = memory.assemble(
             AssemblyRequest(session_id=session_id, query=query, turn=turn, trigger="cli")

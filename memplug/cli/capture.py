@@ -26,19 +26,22 @@ if TYPE_CHECKING:
 def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bool) -> None:
     """Import generic JSONL host events (FILE may be - for stdin).
 
+    A Claude Code transcript (its records carry `sessionId`) is recognised and captured
+    as `memory hook claude-code` would, its subagents' transcripts included.
+
     Exit 0 when every line was taken, 2 when any line was rejected; the good lines are
     kept either way, and importing the same events again changes nothing.
     """
     for name in files:
-        if name != "-" and not os.path.isfile(name):
-            raise click.UsageError(f"no such file: {name}")
+        _check_readable(name)
+    transcripts = [name for name in files if name != "-" and _is_claude_code(name)]
     with ExitStack() as stack:
         streams: list[tuple[str, BinaryIO]] = []
         total = 0
         for name in files:
             if name == "-":
                 streams.append(("-", sys.stdin.buffer))
-            else:
+            elif name not in transcripts:
                 streams.append((name, stack.enter_context(open(name, "rb"))))
                 total += os.path.getsize(name)
         memory = stack.enter_context(ctx.open(create=True))
@@ -53,8 +56,11 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
                 summary = memory.import_jsonl(streams, embed=False)
         except ImportInterrupted as interrupted:
             _interrupted(interrupted.summary, as_json)
+        failed = _capture_transcripts(memory, transcripts, summary)
         summary.vectors = embed_with_bar(memory, show_bar)
     data = summary.as_dict()
+    if transcripts:
+        data["claude_code_transcripts"] = transcripts
     if as_json:
         emit(data, True)
     else:
@@ -67,6 +73,10 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
             click.echo(f"  {where}line {rejected.line}: {rejected.error}", err=True)
         if len(summary.rejected) > 20:
             click.echo(f"  … and {len(summary.rejected) - 20} more (see --json)", err=True)
+        for name in transcripts:
+            click.echo(f"  {name}: a Claude Code transcript, captured as the hook does", err=True)
+    for error in failed:
+        click.echo(f"  {error}", err=True)
     if summary.extraction_error is not None:
         # What was kept comes first: `fail` shows only the first line of the error.
         fail(
@@ -74,8 +84,61 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
             f"but memory extraction crashed after the import: {summary.extraction_error}",
             1,
         )
-    if summary.rejected:
+    if summary.rejected or failed:
         sys.exit(2)
+
+
+def _check_readable(name: str) -> None:
+    """A file, ``-``, or anything else that reads as a stream (``/dev/null``, a pipe)."""
+    if name == "-":
+        return
+    if os.path.isdir(name):
+        raise click.UsageError(
+            f"{name} is a directory: give JSONL files (memory import {name}/*.jsonl)"
+        )
+    if not os.path.exists(name):
+        raise click.UsageError(f"no such file: {name}")
+    if not os.access(name, os.R_OK):
+        raise click.UsageError(f"cannot read {name}: permission denied")
+
+
+def _is_claude_code(name: str) -> bool:
+    """Whether a file reads as a Claude Code transcript (camelCase ``sessionId`` on its
+    records) rather than generic events (``session_id``, ``seq``); its first lines tell."""
+    if not os.path.isfile(name):
+        return False  # a pipe is read once: as generic events
+    with open(name, "rb") as stream:
+        head = [stream.readline(1 << 20) for _ in range(20)]
+    for raw in head:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and ("session_id" in record or "sessionId" in record):
+            return "session_id" not in record
+    return False
+
+
+def _capture_transcripts(memory: Memory, names: list[str], summary: ImportSummary) -> list[str]:
+    """Capture Claude Code transcripts as the hook does (same sessions, same cursors, so
+    a later hook goes on from where this stopped); their counts join ``summary``."""
+    if not names:
+        return []
+    from pathlib import Path
+
+    from memplug.hosts import claude_code as cc
+    from memplug.hosts import claude_hook as ch
+
+    files = []
+    for name in names:
+        session = cc.session_id_for(name)
+        files.append(ch.Transcript(Path(name), session, True))
+        files += [ch.Transcript(p, f"{session}/{p.stem}", True) for p in cc.subagent_paths(name)]
+    report = ch.HookReport(event="import")
+    ch.capture_all(memory, files, report, ch.Deadline(float("inf")))
+    summary.new += report.captured
+    summary.present += report.present
+    return report.errors
 
 
 def _interrupted(summary: ImportSummary, as_json: bool) -> NoReturn:

@@ -14,24 +14,28 @@ from memplug.cli.hosts import HostGroup
 from memplug.cli.output import CliContext, emit, json_option
 from memplug.hosts import HostSpec
 
-_scope = click.option(
-    "--user",
-    "scope",
-    flag_value="user",
-    default=True,
-    help="The user's settings: every project (the default).",
+_user = click.option(
+    "--user", is_flag=True, help="The user's settings: every project (the default)."
 )
-_project = click.option(
-    "--project",
-    "scope",
-    flag_value="project",
-    help="This project's settings only.",
-)
+_project = click.option("--project", is_flag=True, help="This project's settings only.")
+
+
+def _scope(user: bool, project: bool) -> str:
+    if user and project:
+        raise click.UsageError("--user and --project exclude each other; give one")
+    return "project" if project else "user"
+
+
 _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 _mcp = click.option(
     "--mcp",
     is_flag=True,
     help="Also register `memory mcp`, memplug's MCP server, in the harness (hosts that take one).",
+)
+_mcp_out = click.option(
+    "--mcp",
+    is_flag=True,
+    help="Also take `memory mcp`, memplug's MCP server, out of the harness's settings.",
 )
 
 
@@ -66,24 +70,43 @@ def _install_command(spec: HostSpec) -> click.Command:
     install = spec.load("install")
 
     @click.command(spec.name, help=install.__doc__)
-    @_scope
+    @_user
     @_project
     @_dry_run
     @click.option(
-        "--command", "command", default=None, help="Hook command (default: this install)."
+        "--command",
+        "command",
+        default=None,
+        help="The memory program the hook runs (default: this install's script); "
+        "`hook claude-code` is appended when it does not end in it.",
     )
     @_mcp
     @json_option
     @click.pass_obj
     def run(
-        ctx: CliContext, scope: str, dry_run: bool, command: str | None, mcp: bool, as_json: bool
+        ctx: CliContext,
+        user: bool,
+        project: bool,
+        dry_run: bool,
+        command: str | None,
+        mcp: bool,
+        as_json: bool,
     ) -> None:
+        scope = _scope(user, project)
         options = ctx.global_options()
         data = _data(install(scope, command, dry_run=dry_run, options=options))
         if mcp:
             from memplug.hosts.mcp import server_entry
 
-            server = server_entry(options)
+            shared = scope == "project"
+            server = server_entry(options, shared=shared)
+            if shared and options:
+                click.echo(
+                    "warning: .mcp.json is shared, so it names no path of this machine: "
+                    "the server uses `memory` from PATH and each person's default "
+                    f"database, not {' '.join(options)}",
+                    err=True,
+                )
             data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
         emit(data, as_json, _render)
 
@@ -94,12 +117,13 @@ def _uninstall_command(spec: HostSpec) -> click.Command:
     uninstall = spec.load("uninstall")
 
     @click.command(spec.name, help=uninstall.__doc__)
-    @_scope
+    @_user
     @_project
     @_dry_run
-    @_mcp
+    @_mcp_out
     @json_option
-    def run(scope: str, dry_run: bool, mcp: bool, as_json: bool) -> None:
+    def run(user: bool, project: bool, dry_run: bool, mcp: bool, as_json: bool) -> None:
+        scope = _scope(user, project)
         data = _data(uninstall(scope, dry_run=dry_run))
         if mcp:
             data["mcp"] = _data(_mcp_part(spec)(scope, None, dry_run=dry_run))

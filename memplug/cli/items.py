@@ -236,8 +236,7 @@ def rebuild_cmd(ctx: CliContext, session: str | None, vectors: bool, as_json: bo
     if vectors:
         _rebuild_vectors(ctx, session, as_json)
         return
-    # A full rebuild does what an upgrade would, once; one session leaves the rest as is.
-    with ctx.open(create=True, upgrade=False) as memory:
+    with ctx.open(create=False, upgrade=False) as memory:
         progress = terminal_progress("rebuilding session", quiet=as_json)
         report = memory.rebuild(session, progress=progress)
     emit(report.as_dict(), as_json, _render_rebuild)

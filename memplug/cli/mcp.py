@@ -1,4 +1,4 @@
-"""`memory mcp`: memplug's memory as MCP tools on stdio (extra `memplug[mcp]`)."""
+"""`memory mcp`: memplug's memory as MCP tools on stdio (extra `memplug-local[mcp]`)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from memplug.cli.output import CliContext, json_option
 def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
     """Serve memory to an MCP client on stdin/stdout.
 
-    The tools memory_search, memory_expand, memory_timeline and memory_neighbors,
-    read-only, secrets redacted. Claude Code starts it itself once
+    The tools memory_search, memory_expand, memory_timeline, memory_neighbors and
+    memory_core, read-only, secrets redacted. Claude Code starts it itself once
     `memory install claude-code --mcp` registered it.
 
     `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.
     """
     if importlib.util.find_spec("mcp") is None:
-        raise click.UsageError("the MCP server needs the mcp extra: pip install 'memplug[mcp]'")
+        raise click.UsageError(
+            "the MCP server needs the mcp extra: pip install 'memplug-local[mcp]'"
+        )
     from memplug.hosts.mcp import serve
 
     serve(ctx.db_path, ctx.config_path)

@@ -24,8 +24,11 @@ class CliContext(Struct):
     config_path: str | None
 
     def open(self, *, create: bool, upgrade: bool = True) -> Memory:
-        """Writing commands create the database; reading ones never do. Either first
-        re-derives what older rules derived (docs/storage.md, "Upgrades")."""
+        """Only the commands that capture (``import``, ``skills ingest``; the hook opens
+        its own) create the database; every other one, writing (``rebuild``,
+        ``assemble``, ``purge``) or reading, refuses a path that holds none, so a
+        mistyped ``--db`` is never a new, empty database. Each first re-derives what
+        older rules derived (docs/storage.md, "Upgrades") unless told not to."""
         memory = Memory.open(
             self.db_path,
             config_path=self.config_path,

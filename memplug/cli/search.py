@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
 from memplug.refs import event_ref
+from memplug.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
+from memplug.retrieve.ranking import HARD_LIMIT
+from memplug.retrieve.tokens import needs_query
 from memplug.text import clip
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
@@ -54,11 +60,19 @@ def _render_page(data: dict[str, Any]) -> str:
             "coverage: complete" + (" — this empty result is authoritative" if not hits else "")
         )
     else:
-        lines.append("coverage: INCOMPLETE (" + ", ".join(coverage["reasons"]) + ")")
+        lines.append(
+            "coverage: INCOMPLETE ("
+            + ", ".join(coverage["reasons"])
+            + ")"
+            + (" — absence here is not proof" if not hits else "")
+        )
     if coverage.get("error"):
         lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
     if data.get("next"):
-        lines.append(f"next page: memory search --next {data['next']}")
+        again = "QUERY " if needs_query(data["next"]) else ""
+        lines.append(f"next page: memory search {again}--next {data['next']}")
+        if again:
+            lines.append("  (the same QUERY: one this long rides in the token as a digest only)")
     return "\n".join(lines)
 
 
@@ -92,6 +106,41 @@ def _render_expand(data: dict[str, Any]) -> str:
     if data.get("next"):
         lines.append(f"more: memory expand {data['next']}")
     return "\n".join(lines)
+
+
+# The results a failed call prints on stdout under --json (docs/search.md, JSON shapes).
+_FAILED_SEARCH: dict[str, Any] = {"total": 0, "offset": 0, "hits": [], "next": None}
+_FAILED_EXPAND: dict[str, Any] = {"anchor": None, "events": [], "next": None}
+# Error codes of the failures raised before a result exists (coverage carries the rest:
+# stale_pointer, address_not_found).
+_CODES: tuple[tuple[type[MemplugError], str], ...] = (
+    (DatabaseMissing, "no_database"),
+    (NotFound, "not_found"),
+    (UsageError, "invalid_input"),
+)
+
+
+def error_code(error: MemplugError) -> str:
+    return next((code for kind, code in _CODES if isinstance(error, kind)), "failed")
+
+
+@contextmanager
+def _json_errors(as_json: bool, failed: dict[str, Any]) -> Iterator[None]:
+    """Under --json, a failure is also a result on stdout (the one ``Error:`` line and the
+    exit code stay as they are): ``coverage.error`` says what went wrong."""
+    try:
+        yield
+    except MemplugError as error:
+        if as_json:
+            info = {"code": error_code(error), "message": str(error)}
+            coverage = {"complete": False, "reasons": [], "error": info}
+            emit({**failed, "coverage": coverage}, True)
+        raise
+
+
+def _in_range(option: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise ValidationError(f"{option} must be between {low} and {high}, not {value}")
 
 
 def _finish(data: dict[str, Any], as_json: bool, render: Any) -> None:
@@ -145,7 +194,8 @@ def search_cmd(
     """
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
-    with ctx.read() as memory:
+    with _json_errors(as_json, _FAILED_SEARCH), ctx.read() as memory:
+        _in_range("--limit", limit, 1, HARD_LIMIT)
         data = memory.search(
             query,
             next_token=next_token,
@@ -189,7 +239,10 @@ def expand_cmd(
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything.
     """
-    with ctx.read() as memory:
+    with _json_errors(as_json, _FAILED_EXPAND), ctx.read() as memory:
+        _in_range("--max-chars", max_chars, 1, EXPAND_MAX_CHARS)
+        _in_range("--before", before, 0, EXPAND_MAX_CONTEXT)
+        _in_range("--after", after, 0, EXPAND_MAX_CONTEXT)
         data = memory.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )

@@ -24,9 +24,11 @@ def skills_group() -> None:
 @json_option
 @click.pass_obj
 def skills_ingest(ctx: CliContext, directory: str, as_json: bool) -> None:
-    """Ingest the SKILL.md files under DIRECTORY.
+    """Ingest the SKILL.md files under DIRECTORY (or one SKILL.md file).
 
-    Which files: skills.include / skills.exclude.
+    Which files: skills.include / skills.exclude, for a file given directly too. A
+    skill file is YAML frontmatter between '---' lines (name, description,
+    when_to_use) and a Markdown body whose list items are its rules (docs/skills.md).
 
     Prints "N new, M unchanged": N versions written (new skills and changed files), M
     files whose content was already the skill's current version. Exit 2 when a file

@@ -11,7 +11,12 @@ from memplug.cli.output import CliContext, emit, json_option, table, warn_clampe
 
 def _render_status(data: dict[str, Any]) -> str:
     if not data["exists"]:
-        return f"no memplug database at {data['path']} (nothing captured yet)"
+        return "\n".join(
+            [
+                f"no memplug database at {data['path']} (nothing captured yet)",
+                *_pending_lines(data["hook_pending"]),
+            ]
+        )
     counts = data["counts"]
     perms = data["permissions"]
     lines = [
@@ -76,6 +81,7 @@ def _render_status(data: dict[str, Any]) -> str:
     if data["latest_errors"]:
         lines += ["", "latest errors:"]
         lines += [f"  {e['at']} [{e['stage']}] {e['message']}" for e in data["latest_errors"]]
+    lines += _pending_lines(data["hook_pending"])
     return "\n".join(lines)
 
 
@@ -99,6 +105,17 @@ def _sync_lines(sync: dict[str, Any]) -> list[str]:
         f"shared     {shared or 'no project (memory share --project P)'}",
         f"           {sync['pulled_sessions']:,} sessions pulled, {sync['conflicts']:,} conflicts "
         f"kept apart, {sync['tombstones_to_send']:,} purges to send",
+    ]
+
+
+def _pending_lines(pending: dict[str, Any]) -> list[str]:
+    if not pending["count"]:
+        return []
+    return [
+        "",
+        f"hook errors not yet in error_log: {pending['count']} "
+        "(the database could not take them), latest:",
+        *(f"  {message}" for message in pending["latest"]),
     ]
 
 

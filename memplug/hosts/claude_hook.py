@@ -36,7 +36,7 @@ from msgspec.structs import replace
 from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, unread
-from memplug.paths import config_file, default_db_path
+from memplug.paths import config_file, default_db_path, hook_pending_file
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
@@ -113,6 +113,8 @@ def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = 
     On UserPromptSubmit and SessionStart (compact, resume) print the memory as
     additionalContext. Never fails: errors go to `memory status`.
 
+    \f
+    (click's help ends at the form feed: what follows is for code, not for --help.)
     Returns what to print (possibly nothing); this is the host's registered hook.
     """
     try:
@@ -509,20 +511,16 @@ def _pending_error(db_path: str | None, message: str, session_id: str | None = N
         if not database.parent.is_dir():
             database.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
         line = json.dumps({"message": message, "session_id": session_id}, ensure_ascii=False)
-        fd = os.open(_pending_file(database), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(hook_pending_file(database), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as stream:
             stream.write(line + "\n")
     except Exception:  # nowhere left to keep it; the host must go on
         pass
 
 
-def _pending_file(database: Path) -> Path:
-    return database.with_name(database.name + ".hook-pending.jsonl")
-
-
 def _drain_pending(memory: Memory) -> None:
     """Move errors kept beside the database into ``error_log``."""
-    path = _pending_file(memory.store.path)
+    path = hook_pending_file(memory.store.path)
     if not path.exists():
         return
     claimed = path.with_name(f"{path.name}.{os.getpid()}")

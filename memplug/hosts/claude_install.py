@@ -131,8 +131,45 @@ def hook_settings(command: str) -> dict[str, list[dict[str, Any]]]:
     return hooks
 
 
+def hook_command(command: str) -> str:
+    """``--command`` as the hook runs it: ``hook claude-code`` appended when it is not the
+    end already (a bare ``memory`` prints its usage, which Claude Code would add to every
+    prompt); refused when it appears elsewhere or the command is empty."""
+    try:
+        words = shlex.split(command)
+    except ValueError as error:
+        raise UsageError(
+            f"--command {command!r} does not parse as a shell command: {error}"
+        ) from None
+    if not words:
+        raise UsageError("--command is empty; give the memory program to run")
+    if words[-2:] == MARKER.split():
+        return command
+    if MARKER in " ".join(words):
+        raise UsageError(f"--command must end in `{MARKER}`; got {command!r}")
+    return f"{command.rstrip()} {MARKER}"
+
+
+# The global options a hook command may carry before its subcommand.
+_GLOBAL_OPTIONS = frozenset({"--db", "--config"})
+
+
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
+    if not isinstance(hook, dict):
+        return False
+    command = str(hook.get("command", ""))
+    if MARKER in command:
+        return True
+    # A bare `memory [--db X] [--config Y]`, as an earlier `--command memory` wrote it:
+    # still memplug's entry, so a reinstall replaces it and uninstall takes it out.
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if not words or os.path.basename(words[0]) not in ("memory", "memplug"):
+        return False
+    options = words[1::2]
+    return len(words) % 2 == 1 and all(option in _GLOBAL_OPTIONS for option in options)
 
 
 def merge(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], dict[str, str]]:
@@ -263,7 +300,7 @@ def install(
     dry_run: bool = False,
     options: Sequence[str] = (),
 ) -> InstallReport:
-    command = command or default_command(options)
+    command = default_command(options) if command is None else hook_command(command)
     merged, changes = merge(read_settings(path), command)
     return _written(path, command, merged, changes, dry_run)
 

@@ -56,7 +56,11 @@ class _Args(BaseModel):
 
 
 class SearchArgs(_Args):
-    query: str | None = Field(None, description="Words, symbols or a quoted phrase.")
+    query: str | None = Field(
+        None,
+        description="Words, symbols or a quoted phrase (with `next` too when the query is "
+        "over 1,000 characters: its token keeps only a digest).",
+    )
     next: str | None = Field(None, description="A `next` token from an earlier page.")
     scope: str | None = Field(
         None, description="session, project, global, session:<id> or agent:<id>."
@@ -112,7 +116,7 @@ def _core(memory: Memory, args: CoreArgs, cwd: str) -> dict[str, Any]:
 
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
     if args.next:
-        return memory.search(next_token=args.next)
+        return memory.search(args.query, next_token=args.next)
     return memory.search(
         args.query,
         cwd=cwd,
@@ -212,10 +216,14 @@ TOOLS: tuple[Tool, ...] = (
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
 
-def server_entry(options: Sequence[str] = ()) -> dict[str, Any]:
+def server_entry(options: Sequence[str] = (), *, shared: bool = False) -> dict[str, Any]:
     """How a harness starts this server (the ``mcpServers`` entry most harnesses read):
     this installation's ``memory`` script with ``options``, the ``--db``/``--config`` in
-    force at install time (``CliContext.global_options``)."""
+    force at install time (``CliContext.global_options``). A ``shared`` entry (a file
+    meant to be committed, such as a project's ``.mcp.json``) names no path of this
+    machine: ``memory`` from each person's PATH, their own default database."""
+    if shared:
+        return {"type": "stdio", "command": "memory", "args": ["mcp"], "env": {}}
     return {"type": "stdio", "command": memory_script(), "args": [*options, "mcp"], "env": {}}
 
 
@@ -330,7 +338,9 @@ def serve(db_path: str | None, config_path: str | None) -> None:
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
+    from memplug.paths import DISTRIBUTION
+
     try:
-        return version("memplug")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "0"

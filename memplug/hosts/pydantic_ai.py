@@ -8,7 +8,7 @@ latest user prompt before every model request, and captures the run's messages.
     result = agent.run_sync("Which port did we pick?")
     memory.capture(result.all_messages())                    # the final answer too
 
-Needs the ``pydantic-ai`` extra (``pip install 'memplug[pydantic-ai]'``).
+Needs the ``pydantic-ai`` extra (``pip install 'memplug-local[pydantic-ai]'``).
 
 Choices, and why:
 
@@ -54,7 +54,7 @@ try:
     )
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "memplug.hosts.pydantic_ai needs pydantic-ai: pip install 'memplug[pydantic-ai]'"
+        "memplug.hosts.pydantic_ai needs pydantic-ai: pip install 'memplug-local[pydantic-ai]'"
     ) from error
 
 from memplug.models import Message, Source, StepContext

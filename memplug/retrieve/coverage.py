@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
+from memplug.query import STOP_WORDS, QuerySignals
 from memplug.retrieve.models import Coverage, ErrorInfo
 
 CANDIDATE_BUDGET = "candidate_budget"
@@ -17,6 +19,11 @@ REGEX_HAYSTACK = "regex_haystack_cap"
 PARENT_CYCLE = "parent_cycle"
 STALE_POINTER = "stale_pointer"
 UNKNOWN_SESSION = "unknown_session"
+SHORT_TERMS = "short_terms"
+
+# A letter or digit standing alone (not inside a word, path, version or identifier):
+# the query parser keeps no term for it, so nothing looked it up.
+_LONE = re.compile(r"(?<![\w./\\:@-])[^\W_](?![\w/\\:@-])")
 
 
 def coverage(reasons: Iterable[str]) -> Coverage:
@@ -30,3 +37,20 @@ def stale(message: str) -> Coverage:
         reasons=[STALE_POINTER],
         error=ErrorInfo(code=STALE_POINTER, message=message),
     )
+
+
+def short_terms(signals: QuerySignals, members: Mapping[str, set[int]]) -> list[str]:
+    """``[SHORT_TERMS]`` when the trigram index could not look up everything a literal
+    query said, so absence is no proof: a lone letter or digit (no term at all), or a
+    two-letter word — found by the index only between a space and a space or
+    ``. , ? ! : ;`` — that it found nowhere (at a text's start, or before a bracket or
+    a newline, it is missed)."""
+    if signals.mode != "literal" or signals.capped:
+        return []  # a capped query is already incomplete (and its cut may split a word)
+    lone = any(m.group(0).lower() not in STOP_WORDS for m in _LONE.finditer(signals.text))
+    # Text that gave no term at all (`a`, `!!`) looked nothing up either.
+    lone = lone or (signals.empty and bool(signals.text.strip()))
+    unproven = any(
+        term.route == "padded" and not members.get(term.text) for term in signals.ranking_terms
+    )
+    return [SHORT_TERMS] if lone or unproven else []

@@ -22,7 +22,7 @@ from memplug.retrieve.ranking import HARD_LIMIT, Ranking
 from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
 from memplug.retrieve.search import Search
-from memplug.retrieve.tokens import decode_token
+from memplug.retrieve.tokens import decode_token, unpack_query
 from memplug.retrieve.work import WorkFinder, WorkFound
 from memplug.store.search import EventScope, ItemScope, Snapshot
 
@@ -104,13 +104,15 @@ class Retriever:
         snap = self.search_store.snapshot()
         return self._search().page(request, snap, 0, None)
 
-    def page(self, token: str) -> SearchPage:
-        """Follow a ``next`` token: the same call, the same snapshot, the next page."""
+    def page(self, token: str, query: str | None = None) -> SearchPage:
+        """Follow a ``next`` token: the same call, the same snapshot, the next page.
+        ``query`` is the search's query again, for a token that carries only its digest
+        (a query over ``TOKEN_QUERY_CHARS``)."""
         data = decode_token(token)
         if data.get("op") != "search":
             raise ValidationError("this token is not a search page token (use expand)")
         try:
-            args = dict(data["a"])
+            args = unpack_query(dict(data["a"]), query)
             e, m = (int(x) for x in data["snap"])
             offset = int(data["o"])
             scope_size = float(data["n"])

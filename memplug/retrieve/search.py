@@ -11,12 +11,12 @@ from memplug.refs import parse_source_refs
 from memplug.retrieve.adjacency import Adjacency
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import Collector, Pool
-from memplug.retrieve.coverage import coverage, stale
+from memplug.retrieve.coverage import coverage, short_terms, stale
 from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
-from memplug.retrieve.tokens import encode_token
+from memplug.retrieve.tokens import encode_token, pack_query
 from memplug.secrets import clear_cut
 from memplug.store.search import EventCandidate, EventScope, ItemScope, Snapshot
 from memplug.text import short_hash
@@ -77,7 +77,7 @@ class Search:
             next_token = encode_token(
                 {
                     "op": "search",
-                    "a": request.args(),
+                    "a": pack_query(request.args()),
                     "o": end,
                     "n": pool.event_n,
                     "snap": [snap.max_event_id, snap.max_item_rid],
@@ -126,6 +126,7 @@ class Search:
                 else None
             ),
         )
+        pool.reasons.update(short_terms(signals, pool.members))
         scorer = Scorer(signals, pool, self.ranking, self.store)
         scored = scorer.items() if item_scope is not None else []
         # A structural filter asks for those events, not for what surrounds them.

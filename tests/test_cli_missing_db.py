@@ -1,0 +1,44 @@
+"""One rule for a mistyped --db: only capturing commands create a database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memplug.cli import COMMANDS
+from tests.installed import memory
+
+# A command line for every command that reads or rebuilds: each must refuse a path
+# with no database and leave nothing behind.
+REFUSING: dict[str, list[str]] = {
+    "export": ["export"],
+    "items": ["items"],
+    "inspect": ["inspect", "s:1"],
+    "search": ["search", "port"],
+    "expand": ["expand", "s:1"],
+    "assemble": ["assemble", "--session", "s"],
+    "explain": ["explain", "--session", "s"],
+    "core": ["core"],
+    "retract": ["retract", "mem_x"],
+    "promote": ["promote", "mem_x"],
+    "rebuild": ["rebuild"],
+    "purge": ["purge", "--all", "--yes"],
+    "rules": ["rules", "list"],
+    "validate": ["validate", "--session", "s"],
+    "timeline": ["timeline"],
+    "graph": ["graph", "neighbors", "x"],
+}
+# Create the database (they capture), or never open it as a command of their own.
+OTHERS = {"import", "skills", "hook", "status", "config", "install", "uninstall", "mcp"}
+
+
+def test_every_command_is_classified() -> None:
+    assert set(REFUSING) | OTHERS == set(COMMANDS)
+
+
+def test_reading_and_rebuilding_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "memory.sqlite"
+    for name, args in REFUSING.items():
+        done = memory("--db", str(missing), *args)
+        assert done.returncode == 2, (name, done.stderr)
+        assert done.stderr == f"Error: no memplug database at {missing}\n", name
+        assert not missing.parent.exists(), name
