@@ -48,4 +48,6 @@ def test_without_the_driver_the_error_names_the_extra(db_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
-    assert done.stderr == ("Error: sync needs the PostgreSQL driver: pip install 'memplug-local[sync]'\n")
+    assert done.stderr == (
+        "Error: sync needs the PostgreSQL driver: pip install 'memplug-local[sync]'\n"
+    )

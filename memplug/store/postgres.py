@@ -134,7 +134,9 @@ def _driver() -> Any:
         import psycopg
         import psycopg.conninfo
     except ImportError:
-        raise UsageError("sync needs the PostgreSQL driver: pip install 'memplug-local[sync]'") from None
+        raise UsageError(
+            "sync needs the PostgreSQL driver: pip install 'memplug-local[sync]'"
+        ) from None
     return psycopg
 
 
