@@ -172,7 +172,7 @@ class WorkDeriver:
 
     # Recorded with the derived rows; raise it with a change to them (extract.Follower).
     name = "work"
-    version = 1
+    version = 2
 
     def __init__(self, store: Storage) -> None:
         self.store = store

@@ -26,9 +26,12 @@ REFUSING: dict[str, list[str]] = {
     "validate": ["validate", "--session", "s"],
     "timeline": ["timeline"],
     "graph": ["graph", "neighbors", "x"],
+    "share": ["share", "--project", "p"],
+    "unshare": ["unshare", "--project", "p"],
 }
 # Create the database (they capture), or never open it as a command of their own.
-OTHERS = {"import", "skills", "hook", "status", "config", "install", "uninstall", "mcp"}
+# `sync` captures what it pulls, so `sync` and `sync init` create it like `import`.
+OTHERS = {"import", "skills", "hook", "status", "config", "install", "uninstall", "mcp", "sync"}
 
 
 def test_every_command_is_classified() -> None:

@@ -94,7 +94,7 @@ def share_cmd(ctx: CliContext, project: str, as_json: bool) -> None:
     From the next `memory sync` on, its events (earlier ones too) are pushed."""
     from memplug import sync
 
-    with ctx.open(create=True) as memory:
+    with ctx.open(create=False) as memory:
         emit(sync.share(memory, project), as_json, _render_share)
 
 
@@ -108,5 +108,5 @@ def unshare_cmd(ctx: CliContext, project: str, as_json: bool) -> None:
     What the server already has stays there (`memory purge` removes it)."""
     from memplug import sync
 
-    with ctx.open(create=True) as memory:
+    with ctx.open(create=False) as memory:
         emit(sync.share(memory, project, shared=False), as_json, _render_share)
