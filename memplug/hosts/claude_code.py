@@ -342,7 +342,8 @@ def _read_tail(stream: Any, offset: int) -> str:
 
     start = max(0, offset - TAIL_BYTES)
     stream.seek(start)
-    return hashlib.blake2b(stream.read(offset - start), digest_size=12).hexdigest()
+    # SHA-256, not BLAKE2: a build without the builtin hashes (FIPS) has no hashlib.blake2b.
+    return hashlib.sha256(stream.read(offset - start)).hexdigest()[:24]
 
 
 def _split(data: bytes, base_offset: int) -> tuple[list[_Line], list[tuple[int, str]]]:
