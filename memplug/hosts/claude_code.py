@@ -79,7 +79,6 @@ from typing import Any
 from msgspec import Struct, field
 
 from memplug import branches
-from memplug.hosts import HostSpec
 from memplug.vocab import GENERATED_TEXT_MARKERS, MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "claude-code"
@@ -883,15 +882,3 @@ def model_context(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
     path = active_path(events)
     starts = [i for i, e in enumerate(path) if e["type"] == "compaction/start"]
     return path[starts[-1] :] if starts else path
-
-
-# Claude Code's registration (memplug.hosts): hooks that capture the transcript and
-# answer with memory, and the installer that puts them in a settings file.
-HOST_SPEC = HostSpec(
-    name=HOST,
-    summary="Claude Code: hooks capture each session's transcript and inject memory",
-    hook="memplug.hosts.claude_hook:main",
-    install="memplug.hosts.claude_install:install_scope",
-    uninstall="memplug.hosts.claude_install:uninstall_scope",
-    mcp="memplug.hosts.claude_install:mcp_scope",
-)
