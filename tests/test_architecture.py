@@ -213,6 +213,21 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
     assert offenders == []
 
 
+# Where an apsw connection is opened: db (with _configure, the settings every
+# connection gets) and the idle hook's cursor peek (which cannot import db).
+CONNECTION_OPENERS = {"memplug.db", "memplug.store.peek"}
+
+
+def test_connections_are_opened_only_by_db_and_the_peek() -> None:
+    openers = {
+        module.name
+        for module in modules()
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "apsw.Connection"
+    }
+    assert openers == CONNECTION_OPENERS
+
+
 def _nodes(tree: ast.AST, function: str = "") -> list[tuple[str, ast.AST]]:
     """Every node with the name of the innermost function around it."""
     found: list[tuple[str, ast.AST]] = []

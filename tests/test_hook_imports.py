@@ -176,28 +176,35 @@ def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:
     assert "pydantic" in third_party(modules, floor(tmp_path))
 
 
-def test_the_hook_runs_without_the_collector_and_gives_it_back(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("before", [None, "logfire"])
+def test_the_hook_runs_without_the_collector_and_pydantic_plugins_and_gives_them_back(
+    monkeypatch: pytest.MonkeyPatch, before: str | None
 ) -> None:
     """Off for the hook (a process that lives for one payload), on again after, for a
-    caller that runs the hook in its own process."""
+    caller that runs the hook in its own process (and its child processes)."""
     import gc
+    import os
 
     import memplug.hosts.claude_hook
     from memplug.cli import main
 
-    during: list[bool] = []
+    during: list[tuple[bool, str | None]] = []
 
     def hook(stdin: bytes, **_: object) -> str:
-        during.append(gc.isenabled())
+        during.append((gc.isenabled(), os.environ.get("PYDANTIC_DISABLE_PLUGINS")))
         return ""
 
     monkeypatch.setattr(memplug.hosts.claude_hook, "main", hook)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"hook_event_name": "Stop"}')))
+    if before is None:
+        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    else:
+        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", before)
     assert gc.isenabled()
     main(["hook", "claude-code"])
-    assert during == [False]
+    assert during == [(False, before or "__all__")]
     assert gc.isenabled()
+    assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == before
 
 
 def test_a_prompt_hook_with_the_semantic_provider_imports_no_numpy_and_no_metadata(
