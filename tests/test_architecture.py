@@ -213,6 +213,18 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
     assert offenders == []
 
 
+def test_no_private_interpreter_module_is_imported() -> None:
+    """``_blake2``, ``_sha256``, ``_json``…: missing on some CPython builds (FIPS builds,
+    some distributions), where importing one fails; hashlib and json are on every build."""
+    private = [
+        f"{module.name}:{line} {target}"
+        for module in modules()
+        for line, target in imports_of(module, set())
+        if target.startswith("_") and target != "__future__"
+    ]
+    assert private == []
+
+
 # Where an apsw connection is opened: db (with _configure, the settings every
 # connection gets) and the idle hook's cursor peek (which cannot import db).
 CONNECTION_OPENERS = {"memplug.db", "memplug.store.peek"}
