@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/python -m memplug.demo
 
 # The fast loop: the suite without the tests marked slow (their own processes, crashes,
-# large corpora): about a minute of CPU, shared by two workers.
+# large corpora): about 50 s of CPU, shared by two workers (docs/reliability.md).
 check: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
