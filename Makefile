@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test lint bench compat fuzz accept accept-shared cli-docs clean
+.PHONY: demo check test lint bench compat fuzz accept accept-shared cli-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m memplug.demo
 
+# The fast loop: the suite without the tests marked slow (their own processes, crashes,
+# large corpora): about 50 s of CPU, shared by two workers (docs/reliability.md).
+check: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+# The whole suite, the slow tests included.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 

@@ -150,13 +150,19 @@ class Plugin:
     ) -> None:
         import pydantic
 
+        from memplug.db import engine_error
         from memplug.models import describe_validation_error
 
+        # An engine error that escaped a store (a plain transaction, a read) is named
+        # as db.translate_error names it, and a busy database is told by its type.
+        error = engine_error(error, self.memory.store.path) or error
         if isinstance(error, pydantic.ValidationError):
             message = describe_validation_error(error)
         else:
             message = f"{type(error).__name__}: {error}"
-        self._record_message(stage, message, session_id, seq, flush=not _is_busy(error))
+        # Writing the error now would wait for the same lock again.
+        busy = isinstance(error, DatabaseBusy)
+        self._record_message(stage, message, session_id, seq, flush=not busy)
 
     def _record_message(
         self,
@@ -187,11 +193,6 @@ class Plugin:
                 # The database itself is failing; keep it for the next good write.
                 return
             self._unrecorded.pop(0)
-
-
-def _is_busy(error: BaseException) -> bool:
-    """Another writer holds the lock (retrying at once would wait the timeout again)."""
-    return isinstance(error, DatabaseBusy) or "locked" in str(error)
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -9,22 +9,13 @@ removed, trailing spaces cut from each line, and the whole text stripped.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import re
 import unicodedata
 from datetime import UTC, datetime
 from typing import Any
-
-try:
-    # The interpreter's own SHA-256 (3.11: _sha256, 3.12+: _sha2), the same digest as
-    # hashlib's: importing hashlib loads OpenSSL, ~2 ms of a prompt hook's start.
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - a newer interpreter or a build without it
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -93,12 +84,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def sha256_hex(text: str) -> str:
-    return sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def short_hash(*parts: str, length: int = 16) -> str:
     """A stable hex digest of several strings (joined unambiguously), cut to ``length``."""
-    digest = sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return digest[:length]
 
 

@@ -150,3 +150,19 @@ def cli() -> Callable[..., CliResult]:
 def cli_process() -> Callable[..., CliResult]:
     """The CLI in a fresh process (see :func:`run_cli`)."""
     return run_cli
+
+
+def lock_requests(conn: Any) -> list[tuple[str, int]]:
+    """Each statement that asks ``conn``'s database for the write lock, as it runs, with
+    the lock wait (``PRAGMA busy_timeout``, ms) in force for it: the events to count
+    where timing the waits would depend on the machine's load."""
+    asked: list[tuple[str, int]] = []
+
+    def trace(cursor: Any, sql: str, bindings: object) -> bool:
+        if sql.lstrip().upper().startswith("BEGIN"):
+            wait = cursor.connection.execute("PRAGMA busy_timeout").fetchone()[0]
+            asked.append((sql.strip(), int(wait)))
+        return True
+
+    conn.exec_trace = trace
+    return asked

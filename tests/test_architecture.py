@@ -243,6 +243,33 @@ def test_no_hook_can_reach_the_sync_server() -> None:
     assert offenders == []
 
 
+def test_no_private_interpreter_module_is_imported() -> None:
+    """``_blake2``, ``_sha256``, ``_json``…: missing on some CPython builds (FIPS builds,
+    some distributions), where importing one fails; hashlib and json are on every build."""
+    private = [
+        f"{module.name}:{line} {target}"
+        for module in modules()
+        for line, target in imports_of(module, set())
+        if target.startswith("_") and target != "__future__"
+    ]
+    assert private == []
+
+
+# Where an apsw connection is opened: db (with _configure, the settings every
+# connection gets) and the idle hook's cursor peek (which cannot import db).
+CONNECTION_OPENERS = {"memplug.db", "memplug.store.peek"}
+
+
+def test_connections_are_opened_only_by_db_and_the_peek() -> None:
+    openers = {
+        module.name
+        for module in modules()
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "apsw.Connection"
+    }
+    assert openers == CONNECTION_OPENERS
+
+
 def _nodes(tree: ast.AST, function: str = "") -> list[tuple[str, ast.AST]]:
     """Every node with the name of the innermost function around it."""
     found: list[tuple[str, ast.AST]] = []

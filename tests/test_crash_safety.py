@@ -1,15 +1,19 @@
-"""Crash safety: an import killed with SIGKILL at random points loses nothing it committed.
+"""Crash safety: an import killed with SIGKILL at any point loses nothing it committed.
 
 Each trial imports a generated JSONL file in a child process, kills it with SIGKILL at
-a seeded random moment, and then checks the file the way a person would find it: the
-integrity check passes, every stored event is exactly what the import would store (its
-hash matches its full text), the FTS index agrees with the rows, and a rerun completes
-with every event once. Derived state after the rerun equals an uninterrupted import's,
-or `memory rebuild` makes it so.
+a seeded point of its work, seen from beside it (WAL readers never block): while
+capture's transaction is open, or once extraction has committed a given number of
+items. Then it checks the file the way a person would find it: the integrity check
+passes, every stored event is exactly what the import would store (its hash matches
+its full text), the FTS index agrees with the rows, and a rerun completes with every
+event once. Derived state after the rerun equals an uninterrupted import's, or
+`memory rebuild` makes it so.
 
-Twenty trials kill the import of a 2k-event file anywhere in its run (capture, then
-extraction) to keep the suite quick; one trial kills a 50k-event import mid-capture,
-after its first batch committed. `MEMPLUG_CRASH_SEED` shifts the seeds.
+Twenty trials kill the import of a 2k-event file (capture, then extraction) to keep
+the suite quick; one trial kills a 50k-event import mid-capture, after a batch
+committed. The kill points are events the test sees, not sleeps, so a slow or busy
+machine moves them in time but not in the import's work. `MEMPLUG_CRASH_SEED` shifts
+the seeds.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -106,17 +112,16 @@ def import_cmd(db: Path, src: Path) -> list[str]:
 class Corpus:
     src: Path
     expected: dict[tuple[str, int], str]
-    seconds: float  # one uninterrupted import, interpreter start included
-    reference: Path  # the database that import produced
+    reference: Path  # the database an uninterrupted import produced
+    items: int  # and the items extraction derived in it
 
 
 def _corpus(directory: Path, count: int, seed: int) -> Corpus:
     src = directory / f"events-{count}.jsonl"
     expected = generate(src, count, seed)
     reference = directory / "reference" / "m.sqlite"
-    started = time.monotonic()
     subprocess.run(import_cmd(reference, src), check=True, capture_output=True, timeout=300)
-    return Corpus(src, expected, time.monotonic() - started, reference)
+    return Corpus(src, expected, reference, count_rows(reference, ITEMS) or 0)
 
 
 @pytest.fixture(scope="module")
@@ -131,51 +136,62 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple[st
     return src, generate(src, LARGE, 11)
 
 
-def kill_import_at(db: Path, src: Path, after: float) -> bool:
-    """Start an import, SIGKILL it ``after`` seconds in; True when it was still running."""
-    child = subprocess.Popen(
-        import_cmd(db, src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    time.sleep(after)
+def kill_when(command: list[str], reached: Callable[[], bool], **popen: Any) -> bool:
+    """Run ``command`` and SIGKILL it as soon as ``reached()`` is seen; True when it was
+    still running then (a kill after the end tests nothing)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **popen)
+    deadline = time.monotonic() + 300
+    while not reached() and child.poll() is None:
+        assert time.monotonic() < deadline, "the point was never reached"
+        time.sleep(0.005)  # polling what the child committed, not timing the kill
     running = child.poll() is None
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
     return running
 
 
-def stored_events(db: Path) -> int:
-    """Events committed so far, read beside a running writer (WAL readers never block)."""
+def count_rows(db: Path, sql: str) -> int | None:
+    """A count committed so far, read beside a running writer (WAL readers never block);
+    None before the file can be read."""
     if not db.exists() or db.stat().st_size == 0:
-        return 0
+        return None
     try:
         conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            row = conn.execute("SELECT count(*) FROM events").fetchone()
+            row = conn.execute(sql).fetchone()
         finally:
             conn.close()
     except apsw.Error:  # not created or not migrated yet
-        return 0
-    return int(row[0]) if row else 0
+        return None
+    return int(row[0]) if row else None
+
+
+EVENTS = "SELECT count(*) FROM events"
+ITEMS = "SELECT count(*) FROM memory_items"
+
+
+def stored_events(db: Path) -> int:
+    return count_rows(db, EVENTS) or 0
+
+
+def kill_import_at(db: Path, src: Path, items: int) -> bool:
+    """Start an import, SIGKILL it once extraction committed ``items`` items (all the
+    events are stored by then); a negative ``items``: while capture's transaction is
+    open (the file is migrated and holds no event yet)."""
+    if items < 0:
+        return kill_when(import_cmd(db, src), lambda: count_rows(db, EVENTS) == 0)
+    return kill_when(import_cmd(db, src), lambda: (count_rows(db, ITEMS) or 0) >= items)
 
 
 # The 50k trial is about capture; the small trials cover kills during extraction.
 CAPTURE_ONLY = {**os.environ, "MEMPLUG_EXTRACTION__ENABLED": "false"}
 
 
-def kill_import_once(db: Path, src: Path, at_least: int, extra: float) -> bool:
-    """SIGKILL an import ``extra`` seconds after ``at_least`` events were committed."""
-    child = subprocess.Popen(
-        import_cmd(db, src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CAPTURE_ONLY
-    )
-    deadline = time.monotonic() + 300
-    while stored_events(db) < at_least and child.poll() is None:
-        assert time.monotonic() < deadline, "the import never committed a batch"
-        time.sleep(0.02)
-    time.sleep(extra)
-    running = child.poll() is None
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=60)
-    return running
+def kill_import_once(db: Path, src: Path, at_least: int) -> bool:
+    """SIGKILL a capture-only import as soon as ``at_least`` events were committed: in
+    the middle of the next batch."""
+    reached = lambda: stored_events(db) >= at_least  # noqa: E731
+    return kill_when(import_cmd(db, src), reached, env=CAPTURE_ONLY)
 
 
 def verify(db: Path, expected: dict[tuple[str, int], str]) -> int:
@@ -258,16 +274,17 @@ def test_sigkill_mid_import_loses_nothing_committed(
     small: Corpus, tmp_path: Path, trial: int
 ) -> None:
     rng = random.Random(SEED_BASE * 1_000 + trial)
-    after = rng.uniform(0.05, 0.95) * small.seconds
-    # A kill that comes after the import ended tests nothing. The reference timing can
-    # be off on a busy machine, so such a trial moves its kill earlier and goes again.
+    # About one trial in five during capture, the others after 0 to all-but-one items.
+    items = rng.randrange(-small.items // 4, small.items)
+    # A kill that comes after the import ended tests nothing (a poll can miss a short
+    # window), so such a trial goes again, earlier in extraction.
     for attempt in range(4):
         db = tmp_path / f"db{attempt}" / "m.sqlite"
-        if kill_import_at(db, small.src, after):
+        if kill_import_at(db, small.src, items):
             break
-        after /= 2
+        items = items if items < 0 else items // 2
     else:
-        pytest.fail(f"the import always ended before the kill (last at {after:.2f}s)")
+        pytest.fail(f"the import always ended before the kill (last at {items} items)")
     stored = verify(db, small.expected)
     assert 0 <= stored <= len(small.expected)
     rerun_and_check(db, small)
@@ -278,10 +295,12 @@ def test_sigkill_mid_import_of_fifty_thousand_events(
 ) -> None:
     src, expected = large
     db = tmp_path / "db" / "m.sqlite"
-    extra = random.Random(SEED_BASE + 50_000).uniform(0.0, 0.8)
-    assert kill_import_once(db, src, IMPORT_BATCH, extra)
+    # A batch holds 5,000 lines less the file's duplicates, so the count is passed one
+    # batch later: the kill then lands in the batch after that, two before the end.
+    batches = random.Random(SEED_BASE + 50_000).randrange(1, LARGE // IMPORT_BATCH - 2)
+    assert kill_import_once(db, src, batches * IMPORT_BATCH)
     stored = verify(db, expected)
-    assert IMPORT_BATCH <= stored < len(expected)
+    assert batches * IMPORT_BATCH <= stored < len(expected)
     # The rerun is the CLI, as a person would run it after a crash.
     rerun = subprocess.run(
         import_cmd(db, src), capture_output=True, text=True, timeout=300, env=CAPTURE_ONLY
@@ -292,9 +311,9 @@ def test_sigkill_mid_import_of_fifty_thousand_events(
 
 def test_a_second_kill_during_the_rerun_is_survived_too(small: Corpus, tmp_path: Path) -> None:
     db = tmp_path / "db" / "m.sqlite"
-    kill_import_at(db, small.src, 0.4 * small.seconds)
+    kill_import_at(db, small.src, small.items * 4 // 10)
     first = verify(db, small.expected)
-    kill_import_at(db, small.src, 0.6 * small.seconds)
+    kill_import_at(db, small.src, small.items * 6 // 10)
     assert verify(db, small.expected) >= first
     rerun_and_check(db, small)
 
@@ -322,25 +341,20 @@ def test_a_purge_killed_anywhere_is_finished_by_running_it_again(
             ]
         )  # fmt: skip
     purge = ["purge", "--session", "secret", "--yes"]
-    timing = tmp_path / "timing" / "m.sqlite"
-    timing.parent.mkdir()
-    shutil.copy(base, timing)
-    started = time.monotonic()
-    subprocess.run(cli_cmd(timing, *purge), check=True, capture_output=True)
-    seconds = time.monotonic() - started
-    rng = random.Random(SEED_BASE + 77)
-    for trial in range(4):
+    secret = "SELECT count(*) FROM events WHERE session_id = 'secret'"
+    # Where the kill lands, by what the purge has visibly done: at its start, once it
+    # writes (its WAL appears), once the rows' deletion is committed (the index merge
+    # and the WAL's truncation follow).
+    points: list[Callable[[Path], bool]] = [
+        lambda db: True,
+        lambda db: Path(f"{db}-wal").exists(),
+        lambda db: count_rows(db, secret) == 0,
+    ]
+    for trial, point in enumerate(points):
         db = tmp_path / f"t{trial}" / "m.sqlite"
         db.parent.mkdir()
         shutil.copy(base, db)
-        child = subprocess.Popen(
-            cli_cmd(db, *purge),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(rng.uniform(0.05, 0.95) * seconds)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=60)
+        kill_when(cli_cmd(db, *purge), lambda db=db, point=point: point(db))
         with Database.open(db, create=False) as opened:
             assert opened.integrity_check() == ["ok"]
             assert Store(opened).admin.check_indexes() == {

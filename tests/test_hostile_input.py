@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -359,16 +359,17 @@ def test_undecodable_bytes_in_a_query_are_text_or_a_usage_error(shop_db: Path, m
 def test_regex_bombs_are_cut_by_the_time_limit(shop_db: Path, pattern: str) -> None:
     with Memory.open(shop_db, create=False) as memory:
         retriever = Retriever(memory.store, memory.config)
-        started = time.monotonic()
-        retriever.search("port [0-9]+", mode="regex", scope="global")
-        plain = time.monotonic() - started
-        started = time.monotonic()
-        page = retriever.search(pattern, mode="regex", scope="global")
-        elapsed = time.monotonic() - started
-    # A plain pattern, timed in the same run, plus a few time limits: a bomb that were
-    # not cut would run for minutes, however loaded the machine.
-    limit = memory.config.retrieval.regex_timeout_ms / 1000
-    assert elapsed < 2 * plain + 10 * limit
+        pages: list[Any] = []
+        search = threading.Thread(
+            target=lambda: pages.append(retriever.search(pattern, mode="regex", scope="global")),
+            daemon=True,
+        )
+        search.start()
+        # Not a timing comparison: a bomb that were not cut would run for hours, a cut
+        # one ends within its 200 ms limit plus the search, however loaded the machine.
+        search.join(timeout=120)
+        assert pages, "the search did not end: the time limit did not cut the pattern"
+    page = pages[0]
     reasons = [str(r) for r in page.coverage.reasons]
     # Either the pattern finished (the engine met no catastrophic case) or coverage
     # says the time limit cut it, so an empty page is not taken as authoritative.

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-
-# hashlib's blake2b is this one; importing hashlib also loads OpenSSL (~2 ms of a hook).
-from _blake2 import blake2b
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -254,7 +252,8 @@ COPY_MAX_CHARS = 30_000
 def copied_words(words: Sequence[str], output: str) -> list[bool]:
     """Which of ``words`` lie in a window of COPY_WORDS of them (at least COPY_MIN_CHARS
     long) that ``output`` holds verbatim, whitespace and case aside."""
-    digest = blake2b(output.encode(errors="surrogatepass"), digest_size=16).digest()
+    # SHA-256: every build has it (BLAKE2 is missing where the builtin hashes are left out).
+    digest = hashlib.sha256(output.encode(errors="surrogatepass")).digest()
     key = (tuple(words), digest)
     found = _COPIED.get(key)
     if found is None:

@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
 }
 
 _GLOBAL_OPTIONS = ("--db", "--config")
+_NO_PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def _hook_fast_path(argv: list[str]) -> dict[str, str | None] | None:
@@ -98,15 +99,16 @@ def _builtin_hook(options: dict[str, str | None], stdin: bytes | None, db_path: 
 
     collecting = gc.isenabled()
     gc.disable()
+    # Third-party pydantic plugins are looked up through package metadata on first use
+    # (~20 ms); a hook has none to run. Only for the hook: the variable is put back.
+    ours = _NO_PYDANTIC_PLUGINS not in os.environ
+    os.environ.setdefault(_NO_PYDANTIC_PLUGINS, "__all__")
     try:
         from memplug.hosts import builtin
 
         spec = builtin(str(options["host"]))
         if spec is None or spec.hook is None:
             return False
-        # Third-party pydantic plugins are looked up through package metadata on
-        # first use (~20 ms); a hook process has none to run.
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         out = spec.load("hook")(
             sys.stdin.buffer.read() if stdin is None else stdin,
             db_path=db_path,
@@ -118,6 +120,8 @@ def _builtin_hook(options: dict[str, str | None], stdin: bytes | None, db_path: 
     finally:
         if collecting:
             gc.enable()
+        if ours:
+            del os.environ[_NO_PYDANTIC_PLUGINS]
 
 
 def _claude_idle(stdin: bytes, db_path: str | None) -> bool:

@@ -1,18 +1,18 @@
 """Host adapters, and the one registry of them that the CLI reads.
 
-The registry (``HostSpec``, ``builtin``, ``all_hosts``, ``with_part``) lives in
+The registry (``HostSpec``, ``BUILTIN``, ``builtin``, ``all_hosts``, ``with_part``) lives in
 :mod:`memplug.hosts.registry` and is loaded on first use of one of these names: a
 Claude Code hook with nothing new imports :mod:`memplug.hosts.claude_idle` only, and
-the registry's records, typing and pathlib cost that process more than its work.
+the registry's records and typing cost that process more than its work.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memplug.hosts.registry import HostSpec, Part, all_hosts, builtin, with_part
+    from memplug.hosts.registry import BUILTIN, HostSpec, Part, all_hosts, builtin, with_part
 
-__all__ = ["HostSpec", "Part", "all_hosts", "builtin", "with_part"]
+__all__ = ["BUILTIN", "HostSpec", "Part", "all_hosts", "builtin", "with_part"]
 
 
 def __getattr__(name: str) -> object:

@@ -79,7 +79,6 @@ from typing import Any
 from msgspec import Struct, field
 
 from memplug import branches
-from memplug.hosts import HostSpec
 from memplug.vocab import GENERATED_TEXT_MARKERS, MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "claude-code"
@@ -342,7 +341,8 @@ def _read_tail(stream: Any, offset: int) -> str:
 
     start = max(0, offset - TAIL_BYTES)
     stream.seek(start)
-    return hashlib.blake2b(stream.read(offset - start), digest_size=12).hexdigest()
+    # SHA-256, not BLAKE2: a build without the builtin hashes (FIPS) has no hashlib.blake2b.
+    return hashlib.sha256(stream.read(offset - start)).hexdigest()[:24]
 
 
 def _split(data: bytes, base_offset: int) -> tuple[list[_Line], list[tuple[int, str]]]:
@@ -882,15 +882,3 @@ def model_context(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
     path = active_path(events)
     starts = [i for i, e in enumerate(path) if e["type"] == "compaction/start"]
     return path[starts[-1] :] if starts else path
-
-
-# Claude Code's registration (memplug.hosts): hooks that capture the transcript and
-# answer with memory, and the installer that puts them in a settings file.
-HOST_SPEC = HostSpec(
-    name=HOST,
-    summary="Claude Code: hooks capture each session's transcript and inject memory",
-    hook="memplug.hosts.claude_hook:main",
-    install="memplug.hosts.claude_install:install_scope",
-    uninstall="memplug.hosts.claude_install:uninstall_scope",
-    mcp="memplug.hosts.claude_install:mcp_scope",
-)

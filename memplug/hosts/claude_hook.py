@@ -368,14 +368,22 @@ def precondition_output(
 
 def _may_name_preconditions(database: Path, config_path: str | None) -> bool:
     """A cheap look before the config is validated (which builds its models, a cost
-    every tool call would pay): no file or variable mentions preconditions."""
+    every tool call would pay): False when neither the file's ``[validation]`` table
+    nor a variable sets preconditions. What cannot be read is left to the loader."""
     if any(name.startswith("MEMPLUG_VALIDATION__") for name in os.environ):
         return True
+    import tomllib
+
     path, named = config_file(database, config_path)
     try:
-        return "preconditions" in path.read_text(encoding="utf-8", errors="replace")
+        validation = tomllib.loads(path.read_text(encoding="utf-8")).get("validation")
     except OSError:
         return named  # a missing --config file is an error the loader reports
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return True
+    return validation is not None and (
+        not isinstance(validation, dict) or "preconditions" in validation
+    )
 
 
 # -- injection ------------------------------------------------------------------------

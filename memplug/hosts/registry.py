@@ -1,33 +1,32 @@
 """The one registry of host adapters that the CLI reads (``memplug.hosts`` re-exports it).
 
-A host registers itself: the module ``memplug.hosts.<name>`` (dashes become
-underscores) defines ``HOST_SPEC = HostSpec(...)``, naming its parts as
-``"module:attribute"`` strings so that nothing is imported before it is used. A host
-shipped in another distribution registers the same object under the entry-point group
-``memplug.hosts`` (see :mod:`memplug.plugins`). ``memory hook <name>``, ``memory
+``BUILTIN`` is a literal table of the hosts shipped in ``memplug/hosts/``; a host in
+another distribution registers a ``HostSpec`` under the entry-point group
+``memplug.hosts`` (see :mod:`memplug.plugins`). Each part is a ``"module:attribute"``
+string, so nothing is imported before it is used. ``memory hook <name>``, ``memory
 install <name>`` and ``memory uninstall <name>`` are built from these specs.
 
 This module stays light: ``memory hook <name>`` finds a built-in host here before
-click, pydantic or package metadata are imported.
+click, pydantic or package metadata are imported, and without importing the host.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from msgspec import Struct
 
-Part = Literal["hook", "install", "uninstall", "mcp"]
-# A module that registers a host says so in its source; the scan reads the files and
-# imports only those, since a host's optional extra can take a second to import.
-_SPEC_NAME = "HOST_SPEC"
+Part = Literal["hook", "install", "uninstall", "mcp", "adapter"]
 
 
 class HostSpec(Struct, frozen=True):
     """A host's registration. Each part is ``"module:attribute"`` or None.
+
+    ``adapter`` is what a program uses where the host is a library rather than a
+    harness with hooks: the class a pydantic-ai program builds, the function ``memory
+    mcp`` serves with. ``extra`` names the ``memplug[...]`` extra the host needs.
 
     ``hook(stdin: bytes, *, db_path, config_path) -> str`` runs one hook payload and
     returns what to print; it never raises. ``install(scope, command, *, dry_run,
@@ -47,6 +46,8 @@ class HostSpec(Struct, frozen=True):
     install: str | None = None
     uninstall: str | None = None
     mcp: str | None = None
+    adapter: str | None = None
+    extra: str | None = None
 
     def load(self, part: Part) -> Callable[..., Any]:
         target = getattr(self, part)
@@ -57,30 +58,41 @@ class HostSpec(Struct, frozen=True):
         return loaded
 
 
-def _module_name(name: str) -> str:
-    return f"{__package__}.{name.replace('-', '_')}"
+# The hosts shipped with memplug, by name; ``name`` is also the ``host`` of a host's
+# transcript cursors. docs/architecture.md ("Hosts and extension points").
+BUILTIN: dict[str, HostSpec] = {
+    "claude-code": HostSpec(
+        name="claude-code",
+        summary="Claude Code: hooks capture each session's transcript and inject memory",
+        hook="memplug.hosts.claude_hook:main",
+        install="memplug.hosts.claude_install:install_scope",
+        uninstall="memplug.hosts.claude_install:uninstall_scope",
+        mcp="memplug.hosts.claude_install:mcp_scope",
+    ),
+    "pydantic-ai": HostSpec(
+        name="pydantic-ai",
+        summary="pydantic-ai: a history processor that captures a run and injects memory",
+        adapter="memplug.hosts.pydantic_ai:MemoryHistory",
+        extra="pydantic-ai",
+    ),
+    "mcp": HostSpec(
+        name="mcp",
+        summary="any MCP client: memory as read-only tools on stdio (memory mcp)",
+        adapter="memplug.hosts.mcp:serve",
+        extra="mcp",
+    ),
+}
 
 
 def builtin(name: str) -> HostSpec | None:
-    """The host shipped in ``memplug/hosts/`` under ``name``, or None."""
-    if not name.replace("-", "").replace("_", "").isalnum():
-        return None
-    path = Path(__file__).with_name(f"{name.replace('-', '_')}.py")
-    if not path.is_file() or _SPEC_NAME not in path.read_text(encoding="utf-8"):
-        return None
-    spec = getattr(importlib.import_module(_module_name(name)), _SPEC_NAME, None)
-    return spec if isinstance(spec, HostSpec) and spec.name == name else None
+    """The host shipped with memplug under ``name``, or None."""
+    return BUILTIN.get(name)
 
 
 def all_hosts() -> dict[str, HostSpec]:
     """Every registered host by name: the built-in ones, then entry-point plugins
     (a plugin cannot replace a built-in host)."""
-    found: dict[str, HostSpec] = {}
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        name = path.stem.replace("_", "-")
-        spec = None if path.stem.startswith("_") else builtin(name)
-        if spec is not None:
-            found[spec.name] = spec
+    found = dict(BUILTIN)
     from memplug.plugins import load_group
 
     for name, obj in load_group("memplug.hosts").items():

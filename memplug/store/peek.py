@@ -3,9 +3,12 @@
 A hook with nothing new to capture is most hooks: it reads one cursor row and stops.
 This module is that read, kept apart from ``memplug.db`` and the stores (the package's
 ``__init__`` imports nothing) so the process pays for no other import (typing,
-records, pathlib and re cost a hook more than its work; docs/claude-code.md). A
-single SELECT on a read-only connection needs none of the settings every other
-connection gets.
+records, pathlib and re cost a hook more than its work; docs/claude-code.md), so it
+cannot call ``memplug.db._configure`` and applies the part of it that bears on one
+read-only SELECT: double-quoted strings are identifiers only, and a short lock wait of
+its own. The rest concerns writers (WAL, synchronous, secure_delete, foreign keys,
+triggers) or many page reads (mmap), and a one-row read has neither.
+``tests/test_architecture.py`` keeps these two the only places that open a connection.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def saved_positions(path: str, session_ids: Sequence[str]) -> dict[str, dict[str
         return found
     try:
         conn.set_busy_timeout(PEEK_WAIT_MS)
+        conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+        conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
         marks = ", ".join("?" for _ in session_ids)
         for session_id, state in conn.execute(
             f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",
