@@ -666,7 +666,7 @@ def _ms_since(started: float) -> float:
 @cache
 def _source_digest() -> str:
     """A digest of the files in ``_DERIVING_SOURCES`` (read once per process)."""
-    from memplug.text import sha256
+    from hashlib import sha256
 
     root = Path(__file__).resolve().parent
     digest = sha256()
