@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from msgspec import Struct, field
 
 from memplug.assemble.models import (
+    ALREADY_INJECTED,
     IN_CORE,
     OVER_BUDGET,
     RECENT,
@@ -15,14 +14,14 @@ from memplug.assemble.models import (
     Entry,
     Omission,
 )
-from memplug.assemble.render import VisibleText
+from memplug.assemble.render import Injected, VisibleText
 from memplug.messages import TokenMeter
 from memplug.retrieve.precision import CARRIED
 from memplug.secrets import find_secrets
 from memplug.text import estimate_tokens
 
-if TYPE_CHECKING:
-    pass
+# Sections whose lines name one source each: cited once, they are not quoted again.
+_BY_REF = frozenset({"memory", "evidence", "work"})
 
 
 class Meter:
@@ -57,6 +56,8 @@ class Draft(Struct):
     # Group headings already paid for (raw evidence: one per session and day).
     groups: set[str] = field(default_factory=set)
     visible: VisibleText | None = None
+    # memplug's own earlier injections still in the context (none: nothing said yet).
+    injected: Injected | None = None
     # Lines left out for the budget alone, in offer order: a top-up may still take them.
     deferred: list[tuple[int, str, str, Entry]] = field(default_factory=list)
 
@@ -75,6 +76,11 @@ class Draft(Struct):
     ) -> bool:
         """Include ``line`` if it fits (opening its section costs the title once, and
         opening its group, its heading once)."""
+        if self.injected and self.injected.said(ref, line, by_ref=section in _BY_REF):
+            self.omitted.append(
+                Omission(ref, section, ALREADY_INJECTED, score, "since the latest compaction")
+            )
+            return False
         if self.visible and self._shown(line, group):
             # The same line of an earlier injection is still in the model's context.
             self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))

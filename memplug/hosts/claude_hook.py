@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -71,6 +72,13 @@ CHARS_PER_TOKEN = 4
 NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
+# The part of a compaction summary a SessionStart(compact) query is built from: its
+# numbered parts on the work at hand, at most SUMMARY_CHARS of them (a whole summary is
+# thousands of words of history, and a query that long is capped).
+SUMMARY_CHARS = 1_500
+_SUMMARY_PART = re.compile(r"^(\d+\. \**[^\n]{3,60}?:\**)", re.M)
+_AT_HAND = re.compile(r"current work|pending|next step", re.I)
+_SUMMARY_TAIL = "If you need specific details from before compaction"
 
 
 class HookReport(Struct):
@@ -394,13 +402,14 @@ def inject(
     # Only text that items are extracted from or that may be quoted can make a
     # candidate "visible"; long tool output would only slow the comparison down.
     sources = VISIBLE_TYPES | set(memory.config.assembly.evidence_types)
+    visible = visible_events(memory, session_id)
     messages = tuple(
         Message(
             role=e["role"] or "user",
             text=e["text"],
             source=Source(kind=e["source_kind"]) if e.get("source_kind") else None,
         )
-        for e in visible_events(memory, session_id)
+        for e in visible
         if e["type"] in sources
     )
     result = capped(memory, cap).assemble(
@@ -413,6 +422,7 @@ def inject(
             # A write lock held elsewhere must not stall the prompt: the log waits briefly.
             log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
             project=project,
+            summary=work_at_hand(visible) if event == "SessionStart" else None,
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)
@@ -450,6 +460,24 @@ def capped(memory: Memory, cap: int) -> Memory:
         soft_budget_tokens=limit,
     )
     return memory.with_config(replace(config, assembly=assembly))
+
+
+def work_at_hand(visible: list[Mapping[str, Any]]) -> str | None:
+    """What the compaction summary in the context says the work at hand is: its
+    current-work, pending and next-step parts (Claude Code numbers them), else its end;
+    without the boilerplate around them. None when the context holds no summary."""
+    summary = next(
+        (str(e["text"]) for e in reversed(visible) if e["type"] == "compaction/summary"), None
+    )
+    if not summary:
+        return None
+    summary = summary.split(_SUMMARY_TAIL, 1)[0]
+    parts = _SUMMARY_PART.split(summary)
+    wanted = [
+        parts[i] + parts[i + 1] for i in range(1, len(parts) - 1, 2) if _AT_HAND.search(parts[i])
+    ]
+    focus = "\n".join(wanted) if wanted else summary[-SUMMARY_CHARS:]
+    return focus[:SUMMARY_CHARS]
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from msgspec import Struct
 
-from memplug.query import QuerySignals
+from memplug.query import QuerySignals, Term
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.lexical import TermCounter, term_idf
 from memplug.retrieve.ranking import Ranking
@@ -40,6 +40,20 @@ from memplug.text import may_hold_cjk
 
 # A group under this share of the query's strongest IDF in scope is weak.
 WEAK_SHARE = 0.5
+# A word names something specific when at most this share of the events in scope (or
+# SPECIFIC_MIN_DF of them) hold it; an identifier, path or quoted phrase when at most
+# SYMBOL_SHARE do (the repository's own path in every command names nothing).
+SPECIFIC_SHARE = 0.05
+SYMBOL_SHARE = 0.2
+SPECIFIC_MIN_DF = 3
+# Words that ask to go on or agree ("continue", "ok, do it", "yes, commit"): what they
+# would match is whatever happened to say them, never what the request is about.
+GENERIC_WORDS = frozenset(
+    "continue continu go ahead proceed carry keep going yes yeah yep yup ok okay sure "
+    "please thanks thank do it that this those these again next done good great fine "
+    "nice cool perfect now lgtm sounds right agreed agree commit push try retry run "
+    "same also well let lets".split()
+)
 
 
 class Found(Struct, frozen=True):
@@ -49,6 +63,8 @@ class Found(Struct, frozen=True):
     weak: tuple[str, ...] = ()
     # The share of the query's IDF (over groups that occur in scope) these groups hold.
     weight: float = 0.0
+    # The groups among them that name something specific (identifier, path, rare word).
+    specific: tuple[str, ...] = ()
 
     @property
     def enough(self) -> bool:
@@ -79,6 +95,14 @@ class QueryTerms:
         # A group that occurs nowhere in scope weighs nothing (nor counts in the mass).
         self._idf = [v if seen else 0.0 for v, seen in zip(group_idf, occurs, strict=True)]
         self._mass = sum(v for v, seen in zip(group_idf, occurs, strict=True) if seen) or 1.0
+        rare = (
+            max(SPECIFIC_MIN_DF, SPECIFIC_SHARE * pool.event_n),
+            max(SPECIFIC_MIN_DF, SYMBOL_SHARE * pool.event_n),
+        )
+        self._specific = [
+            seen and _specific(group, pool.event_df, rare)
+            for group, seen in zip(groups, occurs, strict=True)
+        ]
         self._cache: dict[str, Found] = {}
 
     def found(self, text: str) -> Found:
@@ -94,7 +118,14 @@ class QueryTerms:
             tuple(self._names[g] for g in groups if not self._weak[g]),
             tuple(self._names[g] for g in groups if self._weak[g]),
             sum(self._idf[g] for g in groups) / self._mass,
+            tuple(self._names[g] for g in groups if self._specific[g]),
         )
+
+    @property
+    def specific(self) -> bool:
+        """The query names something specific that occurs in scope: without it (a
+        "continue", a "yes, do it") no line is relevant to it by its words."""
+        return any(self._specific)
 
     def weak_terms(self) -> list[str]:
         """The query's weak groups, for the log."""
@@ -105,6 +136,7 @@ CARRIED = "its item carries it"
 WEAK_TERMS = "only weak terms"
 LITTLE = "too little of the query"
 FELL_OFF = "relevance fell off"
+NOT_SPECIFIC = "nothing specific to the request"
 # How far (in seqs of one session) a line that holds enough of the query lends its
 # support; measured on LoCoMo, where 3 keeps every evidence turn that a whole-session
 # window keeps.
@@ -119,6 +151,7 @@ _LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：
 # spans 27k code points and costs a fresh process ~9 ms to compile, so it is compiled
 # only for text that can hold CJK).
 _CONTENT = re.compile(r"[^\W\d_]{3,}")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 @functools.cache
@@ -165,7 +198,12 @@ class Relevance:
         for event in ranked:
             own = _rest(event.text, carried[event.ref]) if event.ref in carried else event.text
             found = terms.found(own) if own is not None else None
-            if found is not None and found.enough and LENT_SHARE * found.weight >= min_share:
+            if (
+                found is not None
+                and found.enough
+                and LENT_SHARE * found.weight >= min_share
+                and (found.specific or not terms.specific)
+            ):
                 self.anchors.setdefault(event.session_id, []).append(event.seq)
         self.stands = {e.ref: self._stands(e) for e in quotable}
         self.best = max((e.score for e in quotable if self.stands[e.ref]), default=0.0)
@@ -175,8 +213,12 @@ class Relevance:
         rest = self.rest[event.ref]
         if rest is None:
             return CARRIED, "nothing but labels left"
+        if not self.terms.specific:
+            return NOT_SPECIFIC, "the request names nothing specific"
         if not self.stands[event.ref]:
             found = self.terms.found(rest)
+            if found.holds(self.min_share) and not found.specific:
+                return NOT_SPECIFIC, found.names()
             if rest != event.text:
                 return CARRIED, found.names()
             if not found.enough:
@@ -191,10 +233,31 @@ class Relevance:
         rest = self.rest[event.ref]
         if rest is None:
             return False
-        if self.terms.found(rest).holds(self.min_share):
+        found = self.terms.found(rest)
+        if found.holds(self.min_share) and found.specific:
             return True
         near = self.anchors.get(event.session_id, ())
         return any(0 < abs(seq - event.seq) <= SUPPORT_WINDOW for seq in near)
+
+
+def generic_request(text: str) -> bool:
+    """A request made only of words that ask to go on or agree ("continue", "ok, do
+    it"): it names nothing to look for."""
+    return all(word in GENERIC_WORDS for word in _LETTERS.findall(text.lower()))
+
+
+def _specific(
+    group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]
+) -> bool:
+    """A rare word, or a not too common identifier, path or phrase; never a generic
+    request word."""
+    for term in group:
+        if term.stop or term.origin in GENERIC_WORDS or term.text in GENERIC_WORDS:
+            continue
+        named = term.kind in ("symbol", "phrase")
+        if df.get(term.text, 0.0) <= rare[named]:
+            return True
+    return False
 
 
 def _rest(text: str, said: Sequence[str]) -> str | None:

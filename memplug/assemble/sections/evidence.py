@@ -8,9 +8,11 @@ from collections.abc import Mapping, Sequence
 from memplug.assemble.draft import Draft
 from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.assemble.models import (
+    CUT_EMPTY,
     DUPLICATE,
     EMPTY_TEXT,
     GENERATED,
+    NARRATION,
     NOT_QUOTABLE,
     OVER_LIMIT,
     VISIBLE,
@@ -33,6 +35,28 @@ from memplug.text import normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
 _NUMBER = re.compile(r"\d+")
+# A sentence of the agent announcing its next step rather than reporting a finding
+# ("Let me read X.", "Now I'll check Y.", "Perfect!"): its message says nothing when all
+# its sentences are such.
+_INTENT = re.compile(
+    r"(?:(?:ok(?:ay)?|now|great|good|perfect|excellent|right|alright|first|next|then|so|"
+    r"done|all right|good thinking|got it|understood|sure)[,.!:]?\s*)*(?:(?:let me|let's|"
+    r"i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to|"
+    r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
+    r")\b.*)?",
+    re.I | re.S,
+)
+_SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
+# A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
+_FINDING = re.compile(
+    r"\b(?:the (?:root )?cause|root cause|caused by|because|the (?:bug|issue|problem|fix) "
+    r"(?:is|was)|found (?:the|it)|fixed (?:by|it|the)|the fix|turns out|decided|decision|"
+    r"instead of|works now|now works|fails? (?:because|when)|the reason)\b",
+    re.I,
+)
+# A quote needs this many words of three letters or more left once its cuts are out.
+MIN_QUOTE_WORDS = 3
+_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 class EvidenceSections(SectionBase):
@@ -71,6 +95,8 @@ class EvidenceSections(SectionBase):
                 # The event that captured the current input: the model has it already,
                 # whether or not the host passed the step's messages.
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
+            elif event.type == "assistant/message" and self._narration(event.text):
+                draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
             else:
                 kept.append(event)
         judge = None
@@ -91,6 +117,9 @@ class EvidenceSections(SectionBase):
             else:
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
         assistant = 0
+        # Findings first: what the user stated and what the agent concluded, then the rest
+        # in rank order (a stable sort keeps the ranking within each).
+        passed.sort(key=lambda e: 0 if e.role == "user" or _FINDING.search(e.text) else 1)
         folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
         shared = self.shared_frames([event for event, _ in folded]) if cfg.shared_frames else {}
         for event, others in folded:
@@ -101,6 +130,9 @@ class EvidenceSections(SectionBase):
                 )
                 continue
             heading, line = self.event_line(event, candidates.terms, shared)
+            if _cut_empty(line, self.labels["quote.block"]):
+                draft.omit(event.ref, "evidence", CUT_EMPTY, event.score)
+                continue
             if others:
                 line += self.labels["repeats"].format(seqs=", ".join(f":{s}" for s in others))
             taken = draft.offer(
@@ -115,6 +147,12 @@ class EvidenceSections(SectionBase):
                 position=event.seq,
             )
             assistant += int(said and taken)
+
+    def _narration(self, text: str) -> bool:
+        """Every sentence of the agent's own words announces a step; none reports."""
+        prose = prose_only(text, "").strip()
+        sentences = _SENTENCES.findall(prose)
+        return bool(sentences) and all(_INTENT.fullmatch(x.strip()) for x in sentences)
 
     def event_line(
         self,
@@ -201,6 +239,15 @@ class EvidenceSections(SectionBase):
             elif not out or out[-1] != self.labels["quote.block"]:
                 out.append(self.labels["quote.block"])
         return " ".join(out)
+
+
+def _cut_empty(line: str, block: str) -> bool:
+    """The quote of ``line`` (after its ``[ev …]`` label and frame) keeps fewer than
+    MIN_QUOTE_WORDS words once its cuts ("…") and unquoted blocks are taken out."""
+    quote = line.split("] ", 1)[-1].replace(block, " ").replace(ELLIPSIS, " ")
+    if ": " in quote[:40]:
+        quote = quote.split(": ", 1)[1]
+    return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS
 
 
 def _fold_repeats(

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
-from memplug.assemble.models import ANSWERED, RECENT, VISIBLE, Entry
+from memplug.assemble.models import ANSWERED, NOT_SPECIFIC, ONLY_OK, RECENT, VISIBLE, Entry
 from memplug.assemble.render import VisibleText, work_visible
 from memplug.assemble.sections.base import SectionBase
 
 if TYPE_CHECKING:
+    from memplug.retrieve.precision import QueryTerms
     from memplug.retrieve.work import WorkFound, WorkHit
+
+
+# Actions whose record says what changed, even when it simply worked.
+_CHANGES = frozenset({"edited", "wrote", "delegated"})
 
 
 class WorkSections(SectionBase):
@@ -24,12 +29,18 @@ class WorkSections(SectionBase):
         visible: VisibleText,
         *,
         recent: bool = False,
+        terms: QueryTerms | None = None,
     ) -> None:
         """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
-        the ones the query names, or with ``recent``, where the session was."""
+        the ones the query names, or with ``recent``, where the session was. A record
+        the query names says something when it changed a file, did not simply work, or
+        its target (the file, the command) names what the query does; a request that
+        names nothing specific names no record."""
         if work is None:
             return
         hits = work.recent if recent else work.relevant
+        if not recent and terms is not None:
+            hits = tuple(h for h in hits if self._says_something(draft, h, terms))
         if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
@@ -50,6 +61,18 @@ class WorkSections(SectionBase):
         draft.remaining += rest
         # What the work budget left out stays out: a top-up is for the other sections.
         draft.deferred = [d for d in draft.deferred if d[1] != "work"]
+
+    @staticmethod
+    def _says_something(draft: Draft, hit: WorkHit, terms: QueryTerms) -> bool:
+        if not terms.specific:
+            draft.omit(hit.ref, "work", NOT_SPECIFIC, hit.score, hit.why)
+            return False
+        row = hit.row
+        plain = row.outcome == "succeeded" and row.action not in _CHANGES
+        if plain and not terms.found(row.target).specific:
+            draft.omit(hit.ref, "work", ONLY_OK, hit.score, row.action)
+            return False
+        return True
 
     def _where_we_were(
         self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
