@@ -322,3 +322,53 @@ def test_the_claude_code_doc_names_every_hook_and_setting() -> None:
     assert not missing, f"docs/claude-code.md does not describe {missing}"
     for key in ("hook.maxContextChars", "hook.deadlineMs", "maxContextChars", "deadlineMs"):
         assert key in doc
+
+
+def test_an_injection_written_back_is_not_said_again_until_a_compaction(
+    hook: Callable[..., CliResult], cli: Callable[..., CliResult], project: Path, db_path: Path
+) -> None:
+    prompt = "Which port does the checkout API listen on?"
+    first = json.loads(hook("UserPromptSubmit", prompt=prompt).stdout)
+    said = first["hookSpecificOutput"]["additionalContext"]
+    assert "8080" in said
+    # Claude Code (2.1.x) records the context as an attachment after the prompt.
+    path = project / f"{SID}.jsonl"
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    attachment = {
+        "type": "attachment",
+        "parentUuid": last.get("uuid"),
+        "isSidechain": False,
+        "uuid": "memplug-test-attachment",
+        "sessionId": SID,
+        "attachment": {
+            "type": "hook_additional_context",
+            "content": [said],
+            "hookName": "UserPromptSubmit",
+            "hookEvent": "UserPromptSubmit",
+        },
+    }
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(json.dumps(attachment) + "\n")
+    again = hook("UserPromptSubmit", prompt=prompt)
+    assert again.returncode == 0 and again.stdout.strip() == ""
+    explained = cli("--db", str(db_path), "explain", "--json").json()
+    assert explained["omitted_by_reason"].get("already_injected", 0) > 0
+    left = [o for s in explained["sections"] for o in s["omitted"]]
+    cited = [o["ref"] for o in left if o["reason"] == "already_injected"]
+    assert cited and all(ref.rsplit(":", 1)[-1] in said for ref in cited)
+    shown = cli("--db", str(db_path), "explain")
+    assert "already_injected" in shown.stdout
+    # After a compaction the context no longer holds it: it may come back.
+    with path.open("a", encoding="utf-8") as stream:
+        boundary = {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "parentUuid": None,
+            "logicalParentUuid": "memplug-test-attachment",
+            "uuid": "memplug-test-boundary",
+            "sessionId": SID,
+        }
+        stream.write(json.dumps(boundary) + "\n")
+    after = json.loads(hook("UserPromptSubmit", prompt=prompt).stdout)
+    assert "8080" in after["hookSpecificOutput"]["additionalContext"]

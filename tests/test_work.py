@@ -318,7 +318,9 @@ def test_the_work_section_keeps_to_its_budget(tmp_path: Path) -> None:
         assert sum(e.tokens for e in work) <= budget
         if budget == 20:
             reasons = {o.reason for o in result.omitted if o.section == "work"}
-            assert reasons == {"over budget"}
+            # What fits is left out for the budget; what only worked, for itself.
+            assert "over budget" in reasons
+            assert reasons <= {"over budget", "says only that it worked"}
 
 
 def test_the_agents_words_are_labelled_as_its_own(session: Memory) -> None:

@@ -192,10 +192,9 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         content = [e for e in draft.entries if e.section != "notice"]
         notices = [e for e in draft.entries if e.section == "notice"]
         notices += self._qualifying(draft, packed.mandatory, content)
-        specific = candidates.terms is None or candidates.terms.specific
         if (
             has_query
-            and specific
+            and not generic_request(task_text)
             and not packed.answered
             and (content or notices or not cfg.skip_when_empty)
         ):

@@ -111,11 +111,9 @@ LABELS: dict[str, dict[str, str]] = {
         "for terms under three characters",
         "incomplete.like_fallback_cap": "like_fallback_cap: matches of short terms past the "
         "scan cap",
-        "incomplete.candidate_budget": "candidate_budget: older matches past the candidate "
-        "budget",
+        "incomplete.candidate_budget": "candidate_budget: older matches past the candidate budget",
         "incomplete.regex_timeout": "regex_timeout: events the pattern search had no time for",
-        "incomplete.regex_haystack_cap": "regex_haystack_cap: events past the pattern search's "
-        "cap",
+        "incomplete.regex_haystack_cap": "regex_haystack_cap: events past the pattern search's cap",
         "notice.insufficient": "No committed evidence matches the current request. If it asks "
         'about earlier work, answer "insufficient evidence" rather than reconstruct it.',
         "sep": ", ",

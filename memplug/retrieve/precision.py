@@ -41,11 +41,12 @@ from memplug.text import may_hold_cjk
 # A group under this share of the query's strongest IDF in scope is weak.
 WEAK_SHARE = 0.5
 # A word names something specific when at most this share of the events in scope (or
-# SPECIFIC_MIN_DF of them) hold it; an identifier, path or quoted phrase when at most
-# SYMBOL_SHARE do (the repository's own path in every command names nothing).
+# SPECIFIC_MIN_DF of them: in a small scope every word is rare enough) hold it; an
+# identifier, path or quoted phrase when at most SYMBOL_SHARE do (the repository's own
+# path in every command names nothing).
 SPECIFIC_SHARE = 0.05
 SYMBOL_SHARE = 0.2
-SPECIFIC_MIN_DF = 3
+SPECIFIC_MIN_DF = 20
 # Words that ask to go on or agree ("continue", "ok, do it", "yes, commit"): what they
 # would match is whatever happened to say them, never what the request is about.
 GENERIC_WORDS = frozenset(
@@ -246,9 +247,7 @@ def generic_request(text: str) -> bool:
     return all(word in GENERIC_WORDS for word in _LETTERS.findall(text.lower()))
 
 
-def _specific(
-    group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]
-) -> bool:
+def _specific(group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]) -> bool:
     """A rare word, or a not too common identifier, path or phrase; never a generic
     request word."""
     for term in group:

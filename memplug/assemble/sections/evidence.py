@@ -31,7 +31,7 @@ from memplug.assemble.render import (
 )
 from memplug.assemble.sections.base import SectionBase
 from memplug.retrieve.precision import QueryTerms, Relevance
-from memplug.text import normalize_text
+from memplug.text import may_hold_cjk, normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
 _NUMBER = re.compile(r"\d+")
@@ -247,7 +247,8 @@ def _cut_empty(line: str, block: str) -> bool:
     quote = line.split("] ", 1)[-1].replace(block, " ").replace(ELLIPSIS, " ")
     if ": " in quote[:40]:
         quote = quote.split(": ", 1)[1]
-    return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS
+    # CJK runs are not split into words: a quote that can hold them is not judged.
+    return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 
 
 def _fold_repeats(
