@@ -102,7 +102,7 @@ LABELS: dict[str, dict[str, str]] = {
         "notice.disputed": "{count} disputed item(s) ({refs}): both sides are kept until the user "
         "decides.",
         "notice.incomplete": "Memory search was incomplete ({reasons}): something missing here "
-        "may still have been said there.",
+        "may still have been said.",
         # Which part of the history each coverage reason leaves unsearched.
         "incomplete.truncated_events": "truncated_events: the unindexed tails of long events",
         "incomplete.query_terms_capped": "query_terms_capped: what the query says past its "
