@@ -424,7 +424,11 @@ def test_incomplete_empty_result_injects_nothing() -> None:
 
 
 def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> None:
-    found = Candidates(events=(CARD_EVENT,), coverage=Coverage(False, ("truncated_events",)))
+    port = ev(14, "The staging port is 5433 for the card numbers service.", turn=3)
+    gap = Coverage(False, ("truncated_events",))
+    alone = run(Candidates(events=(CARD_EVENT,), coverage=gap))
+    assert "## Notice" not in alone.text  # one line is a match, not a search's gaps
+    found = Candidates(events=(CARD_EVENT, port), coverage=gap)
     result = run(found)
     assert result.injected
     notice = result.text.split("## Notice")[1]

@@ -48,6 +48,11 @@ if TYPE_CHECKING:
     from memplug.store.ports import Storage
 
 
+# A degradation notice needs this many sources the query found beside it: a lone line
+# is a match, not a search whose gaps are worth a line of their own.
+QUALIFIED_SOURCES = 2
+
+
 class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, NoticeSection):
     """Builds the step's message from candidates, under the configured budget."""
 
@@ -245,9 +250,12 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         """The degradation notices worth saying: beside evidence whose absence they
         qualify (the core alone, or where we were, is not what a search missed), and
         not again while the same notice is still in the context."""
-        evidence = any(
-            e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
-            for e in content
+        evidence = (
+            sum(
+                e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
+                for e in content
+            )
+            >= QUALIFIED_SOURCES
         )
         kept = []
         for notice in notices:
