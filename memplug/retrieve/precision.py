@@ -41,11 +41,12 @@ from memplug.text import may_hold_cjk
 # A group under this share of the query's strongest IDF in scope is weak.
 WEAK_SHARE = 0.5
 # A word names something specific when at most this share of the events in scope (or
-# SPECIFIC_MIN_DF of them: in a small scope every word is rare enough) hold it; an
-# identifier, path or quoted phrase when at most SYMBOL_SHARE do (the repository's own
-# path in every command names nothing).
-SPECIFIC_SHARE = 0.05
-SYMBOL_SHARE = 0.2
+# SPECIFIC_MIN_DF of them: in a small scope every word is rare enough) hold it — a
+# session's own topic is held by many of its events and still names it; an identifier,
+# path or quoted phrase when at most SYMBOL_SHARE do (the repository's own path in
+# every command names nothing).
+SPECIFIC_SHARE = 0.25
+SYMBOL_SHARE = 0.5
 SPECIFIC_MIN_DF = 20
 # Words that ask to go on or agree ("continue", "ok, do it", "yes, commit"): what they
 # would match is whatever happened to say them, never what the request is about.

@@ -36,26 +36,48 @@ from memplug.text import may_hold_cjk, normalize_text
 # Numbers are what repeated lines differ by: a step, a count, a time.
 _NUMBER = re.compile(r"\d+")
 # A sentence of the agent announcing its next step rather than reporting a finding
-# ("Let me read X.", "Now I'll check Y.", "Perfect!"): its message says nothing when all
-# its sentences are such.
-_INTENT = re.compile(
+# ("Let me read X.", "Now I'll check Y.", "Perfect!"), after any filler words.
+_FILLERS = (
     r"(?:(?:ok(?:ay)?|now|great|good|perfect|excellent|right|alright|first|next|then|so|"
-    r"done|all right|good thinking|got it|understood|sure)[,.!:]?\s*)*(?:(?:let me|let's|"
-    r"i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to|"
-    r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
-    r")\b.*)?",
+    r"done|all right|good thinking|good question|got it|understood|sure|i see)[,.!:—-]?\s*)*"
+)
+_PLANS = (
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to)"
+)
+_GERUNDS = r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
+_INTENT = re.compile(_FILLERS + r"(?:(?:" + _PLANS + "|" + _GERUNDS + r")\b.*)?", re.I | re.S)
+# An announcement that it will look at something: whatever it names, it found nothing yet.
+_LOOKING = re.compile(
+    _FILLERS
+    + r"(?:"
+    + _GERUNDS
+    + "|"
+    + _PLANS
+    + r"\s+(?:(?:also|first|now|quickly|just|then|briefly|next|actually)\s+)*"
+    + r"(?:read|check|look|see|verify|examine|explore|investigate|search|find|trace|"
+    r"understand|inspect|review|run|start|get|dig|confirm|take a look|study|analy[sz]e|"
+    r"make sure))\b.*",
     re.I | re.S,
 )
 _SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
 # A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
 _FINDING = re.compile(
-    r"\b(?:the (?:root )?cause|root cause|caused by|because|the (?:bug|issue|problem|fix) "
-    r"(?:is|was)|found (?:the|it)|fixed (?:by|it|the)|the fix|turns out|decided|decision|"
-    r"instead of|works now|now works|fails? (?:because|when)|the reason)\b",
+    r"\b(?:cause[sd]?|because|the (?:bug|issue|problem|fix)|found (?:the|it)|"
+    r"fixed (?:by|it|the)|turns out|decided|decision|"
+    r"instead of|works now|now works|fails?|failed|failing|the reason|unused|no longer|never|"
+    r"not called|broken|missing|wrong|doesn't|does not|isn't|is not|can't|cannot)\b",
     re.I,
 )
+# What names something in an agent's message: code in backticks, a path or dotted
+# name, an identifier with an underscore or inner capital, a number.
+_NAMES = re.compile(r"`[^`\n]+`|\w[/.]\w|\w_\w|[a-z][A-Z]|\d")
 # A quote needs this many words of three letters or more left once its cuts are out.
 MIN_QUOTE_WORDS = 3
+# A message this short that ends announcing its next step is a status line ("Tests
+# pass. Let me run the full suite."), not a finding.
+SHORT_STATUS_CHARS = 200
+# A lead-in this short to a block that is not quoted ("The message now reads: …").
+LEAD_IN_CHARS = 100
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -149,10 +171,24 @@ class EvidenceSections(SectionBase):
             assistant += int(said and taken)
 
     def _narration(self, text: str) -> bool:
-        """Every sentence of the agent's own words announces a step; none reports."""
+        """The agent's own words announce a step and report nothing: every sentence is
+        an announcement (one that it will look at something, or one that names nothing
+        it changes), or a short message is a status without a name or a finding, then
+        an announcement. What names something ("Now let me rename load_transcript to
+        load_session", "All 42 tests pass") is not narration."""
         prose = prose_only(text, "").strip()
-        sentences = _SENTENCES.findall(prose)
-        return bool(sentences) and all(_INTENT.fullmatch(x.strip()) for x in sentences)
+        sentences = [x.strip() for x in _SENTENCES.findall(prose)]
+        if not sentences:
+            return False
+        if all(_empty_sentence(x) for x in sentences):
+            return True
+        status = " ".join(sentences[:-1])
+        return (
+            len(prose) <= SHORT_STATUS_CHARS
+            and _empty_sentence(sentences[-1])
+            and _FINDING.search(prose) is None
+            and _NAMES.search(status) is None
+        )
 
     def event_line(
         self,
@@ -241,12 +277,22 @@ class EvidenceSections(SectionBase):
         return " ".join(out)
 
 
+def _empty_sentence(sentence: str) -> bool:
+    """Filler, an announcement that it will look at something, or one naming nothing."""
+    if _LOOKING.fullmatch(sentence):
+        return True
+    return _INTENT.fullmatch(sentence) is not None and _NAMES.search(sentence) is None
+
+
 def _cut_empty(line: str, block: str) -> bool:
     """The quote of ``line`` (after its ``[ev …]`` label and frame) keeps fewer than
     MIN_QUOTE_WORDS words once its cuts ("…") and unquoted blocks are taken out."""
-    quote = line.split("] ", 1)[-1].replace(block, " ").replace(ELLIPSIS, " ")
+    quote = line.split("] ", 1)[-1]
     if ": " in quote[:40]:
         quote = quote.split(": ", 1)[1]
+    if quote.rstrip(" …").endswith(": " + block) and len(quote) <= LEAD_IN_CHARS:
+        return True  # what it introduces is the unquoted block
+    quote = quote.replace(block, " ").replace(ELLIPSIS, " ")
     # CJK runs are not split into words: a quote that can hold them is not judged.
     return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 

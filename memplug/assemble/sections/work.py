@@ -14,8 +14,13 @@ if TYPE_CHECKING:
     from memplug.retrieve.work import WorkFound, WorkHit
 
 
-# Actions whose record says what changed, even when it simply worked.
-_CHANGES = frozenset({"edited", "wrote", "delegated"})
+# Records the query names that only worked (a read, a command, a search): the best
+# this many are enough to say where the work was; the rest of the budget is for what
+# changed or failed.
+PLAIN_RECORDS = 3
+# Actions whose record says only "→ ok" when they simply worked (a read names a file,
+# an edit what changed, a delegation its task).
+_ONLY_OK = frozenset({"ran", "searched", "called"})
 
 
 class WorkSections(SectionBase):
@@ -41,6 +46,7 @@ class WorkSections(SectionBase):
         hits = work.recent if recent else work.relevant
         if not recent and terms is not None:
             hits = tuple(h for h in hits if self._says_something(draft, h, terms))
+            hits = _few_plain(draft, hits)
         if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
@@ -68,7 +74,7 @@ class WorkSections(SectionBase):
             draft.omit(hit.ref, "work", NOT_SPECIFIC, hit.score, hit.why)
             return False
         row = hit.row
-        plain = row.outcome == "succeeded" and row.action not in _CHANGES
+        plain = row.outcome == "succeeded" and row.action in _ONLY_OK
         if plain and not terms.found(row.target).specific:
             draft.omit(hit.ref, "work", ONLY_OK, hit.score, row.action)
             return False
@@ -106,3 +112,20 @@ class WorkSections(SectionBase):
         if row.exit_code is not None:
             ended.append(labels["outcome.exit"].format(code=row.exit_code))
         return line + (" → " + labels["sep"].join(ended) if ended else "")
+
+
+def _few_plain(draft: Draft, hits: tuple[WorkHit, ...]) -> tuple[WorkHit, ...]:
+    """At most PLAIN_RECORDS records that only worked, in rank order; every change and
+    every failure."""
+    kept: list[WorkHit] = []
+    plain = 0
+    for hit in hits:
+        row = hit.row
+        if row.outcome == "succeeded" and row.action not in ("edited", "wrote", "delegated"):
+            plain += 1
+            if plain > PLAIN_RECORDS:
+                detail = f"past the first {PLAIN_RECORDS} records that only worked"
+                draft.omit(hit.ref, "work", ONLY_OK, hit.score, detail)
+                continue
+        kept.append(hit)
+    return tuple(kept)
