@@ -97,6 +97,8 @@ class Step:
     text: str
     # Quoted lines: (session, seq, line) in order.
     quoted: list[tuple[str, int, str]] = field(default_factory=list)
+    # The record uuid each quoted line stands for ("" when unknown).
+    uuids: list[str] = field(default_factory=list)
     repeats: int = 0
     visible: int = 0
     useful: int = 0
@@ -230,6 +232,7 @@ def _score(
     step.quoted = quoted_lines(step.text)
     for session, seq, line in step.quoted:
         uuid = uuid_of.get((session, seq))
+        step.uuids.append(uuid or "")
         if uuid in visible:
             step.visible += 1
         elif line in before:
@@ -313,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with args.dump.open("w", encoding="utf-8") as stream:
             for s in steps:
                 row = {"file": s.file, "index": s.index, "kind": s.kind, "prompt": s.prompt[:2000],
-                       "injected": s.text, "useful": s.useful}  # fmt: skip
+                       "injected": s.text, "useful": s.useful, "uuids": s.uuids}  # fmt: skip
                 stream.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(report(steps, args.per_prompt))
     return 0
