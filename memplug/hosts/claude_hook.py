@@ -38,6 +38,7 @@ from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, unread
 from memplug.paths import config_file, default_db_path
+from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
@@ -79,6 +80,9 @@ SUMMARY_CHARS = 1_500
 _SUMMARY_PART = re.compile(r"^(\d+\. \**[^\n]{3,60}?:\**)", re.M)
 _AT_HAND = re.compile(r"current work|pending|next step", re.I)
 _SUMMARY_TAIL = "If you need specific details from before compaction"
+# How many of a session's newest assembly logs the fallback reads back (a context that
+# held more injections than this has long been compacted).
+LOGGED_INJECTIONS = 64
 
 
 class HookReport(Struct):
@@ -412,6 +416,10 @@ def inject(
         for e in visible
         if e["type"] in sources
     )
+    if event == "UserPromptSubmit":
+        own = Source(kind=MEMPLUG_SOURCE_KIND)
+        logged = logged_injections(memory, session_id, visible)
+        messages += tuple(Message(role="user", text=text, source=own) for text in logged)
     result = capped(memory, cap).assemble(
         AssemblyRequest(
             session_id=session_id,
@@ -460,6 +468,35 @@ def capped(memory: Memory, cap: int) -> Memory:
         soft_budget_tokens=limit,
     )
     return memory.with_config(replace(config, assembly=assembly))
+
+
+def logged_injections(
+    memory: Memory, session_id: str, visible: list[Mapping[str, Any]]
+) -> list[str]:
+    """memplug's injections still in the model's context when the transcript does not
+    record them (it holds neither an attachment nor a reminder of memplug's): this
+    session's logged injections since its context began — the latest SessionStart
+    (every source starts a context) or the latest compaction, whichever came last."""
+    if any(e.get("source_kind") == MEMPLUG_SOURCE_KIND for e in visible):
+        return []  # the host keeps its own record: that one is the truth
+    since = None
+    if visible and visible[0]["type"] == "compaction/start":
+        start = memory.store.events.session_events(
+            session_id, after_seq=int(visible[0]["seq"]) - 1, types=["compaction/start"]
+        )
+        since = start[0].turn if start else None
+    texts: list[str] = []
+    for row in memory.store.logs.summaries(session_id, limit=LOGGED_INJECTIONS):
+        started = str(row["trigger"]).endswith(":SessionStart")
+        turn = row["turn"]
+        if since is not None and (turn is None or turn < since or (turn == since and not started)):
+            break  # before the compaction: no longer in the context
+        record = memory.store.logs.get(int(row["id"])) if row["injected"] else None
+        if record is not None and record.text:
+            texts.append(record.text)
+        if started:
+            break
+    return texts
 
 
 def work_at_hand(visible: list[Mapping[str, Any]]) -> str | None:
