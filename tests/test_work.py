@@ -307,7 +307,7 @@ def test_work_still_in_the_hosts_context_is_not_restated(tmp_path: Path) -> None
 
 
 def test_the_work_section_keeps_to_its_budget(tmp_path: Path) -> None:
-    query = AssemblyRequest(session_id=MAIN, query="pytest grep config card handling")
+    query = AssemblyRequest(session_id=MAIN, query="did we pytest grep config card handling?")
     for budget, shown in ((0, 0), (20, 0), (400, 3)):
         config = {"assembly": {"workBudgetTokens": budget}}
         with Memory.open(new_db(tmp_path / f"m{budget}.sqlite"), config=config) as memory:

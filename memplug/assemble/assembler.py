@@ -12,7 +12,6 @@ from memplug.assemble.models import (
     LOG_WAIT_MS,
     NOTHING_TO_QUALIFY,
     OVER_BUDGET,
-    RECENT,
     SECTIONS,
     UNKNOWN_SESSION,
     VISIBLE,
@@ -41,15 +40,15 @@ from memplug.assemble.sections.work import WorkSections
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.retrieve.precision import generic_request
+from memplug.retrieve.precision import asks_about_earlier_work, generic_request
 from memplug.vocab import GENERATED_SOURCE_KINDS, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage
 
 
-# A degradation notice needs this many sources the query found beside it: a lone line
-# is a match, not a search whose gaps are worth a line of their own.
+# A degradation notice needs this many searched sources beside it: a lone line is a
+# match, not a search whose gaps are worth a line of their own.
 QUALIFIED_SOURCES = 2
 
 
@@ -184,7 +183,14 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
         has_query = bool(task_text.strip())
-        packed = self._pack(request, candidates, task_state, core, reserve_insufficient=has_query)
+        packed = self._pack(
+            request,
+            candidates,
+            task_state,
+            core,
+            reserve_insufficient=has_query,
+            strict=not asks_about_earlier_work(task_text),
+        )
         if has_query and packed.answered:
             # The statement is not needed: its room goes to what the budget left out.
             if not packed.mandatory and not any(
@@ -247,16 +253,12 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
     def _qualifying(
         draft: Draft, notices: Sequence[Entry], content: Sequence[Entry]
     ) -> list[Entry]:
-        """The degradation notices worth saying: beside evidence whose absence they
-        qualify (the core alone, or where we were, is not what a search missed), and
-        not again while the same notice is still in the context."""
-        evidence = (
-            sum(
-                e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
-                for e in content
-            )
-            >= QUALIFIED_SOURCES
-        )
+        """The degradation notices worth saying: beside the searched evidence whose
+        absence they qualify (memory items and raw events; the core, work records and
+        where we were come from elsewhere), and not again while the same notice is
+        still in the context."""
+        # The coverage reasons are the event search's; work records have their own index.
+        evidence = sum(e.section in ("memory", "evidence") for e in content) >= QUALIFIED_SOURCES
         kept = []
         for notice in notices:
             if not evidence:
@@ -287,7 +289,11 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         core: ResidentCore | None,
         *,
         reserve_insufficient: bool,
+        strict: bool = False,
     ) -> Packed:
+        """``strict``: the request asks no question about earlier work, so the steps
+        taken on the way (plain work records, announcements naming what they touch)
+        are not what it needs."""
         labels = self.labels
         meter = Meter(request.token_meter)
         budget = self.config.assembly.budget_tokens
@@ -341,9 +347,11 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         # Work is filled before raw evidence so that its own budget is there to spend;
         # it is still rendered after it, in section order.
         terms = candidates.terms if self.config.assembly.precise else None
-        self._work_section(draft, candidates.work, request.session_id, visible, terms=terms)
+        self._work_section(
+            draft, candidates.work, request.session_id, visible, terms=terms, strict=strict
+        )
         carried = self._carried(draft, candidates, core, task_state)
-        self._evidence_section(draft, candidates, visible, carried, request.query)
+        self._evidence_section(draft, candidates, visible, carried, request.query, strict)
         answered = draft.answered()
         self._where_we_were(draft, candidates.work, request.session_id, visible)
         self._notice_section(draft, candidates, superseded, visible, texts)

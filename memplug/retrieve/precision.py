@@ -154,6 +154,14 @@ _LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：
 # only for text that can hold CJK).
 _CONTENT = re.compile(r"[^\W\d_]{3,}")
 _LETTERS = re.compile(r"[^\W\d_]+")
+# Where one sentence of a request ends and the next begins.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n")
+_WE_DID = re.compile(r"\b(?:did|have|had) we\b|\bwe (?:did|ran|changed|edited|wrote|used)\b")
+_QUESTION_WORDS = tuple(
+    f"{w} "
+    for w in "which what where when why how who did do does is are was were can could "
+    "should has have".split()
+)
 
 
 @functools.cache
@@ -246,6 +254,19 @@ def generic_request(text: str) -> bool:
     """A request made only of words that ask to go on or agree ("continue", "ok, do
     it"): it names nothing to look for."""
     return all(word in GENERIC_WORDS for word in _LETTERS.findall(text.lower()))
+
+
+def asks_about_earlier_work(text: str) -> bool:
+    """A question that opens with a question word or asks what "we did" ("which command
+    runs the tests?", "why did the push fail?", "did we add a test?"): what was done
+    before may be its answer. Any other request (an instruction, a pasted log, "we read
+    the trailer in the hook, yeah?") is served by what was found or decided, not by the
+    steps taken on the way."""
+    if "?" not in text:
+        return False
+    lowered = text.lower()
+    asked = (x.strip() for x in _SENTENCE_BREAK.split(lowered) if x.rstrip().endswith("?"))
+    return _WE_DID.search(lowered) is not None or any(q.startswith(_QUESTION_WORDS) for q in asked)
 
 
 def _specific(group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]) -> bool:

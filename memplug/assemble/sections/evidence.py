@@ -91,6 +91,7 @@ class EvidenceSections(SectionBase):
         visible: VisibleText,
         carried: Mapping[str, Sequence[str]],
         query: str | None = None,
+        strict: bool = False,
     ) -> None:
         title = self.labels["section.evidence"]
         cfg = self.config.assembly
@@ -117,7 +118,7 @@ class EvidenceSections(SectionBase):
                 # The event that captured the current input: the model has it already,
                 # whether or not the host passed the step's messages.
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
-            elif event.type == "assistant/message" and self._narration(event.text):
+            elif event.type == "assistant/message" and self._narration(event.text, strict):
                 draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
             else:
                 kept.append(event)
@@ -170,24 +171,26 @@ class EvidenceSections(SectionBase):
             )
             assistant += int(said and taken)
 
-    def _narration(self, text: str) -> bool:
+    def _narration(self, text: str, strict: bool = False) -> bool:
         """The agent's own words announce a step and report nothing: every sentence is
         an announcement (one that it will look at something, or one that names nothing
         it changes), or a short message is a status without a name or a finding, then
         an announcement. What names something ("Now let me rename load_transcript to
-        load_session", "All 42 tests pass") is not narration."""
+        load_session", "All 42 tests pass") is not narration — unless ``strict``: then
+        the request asks nothing about earlier work, and what the agent set out to do on
+        the way is not what it needs."""
         prose = prose_only(text, "").strip()
         sentences = [x.strip() for x in _SENTENCES.findall(prose)]
         if not sentences:
             return False
-        if all(_empty_sentence(x) for x in sentences):
+        if all(_empty_sentence(x, strict) for x in sentences):
             return True
         status = " ".join(sentences[:-1])
         return (
             len(prose) <= SHORT_STATUS_CHARS
-            and _empty_sentence(sentences[-1])
+            and _empty_sentence(sentences[-1], strict)
             and _FINDING.search(prose) is None
-            and _NAMES.search(status) is None
+            and (strict or _NAMES.search(status) is None)
         )
 
     def event_line(
@@ -277,11 +280,12 @@ class EvidenceSections(SectionBase):
         return " ".join(out)
 
 
-def _empty_sentence(sentence: str) -> bool:
-    """Filler, an announcement that it will look at something, or one naming nothing."""
+def _empty_sentence(sentence: str, strict: bool = False) -> bool:
+    """Filler, an announcement that it will look at something, or one naming nothing
+    (``strict``: any announcement)."""
     if _LOOKING.fullmatch(sentence):
         return True
-    return _INTENT.fullmatch(sentence) is not None and _NAMES.search(sentence) is None
+    return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
 
 
 def _cut_empty(line: str, block: str) -> bool:

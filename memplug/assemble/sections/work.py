@@ -35,6 +35,7 @@ class WorkSections(SectionBase):
         *,
         recent: bool = False,
         terms: QueryTerms | None = None,
+        strict: bool = False,
     ) -> None:
         """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
         the ones the query names, or with ``recent``, where the session was. A record
@@ -46,7 +47,7 @@ class WorkSections(SectionBase):
         hits = work.recent if recent else work.relevant
         if not recent and terms is not None:
             hits = tuple(h for h in hits if self._says_something(draft, h, terms))
-            hits = _few_plain(draft, hits)
+            hits = _few_plain(draft, hits, 0 if strict else PLAIN_RECORDS)
         if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
@@ -114,17 +115,21 @@ class WorkSections(SectionBase):
         return line + (" → " + labels["sep"].join(ended) if ended else "")
 
 
-def _few_plain(draft: Draft, hits: tuple[WorkHit, ...]) -> tuple[WorkHit, ...]:
-    """At most PLAIN_RECORDS records that only worked, in rank order; every change and
-    every failure."""
+def _few_plain(draft: Draft, hits: tuple[WorkHit, ...], most: int) -> tuple[WorkHit, ...]:
+    """At most ``most`` records that only worked, in rank order; every change and every
+    failure. A request that asks nothing about earlier work gets none of them."""
     kept: list[WorkHit] = []
     plain = 0
     for hit in hits:
         row = hit.row
         if row.outcome == "succeeded" and row.action not in ("edited", "wrote", "delegated"):
             plain += 1
-            if plain > PLAIN_RECORDS:
-                detail = f"past the first {PLAIN_RECORDS} records that only worked"
+            if plain > most:
+                detail = (
+                    f"past the first {most} records that only worked"
+                    if most
+                    else "the request asks nothing about earlier work"
+                )
                 draft.omit(hit.ref, "work", ONLY_OK, hit.score, detail)
                 continue
         kept.append(hit)
