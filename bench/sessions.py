@@ -287,6 +287,14 @@ def report(steps: Sequence[Step], per_prompt: bool) -> str:
                 f"{s.file} | {s.index} | {s.kind} | {s.tokens} | {len(s.quoted)} | {s.repeats}"
                 f" | {int(s.hollow)} | {s.useful if s.labelled else '-'} | {head}"
             )
+    out.append("file | hooks | injected | tokens | lines | repeat | hollow | useful lines")
+    for name in sorted({s.file for s in steps}):
+        f = summary([s for s in steps if s.file == name])
+        useful = sum(s.useful for s in steps if s.file == name and s.labelled)
+        out.append(
+            f"{name} | {f['hooks']} | {f['injected']} | {f['tokens']} | {f['lines']} | "
+            f"{f['repeat']:.2f} | {f['hollow']} | {useful}/{f['labelled_lines']}"
+        )
     t = summary(steps)
     out.append(
         f"TOTAL: {t['hooks']} hooks, {t['injected']} injected, {t['tokens']} tokens "

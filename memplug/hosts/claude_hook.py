@@ -475,8 +475,10 @@ def logged_injections(
 ) -> list[str]:
     """memplug's injections still in the model's context when the transcript does not
     record them (it holds neither an attachment nor a reminder of memplug's): this
-    session's logged injections since its context began — the latest SessionStart
-    (every source starts a context) or the latest compaction, whichever came last."""
+    session's logged prompt injections since its context began — the latest
+    SessionStart (every source starts a context) or the latest compaction, whichever
+    came last. A SessionStart's own injection is not counted: without a record of it
+    nothing says the host kept it, and the next prompt may need what it restored."""
     if any(e.get("source_kind") == MEMPLUG_SOURCE_KIND for e in visible):
         return []  # the host keeps its own record: that one is the truth
     since = None
@@ -491,7 +493,8 @@ def logged_injections(
         turn = row["turn"]
         if since is not None and (turn is None or turn < since or (turn == since and not started)):
             break  # before the compaction: no longer in the context
-        record = memory.store.logs.get(int(row["id"])) if row["injected"] else None
+        wanted = row["injected"] and not started
+        record = memory.store.logs.get(int(row["id"])) if wanted else None
         if record is not None and record.text:
             texts.append(record.text)
         if started:
