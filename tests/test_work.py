@@ -277,6 +277,16 @@ def test_after_the_compaction_the_message_says_where_we_were(session: Memory) ->
     assert result.text + "\n" == GOLDEN.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("prompt", ["ok, carry on", "yes, do it", "continue"])
+def test_a_generic_request_gets_where_we_were_and_no_evidence(session: Memory, prompt: str) -> None:
+    result = session.assemble(
+        AssemblyRequest(session_id=MAIN, query=prompt, messages=after_compaction(session, prompt))
+    )
+    assert {e.section for e in result.included} <= {"core", "task", "work"}
+    assert {e.kind for e in result.included if e.section == "work"} == {"recent"}
+    assert "No committed evidence" not in result.text  # nothing was asked for
+
+
 def test_where_we_were_is_left_out_when_memory_answers_the_request(session: Memory) -> None:
     prompt = "which port does the checkout API listen on?"
     result = session.assemble(

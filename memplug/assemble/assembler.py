@@ -352,8 +352,10 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         )
         carried = self._carried(draft, candidates, core, task_state)
         self._evidence_section(draft, candidates, visible, carried, request.query, strict)
-        answered = draft.answered()
-        self._where_we_were(draft, candidates.work, request.session_id, visible)
+        # What a request that names nothing specific matched ("continue" in an old
+        # message) answers nothing: where we were is what it needs.
+        answered = draft.answered() and (candidates.terms is None or candidates.terms.specific)
+        self._where_we_were(draft, candidates.work, request.session_id, visible, answered)
         self._notice_section(draft, candidates, superseded, visible, texts)
         return Packed(budget, meter, draft, mandatory, answered, errors, reserve, header)
 

@@ -54,7 +54,7 @@ GENERIC_WORDS = frozenset(
     "continue continu go ahead proceed carry keep going yes yeah yep yup ok okay sure "
     "please thanks thank do it that this those these again next done good great fine "
     "nice cool perfect now lgtm sounds right agreed agree commit push try retry run "
-    "same also well let lets".split()
+    "same also well let lets on with the and to a".split()
 )
 
 

@@ -82,14 +82,19 @@ class WorkSections(SectionBase):
         return True
 
     def _where_we_were(
-        self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+        self,
+        draft: Draft,
+        work: WorkFound | None,
+        session_id: str,
+        visible: VisibleText,
+        answered: bool,
     ) -> None:
         """After a compaction, the last records before it — for a step whose request
         nothing else in memory answers ("ok, carry on"); where something does, they
         would only cost the step its tokens."""
         if work is None or not work.recent:
             return
-        if draft.answered():
+        if answered:
             for hit in work.recent:
                 draft.omit(hit.ref, "work", ANSWERED)
             return
