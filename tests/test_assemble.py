@@ -601,3 +601,13 @@ def test_findings_come_before_narration_and_what_says_nothing_is_dropped() -> No
     assert "the cause is the payload log" in result.text
     # Deterministic: the same candidates give the same bytes.
     assert run(Candidates(events=(narration, cut, finding))).text == result.text
+
+
+def test_a_summary_query_passes_over_a_generic_request() -> None:
+    assembler = Assembler(config(), Fixed(Candidates(), NO_TASK))
+    said = [Message(role="user", text="continue")]
+    request = AssemblyRequest("s1", messages=said, summary="Current work: the partial index.")
+    assert assembler.task_text(request) == "Current work: the partial index."
+    asked = [Message(role="user", text="add the index on orders(status)")]
+    request = AssemblyRequest("s1", messages=asked, summary="Current work: the partial index.")
+    assert assembler.task_text(request).endswith("add the index on orders(status)")

@@ -385,3 +385,18 @@ def test_an_injection_is_not_said_again_until_a_compaction(
                 "logicalParentUuid": "p-1", "sessionId": sid}  # fmt: skip
     _append(path, _prompt("p-2", "p-1", prompt), boundary)
     assert "8080" in _said(hook("UserPromptSubmit", prompt=prompt, **session))
+
+
+def test_after_a_compaction_the_query_is_the_work_at_hand_never_continue() -> None:
+    summary = (
+        "This session is being continued from a previous conversation.\n"
+        "1. Primary Request and Intent:\n   Speed up checkout.\n"
+        "8. Current Work:\n   Adding the partial index on orders(status).\n"
+        "9. Optional Next Step:\n   Run the load test against staging.\n"
+        "If you need specific details from before compaction, read the transcript."
+    )
+    focus = claude_hook.work_at_hand([{"type": "compaction/summary", "text": summary}])
+    assert focus is not None
+    assert "partial index on orders(status)" in focus and "load test" in focus
+    assert "Speed up checkout" not in focus and "read the transcript" not in focus
+    assert claude_hook.work_at_hand([{"type": "user/message", "text": "continue"}]) is None
