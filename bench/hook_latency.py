@@ -1,6 +1,6 @@
 """Claude Code hook latency: whole-process wall and CPU time, interpreter start included.
 
-    python -m bench.hook_latency [--runs 40] [--sizes 10000,100000]
+    python -m bench.hook_latency [--runs 40] [--sizes 10000,100000] [--no-write]
 
 For each size, a fresh database holds that many synthetic events in the same project
 as a Claude Code session (the fixture transcript, captured by a hook, compaction
@@ -140,6 +140,7 @@ def main() -> None:
     parser.add_argument("--shared", default="../shared", help="unused; for bench.run")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     # A pip-installed memplug has its bytecode compiled at install; without it (as under
@@ -173,7 +174,8 @@ Targets: UserPromptSubmit p95 ≤ 100 ms at 100k events; PostToolUse with nothin
 | events | process | wall p50 ms | wall p95 ms | CPU p50 ms | CPU p95 ms | wall p50 × floor | CPU p50 × floor |
 | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 """ + "\n".join(rows)
-    write_section("Claude Code hook latency", body)
+    if not args.no_write:
+        write_section("Claude Code hook latency", body)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,14 @@ import pytest
 from conftest import new_db
 
 from memplug.assemble import (
+    ALREADY_INJECTED,
     BELOW_MIN_SCORE,
+    CUT_EMPTY,
     GENERATED,
     LABELS,
+    NARRATION,
     NOT_QUOTABLE,
+    NOTHING_TO_QUALIFY,
     OVER_BUDGET,
     SUPERSEDED,
     VISIBLE,
@@ -411,11 +415,30 @@ def test_healthy_empty_result_injects_nothing() -> None:
     assert {o.reason for o in result.omitted} == {NOT_QUOTABLE, GENERATED}
 
 
-def test_incomplete_empty_result_says_so() -> None:
-    result = run(Candidates(coverage=Coverage(False, ("candidate budget hit",))))
+def test_incomplete_empty_result_injects_nothing() -> None:
+    # A degradation notice qualifies evidence; alone it would be a hollow injection.
+    result = run(Candidates(coverage=Coverage(False, ("truncated_events",))))
+    assert not result.injected
+    assert result.text == ""
+    assert {o.reason for o in result.omitted if o.section == "notice"} == {NOTHING_TO_QUALIFY}
+
+
+def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> None:
+    port = ev(14, "The staging port is 5433 for the card numbers service.", turn=3)
+    gap = Coverage(False, ("truncated_events",))
+    alone = run(Candidates(events=(CARD_EVENT,), coverage=gap))
+    assert "## Notice" not in alone.text  # one line is a match, not a search's gaps
+    found = Candidates(events=(CARD_EVENT, port), coverage=gap)
+    result = run(found)
     assert result.injected
-    assert "Memory search was incomplete (candidate budget hit)" in result.text
-    assert "insufficient evidence" in result.text.split("## Notice")[1]
+    notice = result.text.split("## Notice")[1]
+    assert "truncated_events: the unindexed tails of long events" in notice
+    # Said once: while that injection is in the context, neither comes back.
+    earlier = Message(role="user", text=result.text, source=Source(kind="memplug"))
+    again = run(found, messages=[earlier])
+    assert not again.injected
+    assert reasons(again)[CARD_EVENT.ref] == ALREADY_INJECTED
+    assert reasons(again)["notice:incomplete"] == NOTHING_TO_QUALIFY
 
 
 def test_task_state_without_evidence_carries_the_insufficient_statement() -> None:
@@ -563,3 +586,31 @@ def test_the_room_kept_for_the_statement_is_given_back_when_answered() -> None:
     assert [e.ref for e in asked.included] == [e.ref for e in unasked.included]
     assert asked.text == unasked.text
     assert asked.used_tokens <= 600
+
+
+def test_findings_come_before_narration_and_what_says_nothing_is_dropped() -> None:
+    said = "assistant/message"
+    narration = ev(
+        20, "Now let me check the card numbers logging. Let me read the port config.", said
+    )
+    finding = ev(
+        21, "Found it: the cause is the payload log, it prints card numbers.", said, score=0.9
+    )
+    cut = ev(22, "Yes, card it.")
+    result = run(Candidates(events=(narration, cut, finding)))
+    why = reasons(result)
+    assert why[narration.ref] == NARRATION
+    assert why[cut.ref] == CUT_EMPTY
+    assert "the cause is the payload log" in result.text
+    # Deterministic: the same candidates give the same bytes.
+    assert run(Candidates(events=(narration, cut, finding))).text == result.text
+
+
+def test_a_summary_query_passes_over_a_generic_request() -> None:
+    assembler = Assembler(config(), Fixed(Candidates(), NO_TASK))
+    said = [Message(role="user", text="continue")]
+    request = AssemblyRequest("s1", messages=said, summary="Current work: the partial index.")
+    assert assembler.task_text(request) == "Current work: the partial index."
+    asked = [Message(role="user", text="add the index on orders(status)")]
+    request = AssemblyRequest("s1", messages=asked, summary="Current work: the partial index.")
+    assert assembler.task_text(request).endswith("add the index on orders(status)")

@@ -322,3 +322,81 @@ def test_the_claude_code_doc_names_every_hook_and_setting() -> None:
     assert not missing, f"docs/claude-code.md does not describe {missing}"
     for key in ("hook.maxContextChars", "hook.deadlineMs", "maxContextChars", "deadlineMs"):
         assert key in doc
+
+
+def _append(path: Path, *records: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as stream:
+        for record in records:
+            stream.write(json.dumps(record) + "\n")
+
+
+def _prompt(uuid: str, parent: str | None, text: str) -> dict[str, Any]:
+    return {"type": "user", "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+            "message": {"role": "user", "content": text}}  # fmt: skip
+
+
+def _hook_context(uuid: str, parent: str, text: str) -> dict[str, Any]:
+    """How Claude Code (2.1.x) records a hook's additionalContext."""
+    attachment = {"type": "hook_additional_context", "content": [text],
+                  "hookName": "UserPromptSubmit", "hookEvent": "UserPromptSubmit"}  # fmt: skip
+    return {"type": "attachment", "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+            "sessionId": SID, "attachment": attachment}  # fmt: skip
+
+
+def _said(result: CliResult) -> str:
+    return str(json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["attachment", "assembly-logs"])
+def test_an_injection_is_not_said_again_until_a_compaction(
+    hook: Callable[..., CliResult],
+    cli: Callable[..., CliResult],
+    project: Path,
+    db_path: Path,
+    recorded: bool,
+) -> None:
+    # The main session's transcript records memplug's context; the second session's,
+    # read by a host that does not, leaves memplug its own assembly logs to go by.
+    sid = SID if recorded else SID[:-1] + "2"
+    path = project / f"{sid}.jsonl"
+    session = {"session_id": sid, "transcript_path": str(path)}
+    prompt = "Which port does the checkout API listen on?"
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1]).get("uuid")
+    hook("Stop")  # the main session is captured: the second one recalls from it
+    said = _said(hook("UserPromptSubmit", prompt=prompt, **session))
+    assert "8080" in said
+    _append(path, _prompt("p-1", last, prompt))
+    if recorded:
+        _append(path, _hook_context("c-1", "p-1", said))
+    again = hook("UserPromptSubmit", prompt=prompt, **session)
+    assert again.returncode == 0
+    quoted = {line for line in said.splitlines() if line.startswith("- [")}
+    assert not quoted & set(_said(again).splitlines() if again.stdout.strip() else [])
+    explained = cli("--db", str(db_path), "explain", "--json").json()
+    assert explained["omitted_by_reason"].get("already_injected", 0) > 0
+    left = [o for s in explained["sections"] for o in s["omitted"]]
+    cited = [o["ref"] for o in left if o["reason"] == "already_injected"]
+    assert cited and all(r in said or r.startswith("task:") or f":{r.split(':')[-1]}]" in said
+                         for r in cited)  # fmt: skip
+    assert "already_injected" in cli("--db", str(db_path), "explain").stdout
+    # After a compaction the context no longer holds it: it may come back.
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b-1",
+                "content": "Conversation compacted", "parentUuid": None,
+                "logicalParentUuid": "p-1", "sessionId": sid}  # fmt: skip
+    _append(path, _prompt("p-2", "p-1", prompt), boundary)
+    assert "8080" in _said(hook("UserPromptSubmit", prompt=prompt, **session))
+
+
+def test_after_a_compaction_the_query_is_the_work_at_hand_never_continue() -> None:
+    summary = (
+        "This session is being continued from a previous conversation.\n"
+        "1. Primary Request and Intent:\n   Speed up checkout.\n"
+        "8. Current Work:\n   Adding the partial index on orders(status).\n"
+        "9. Optional Next Step:\n   Run the load test against staging.\n"
+        "If you need specific details from before compaction, read the transcript."
+    )
+    focus = claude_hook.work_at_hand([{"type": "compaction/summary", "text": summary}])
+    assert focus is not None
+    assert "partial index on orders(status)" in focus and "load test" in focus
+    assert "Speed up checkout" not in focus and "read the transcript" not in focus
+    assert claude_hook.work_at_hand([{"type": "user/message", "text": "continue"}]) is None

@@ -158,11 +158,12 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
     )  # fmt: skip
     result = memory.assemble(AssemblyRequest("s", query="check the stripe key"))
     quoted = [e.ref for e in result.included if e.section == "evidence"]
-    # The hit, and the turns the neighbour spread brought in (one and two steps from a
-    # hit) that sit within three seqs of it: they stand on the hit.
-    assert quoted == ["s:35", "s:34", "s:33", "s:32"]
+    # The hit; the turns beside it that the neighbour spread brought in stand on it, but
+    # say nothing ("Lunch now.", "Meeting at two."): a quote of them carries nothing.
+    assert quoted == ["s:35"]
     reasons = {o.ref: o.reason for o in result.omitted if o.section == "evidence"}
-    assert reasons and set(reasons.values()) <= {WEAK_TERMS, "over limit"}
+    assert {reasons[f"s:{seq}"] for seq in (32, 33, 34)} == {"nothing left after the cut"}
+    assert set(reasons.values()) <= {WEAK_TERMS, "over limit", "nothing left after the cut"}
     assert "check" in result.signals["weak"]
     assembly = replace(memory.config.assembly, precise=False)
     config = replace(memory.config, assembly=assembly)

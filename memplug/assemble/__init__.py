@@ -18,15 +18,20 @@ from __future__ import annotations
 
 from memplug.assemble.assembler import Assembler
 from memplug.assemble.models import (
+    ALREADY_INJECTED,
     BELOW_MIN_SCORE,
+    CUT_EMPTY,
     DUPLICATE,
     EMPTY_TEXT,
     GENERATED,
     IN_CORE,
     IN_TASK,
     LOG_WAIT_MS,
+    NARRATION,
     NOT_QUOTABLE,
+    NOTHING_TO_QUALIFY,
     OMISSION_REASONS,
+    ONLY_OK,
     OVER_BUDGET,
     OVER_CORE_BUDGET,
     OVER_LIMIT,
@@ -79,11 +84,13 @@ from memplug.assemble.source import (
 )
 
 __all__ = [
+    "ALREADY_INJECTED",
     "BELOW_MIN_SCORE",
     "COPY_LOOKBACK",
     "COPY_MAX_CHARS",
     "COPY_MIN_CHARS",
     "COPY_WORDS",
+    "CUT_EMPTY",
     "DUPLICATE",
     "EMPTY_TEXT",
     "GENERATED",
@@ -91,8 +98,11 @@ __all__ = [
     "IN_TASK",
     "LABELS",
     "LOG_WAIT_MS",
+    "NARRATION",
+    "NOTHING_TO_QUALIFY",
     "NOT_QUOTABLE",
     "OMISSION_REASONS",
+    "ONLY_OK",
     "OVER_BUDGET",
     "OVER_CORE_BUDGET",
     "OVER_LIMIT",

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.assemble.draft import Draft, Meter, Packed
 from memplug.assemble.models import (
+    ALREADY_INJECTED,
     LOG_WAIT_MS,
+    NOTHING_TO_QUALIFY,
     OVER_BUDGET,
     SECTIONS,
     UNKNOWN_SESSION,
@@ -24,7 +26,12 @@ from memplug.assemble.models import (
     ResidentCore,
     TaskState,
 )
-from memplug.assemble.render import VisibleText, labels_for, task_text_from_messages
+from memplug.assemble.render import (
+    Injected,
+    VisibleText,
+    labels_for,
+    task_text_from_messages,
+)
 from memplug.assemble.sections.core import CoreSections
 from memplug.assemble.sections.evidence import EvidenceSections
 from memplug.assemble.sections.items import ItemSections
@@ -33,10 +40,16 @@ from memplug.assemble.sections.work import WorkSections
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.vocab import GENERATED_SOURCE_KINDS
+from memplug.retrieve.precision import asks_about_earlier_work, generic_request
+from memplug.vocab import GENERATED_SOURCE_KINDS, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage
+
+
+# A degradation notice needs this many searched sources beside it: a lone line is a
+# match, not a search whose gaps are worth a line of their own.
+QUALIFIED_SOURCES = 2
 
 
 class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, NoticeSection):
@@ -122,10 +135,16 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             result.errors.append(f"could not log the assembly ({type(error).__name__}: {error})")
 
     def task_text(self, request: AssemblyRequest) -> str:
-        """The step's task text: explicit query, else the latest real user input."""
+        """The step's task text: explicit query, else the latest real user input (after
+        a compaction: the summary's account of the work at hand, and the latest request
+        that asks for something — never a "continue")."""
         if request.query is not None:
             return request.query
         found = task_text_from_messages(request.messages, self.generated_kinds)
+        if request.summary is not None:
+            if found is None or generic_request(found):
+                found = self._latest_user_text(request.session_id) if self.store else None
+            return "\n".join(t for t in (request.summary, found) if t)
         if found is not None:
             return found
         if self.store is not None:
@@ -133,8 +152,9 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         return ""
 
     def _latest_user_text(self, session_id: str) -> str:
-        """The session's latest real user message, read in widening windows from the end
-        (a long session must not be read whole to find its last prompt)."""
+        """The session's latest real user message that asks for something, read in
+        widening windows from the end (a long session must not be read whole to find
+        its last prompt); the latest real one when none does."""
         assert self.store is not None
         info = self.store.events.session(session_id)
         last = int(info["last_event_seq"]) if info and info["last_event_seq"] is not None else 0
@@ -143,11 +163,12 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             events = self.store.events.session_events(
                 session_id, after_seq=after, types=["user/message"]
             )
-            for event in reversed(events):
-                if not event.generated:
-                    return event.text
+            real = [e.text for e in events if not e.generated]
+            for text in reversed(real):
+                if not generic_request(text):
+                    return text
             if after < 0:
-                break
+                return real[-1] if real else ""
         return ""
 
     # -- the pure part ------------------------------------------------------------
@@ -162,7 +183,14 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
         has_query = bool(task_text.strip())
-        packed = self._pack(request, candidates, task_state, core, reserve_insufficient=has_query)
+        packed = self._pack(
+            request,
+            candidates,
+            task_state,
+            core,
+            reserve_insufficient=has_query,
+            strict=not asks_about_earlier_work(task_text),
+        )
         if has_query and packed.answered:
             # The statement is not needed: its room goes to what the budget left out.
             if not packed.mandatory and not any(
@@ -174,12 +202,22 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         meter, draft = packed.meter, packed.draft
         content = [e for e in draft.entries if e.section != "notice"]
         notices = [e for e in draft.entries if e.section == "notice"]
-        notices += packed.mandatory
-        if has_query and not packed.answered and (content or notices or not cfg.skip_when_empty):
+        notices += self._qualifying(draft, packed.mandatory, content)
+        if (
+            has_query
+            and not generic_request(task_text)
+            and not packed.answered
+            and (content or notices or not cfg.skip_when_empty)
+        ):
             line = "- " + self.labels["notice.insufficient"]
-            notices.append(
-                Entry("notice:insufficient", "notice", line, meter(line + "\n"), why="no evidence")
-            )
+            if draft.injected and draft.injected.said("", line, by_ref=False):
+                draft.omit("notice:insufficient", "notice", ALREADY_INJECTED)
+            else:
+                notices.append(
+                    Entry(
+                        "notice:insufficient", "notice", line, meter(line + "\n"), why="no evidence"
+                    )
+                )
         entries = content + notices
         inject = bool(entries) or not cfg.skip_when_empty
         text = self.render(entries, packed.header) if inject else ""
@@ -211,6 +249,26 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             why_not=None if inject else self._why_not(request, candidates, draft, has_query),
         )
 
+    @staticmethod
+    def _qualifying(
+        draft: Draft, notices: Sequence[Entry], content: Sequence[Entry]
+    ) -> list[Entry]:
+        """The degradation notices worth saying: beside the searched evidence whose
+        absence they qualify (memory items and raw events; the core, work records and
+        where we were come from elsewhere), and not again while the same notice is
+        still in the context."""
+        # The coverage reasons are the event search's; work records have their own index.
+        evidence = sum(e.section in ("memory", "evidence") for e in content) >= QUALIFIED_SOURCES
+        kept = []
+        for notice in notices:
+            if not evidence:
+                draft.omit(notice.ref, "notice", NOTHING_TO_QUALIFY, detail=notice.why)
+            elif draft.injected and draft.injected.said(notice.ref, notice.line, by_ref=False):
+                draft.omit(notice.ref, "notice", ALREADY_INJECTED, detail=notice.why)
+            else:
+                kept.append(notice)
+        return kept
+
     def _why_not(
         self, request: AssemblyRequest, candidates: Candidates, draft: Draft, has_query: bool
     ) -> str:
@@ -231,17 +289,27 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         core: ResidentCore | None,
         *,
         reserve_insufficient: bool,
+        strict: bool = False,
     ) -> Packed:
+        """``strict``: the request asks no question about earlier work, so the steps
+        taken on the way (plain work records, announcements naming what they touch)
+        are not what it needs."""
         labels = self.labels
         meter = Meter(request.token_meter)
         budget = self.config.assembly.budget_tokens
         visible = VisibleText(request.messages)
-        draft = Draft(budget=budget, meter=meter, visible=visible)
+        injected = Injected.of(request.messages, MEMPLUG_SOURCE_KIND)
+        draft = Draft(budget=budget, meter=meter, visible=visible, injected=injected)
 
         # The header and the notices that must be said are paid for first.
         mandatory: list[Entry] = []
         if not candidates.coverage.complete:
-            reasons = labels["sep"].join(candidates.coverage.reasons) or "unknown"
+            reasons = (
+                labels["sep"].join(
+                    labels.get(f"incomplete.{r}", r) for r in candidates.coverage.reasons
+                )
+                or "unknown"
+            )
             line = "- " + labels["notice.incomplete"].format(reasons=reasons)
             mandatory.append(
                 Entry("notice:incomplete", "notice", line, meter(line + "\n"), why="coverage")
@@ -278,11 +346,16 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         superseded = self._memory_section(draft, candidates, visible, texts)
         # Work is filled before raw evidence so that its own budget is there to spend;
         # it is still rendered after it, in section order.
-        self._work_section(draft, candidates.work, request.session_id, visible)
+        terms = candidates.terms if self.config.assembly.precise else None
+        self._work_section(
+            draft, candidates.work, request.session_id, visible, terms=terms, strict=strict
+        )
         carried = self._carried(draft, candidates, core, task_state)
-        self._evidence_section(draft, candidates, visible, carried, request.query)
-        answered = draft.answered()
-        self._where_we_were(draft, candidates.work, request.session_id, visible)
+        self._evidence_section(draft, candidates, visible, carried, request.query, strict)
+        # What a request that names nothing specific matched ("continue" in an old
+        # message) answers nothing: where we were is what it needs.
+        answered = draft.answered() and (candidates.terms is None or candidates.terms.specific)
+        self._where_we_were(draft, candidates.work, request.session_id, visible, answered)
         self._notice_section(draft, candidates, superseded, visible, texts)
         return Packed(budget, meter, draft, mandatory, answered, errors, reserve, header)
 

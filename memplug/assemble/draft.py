@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
 from msgspec.structs import replace
 
 from memplug.assemble.models import (
+    ALREADY_INJECTED,
     IN_CORE,
     OVER_BUDGET,
     RECENT,
@@ -17,14 +17,14 @@ from memplug.assemble.models import (
     Entry,
     Omission,
 )
-from memplug.assemble.render import VisibleText
+from memplug.assemble.render import Injected, VisibleText
 from memplug.messages import TokenMeter
 from memplug.retrieve.precision import CARRIED
 from memplug.secrets import withhold
 from memplug.text import estimate_tokens
 
-if TYPE_CHECKING:
-    pass
+# Sections whose lines name one source each: cited once, they are not quoted again.
+_BY_REF = frozenset({"memory", "evidence", "work"})
 
 # Labels (`[ev s1:4]`) and markers (`[redacted:password]`): a line that holds nothing
 # else once its secrets are withheld is not worth quoting.
@@ -64,6 +64,8 @@ class Draft(Struct):
     # Group headings already paid for (raw evidence: one per session and day).
     groups: set[str] = field(default_factory=set)
     visible: VisibleText | None = None
+    # memplug's own earlier injections still in the context (none: nothing said yet).
+    injected: Injected | None = None
     # Lines left out for the budget alone, in offer order: a top-up may still take them.
     deferred: list[tuple[int, str, str, Entry]] = field(default_factory=list)
 
@@ -82,6 +84,11 @@ class Draft(Struct):
     ) -> bool:
         """Include ``line`` if it fits (opening its section costs the title once, and
         opening its group, its heading once), with any secret in it withheld."""
+        if self.injected and self.injected.said(ref, line, by_ref=section in _BY_REF):
+            self.omitted.append(
+                Omission(ref, section, ALREADY_INJECTED, score, "since the latest compaction")
+            )
+            return False
         if self.visible and self._shown(line, group):
             # The same line of an earlier injection is still in the model's context.
             self.omitted.append(Omission(ref, section, VISIBLE, score, "line already shown"))

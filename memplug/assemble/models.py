@@ -9,7 +9,7 @@ from msgspec import Struct, field
 
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
-from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, WEAK_TERMS
+from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, NOT_SPECIFIC, WEAK_TERMS
 from memplug.store.logs import LogRecord
 from memplug.text import sha256_hex
 
@@ -55,6 +55,16 @@ IN_CORE = "in the core"
 IN_TASK = "in the task section"
 # A "where we were" record, when something else in memory answers the step's request.
 ANSWERED = "the request is answered"
+# Cited by an injection still in the model's context (since its latest compaction).
+ALREADY_INJECTED = "already_injected"
+# The agent announcing a step ("Let me read X", "Now I'll check Y"): no finding in it.
+NARRATION = "narration"
+# What is left of a quote once the cut and the copied blocks are taken out says nothing.
+CUT_EMPTY = "nothing left after the cut"
+# A work record that only says a call worked ("ran `ls` → ok", "read x.py").
+ONLY_OK = "says only that it worked"
+# A degradation notice with no evidence beside it whose absence it could qualify.
+NOTHING_TO_QUALIFY = "nothing to qualify"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -74,6 +84,12 @@ OMISSION_REASONS: tuple[str, ...] = (
     WEAK_TERMS,
     LITTLE,
     FELL_OFF,
+    ALREADY_INJECTED,
+    NARRATION,
+    CUT_EMPTY,
+    ONLY_OK,
+    NOT_SPECIFIC,
+    NOTHING_TO_QUALIFY,
 )
 
 
@@ -254,6 +270,9 @@ class AssemblyRequest(Struct, frozen=True):
     # The project (cwd) a host names when the session has no events yet: its core is
     # still resident (a new session starts with what the project keeps).
     project: str | None = None
+    # What a host's compaction summary says the work at hand is: with no query, the
+    # step's task text is built from it and the latest real request.
+    summary: str | None = None
 
 
 class Entry(Struct, frozen=True):

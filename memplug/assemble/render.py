@@ -102,6 +102,17 @@ LABELS: dict[str, dict[str, str]] = {
         "decides.",
         "notice.incomplete": "Memory search was incomplete ({reasons}): something missing here "
         "may still have been said.",
+        # Which part of the history each coverage reason leaves unsearched.
+        "incomplete.truncated_events": "truncated_events: the unindexed tails of long events",
+        "incomplete.query_terms_capped": "query_terms_capped: what the query says past its "
+        "first 160 terms",
+        "incomplete.like_scan_window": "like_scan_window: events older than the newest 20,000, "
+        "for terms under three characters",
+        "incomplete.like_fallback_cap": "like_fallback_cap: matches of short terms past the "
+        "scan cap",
+        "incomplete.candidate_budget": "candidate_budget: older matches past the candidate budget",
+        "incomplete.regex_timeout": "regex_timeout: events the pattern search had no time for",
+        "incomplete.regex_haystack_cap": "regex_haystack_cap: events past the pattern search's cap",
         "notice.insufficient": "No committed evidence matches the current request. If it asks "
         'about earlier work, answer "insufficient evidence" rather than reconstruct it.',
         "sep": ", ",
@@ -364,6 +375,39 @@ class VisibleText:
             return False
         parts = [p for p in (" ".join(line.split()) for line in text.splitlines()) if p]
         return len(parts) > 1 and all(p in self._lines for p in parts)
+
+
+_NAMED = re.compile(r"\[(?:mem|rule) ([^\]\s]+)\]")
+
+
+class Injected:
+    """What memplug's own earlier injections still in the model's context said: their
+    lines, and the sources they cite (``SESSION:SEQ`` events, memory item and rule ids).
+    A source cited once is not cited again until a compaction takes it out of the
+    context, however its line would read this time."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        lines: set[str] = set()
+        refs: set[str] = set()
+        for text in texts:
+            flat = normalize_text(text)
+            lines.update(" ".join(line.split()) for line in flat.splitlines())
+            refs.update(cited_refs(flat))
+            refs.update(_NAMED.findall(flat))
+        lines.discard("")
+        self.lines = frozenset(lines)
+        self.refs = frozenset(refs)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+    def said(self, ref: str, line: str, *, by_ref: bool) -> bool:
+        """The line was injected already, or (``by_ref``) its source was cited."""
+        return (by_ref and ref in self.refs) or " ".join(line.split()) in self.lines
+
+    @classmethod
+    def of(cls, messages: Sequence[Message], kind: str) -> Injected:
+        return cls(m.text for m in messages if m.source is not None and m.source.kind == kind)
 
 
 def task_line(line: TaskLine, labels: Mapping[str, str]) -> str:

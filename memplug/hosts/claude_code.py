@@ -51,6 +51,10 @@ Choices, and why:
 * **memplug's own context**, which Claude Code writes back as an ``isMeta``
   ``<system-reminder>`` ("… hook additional context: [memplug] …"), gets
   ``source.kind = "memplug"``: never evidence, and an earlier injection to the assembler.
+* **Hook context** that Claude Code 2.1.x records as an ``attachment`` of type
+  ``hook_additional_context`` is captured the same way: memplug's own (it starts with
+  the ``[memplug]`` header) as ``source.kind = "memplug"``, another hook's as generated
+  text. Other attachments are bookkeeping and are dropped.
 * **Generated text**: ``isMeta`` records, ``<system-reminder>``, ``<task-notification>``,
   slash-command output, caveats, interrupt markers, synthetic assistant messages and
   compaction text get ``source.kind = "host-generated"`` with a ``form`` naming what
@@ -88,7 +92,8 @@ PENDING_CALLS_CAP = 512
 GENERATED = "host-generated"
 # How Claude Code writes a hook's context back ("UserPromptSubmit hook additional
 # context: …"), followed by the header every assembled memplug message starts with.
-MEMPLUG_MARK = "additional context: [memplug]"
+MEMPLUG_HEADER = "[memplug]"
+MEMPLUG_MARK = "additional context: " + MEMPLUG_HEADER
 AGENT_INSTRUCTIONS = "agent-instructions"
 
 Event = dict[str, Any]
@@ -494,11 +499,19 @@ class _Mapper:
             events = self._user_text(record, str(record.get("content") or ""))
         elif rtype == "system":
             self.dropped[f"system/{record.get('subtype')}: harness bookkeeping"] += 1
+        elif rtype == "attachment":
+            events = self._attachment(record)
         elif rtype in _SKIPPED_TYPES:
             self.dropped[_SKIPPED_TYPES[rtype]] += 1
         else:
             self.dropped[f"unknown record type {rtype!r}"] += 1
-        if events:
+        if events and rtype == "attachment":
+            # Claude Code threads the next record past a hook's context, not through
+            # it: without an entry id it stays on the active path, in the context.
+            self._emit(line, None, parent, unresolved, events)
+            if uuid is not None:
+                self.links[uuid] = parent
+        elif events:
             self._emit(line, uuid, parent, unresolved, events)
         elif uuid is not None:
             self.links[uuid] = alias if alias is not None else parent
@@ -682,6 +695,24 @@ class _Mapper:
             root = self.session_id.split("/", 1)[0]
             event["subagent_session"] = f"{root}/agent-{result['agentId']}"
         return event
+
+    def _attachment(self, record: Mapping[str, Any]) -> list[Event]:
+        """A hook's additional context as Claude Code (2.1.x) records it: memplug's own
+        is an earlier injection still in the context; another hook's is generated text.
+        Other attachments (hook outcomes, tool listings, reminders) are bookkeeping."""
+        attachment = record.get("attachment")
+        kind = attachment.get("type") if isinstance(attachment, dict) else None
+        if kind != "hook_additional_context":
+            self.dropped[f"attachment/{kind}: harness bookkeeping"] += 1
+            return []
+        assert isinstance(attachment, dict)
+        text = _plain_text(attachment.get("content")).strip()
+        if not text:
+            self.dropped["empty hook context"] += 1
+            return []
+        if text.startswith(MEMPLUG_HEADER):
+            return [_user_event(text, MEMPLUG_SOURCE_KIND, MEMPLUG_SOURCE_FORM)]
+        return [_user_event(text, GENERATED, "hook-context")]
 
     # -- assistant records --
 

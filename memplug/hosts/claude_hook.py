@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, unread
 from memplug.paths import config_file, default_db_path, hook_pending_file
+from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
@@ -71,6 +73,16 @@ CHARS_PER_TOKEN = 4
 NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
+# The part of a compaction summary a SessionStart(compact) query is built from: its
+# numbered parts on the work at hand, at most SUMMARY_CHARS of them (a whole summary is
+# thousands of words of history, and a query that long is capped).
+SUMMARY_CHARS = 1_500
+_SUMMARY_PART = re.compile(r"^(\d+\. \**[^\n]{3,60}?:\**)", re.M)
+_AT_HAND = re.compile(r"current work|pending|next step", re.I)
+_SUMMARY_TAIL = "If you need specific details from before compaction"
+# How many of a session's newest assembly logs the fallback reads back (a context that
+# held more injections than this has long been compacted).
+LOGGED_INJECTIONS = 64
 
 
 class HookReport(Struct):
@@ -407,15 +419,20 @@ def inject(
     # Only text that items are extracted from or that may be quoted can make a
     # candidate "visible"; long tool output would only slow the comparison down.
     sources = VISIBLE_TYPES | set(memory.config.assembly.evidence_types)
+    visible = visible_events(memory, session_id)
     messages = tuple(
         Message(
             role=e["role"] or "user",
             text=e["text"],
             source=Source(kind=e["source_kind"]) if e.get("source_kind") else None,
         )
-        for e in visible_events(memory, session_id)
+        for e in visible
         if e["type"] in sources
     )
+    if event == "UserPromptSubmit":
+        own = Source(kind=MEMPLUG_SOURCE_KIND)
+        logged = logged_injections(memory, session_id, visible)
+        messages += tuple(Message(role="user", text=text, source=own) for text in logged)
     result = capped(memory, cap).assemble(
         AssemblyRequest(
             session_id=session_id,
@@ -426,6 +443,7 @@ def inject(
             # A write lock held elsewhere must not stall the prompt: the log waits briefly.
             log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
             project=project,
+            summary=work_at_hand(visible) if event == "SessionStart" else None,
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)
@@ -463,6 +481,56 @@ def capped(memory: Memory, cap: int) -> Memory:
         soft_budget_tokens=limit,
     )
     return memory.with_config(replace(config, assembly=assembly))
+
+
+def logged_injections(
+    memory: Memory, session_id: str, visible: list[Mapping[str, Any]]
+) -> list[str]:
+    """memplug's injections still in the model's context when the transcript does not
+    record them (it holds neither an attachment nor a reminder of memplug's): this
+    session's logged prompt injections since its context began — the latest
+    SessionStart (every source starts a context) or the latest compaction, whichever
+    came last. A SessionStart's own injection is not counted: without a record of it
+    nothing says the host kept it, and the next prompt may need what it restored."""
+    if any(e.get("source_kind") == MEMPLUG_SOURCE_KIND for e in visible):
+        return []  # the host keeps its own record: that one is the truth
+    since = None
+    if visible and visible[0]["type"] == "compaction/start":
+        start = memory.store.events.session_events(
+            session_id, after_seq=int(visible[0]["seq"]) - 1, types=["compaction/start"]
+        )
+        since = start[0].turn if start else None
+    texts: list[str] = []
+    for row in memory.store.logs.summaries(session_id, limit=LOGGED_INJECTIONS):
+        started = str(row["trigger"]).endswith(":SessionStart")
+        turn = row["turn"]
+        if since is not None and (turn is None or turn < since or (turn == since and not started)):
+            break  # before the compaction: no longer in the context
+        wanted = row["injected"] and not started
+        record = memory.store.logs.get(int(row["id"])) if wanted else None
+        if record is not None and record.text:
+            texts.append(record.text)
+        if started:
+            break
+    return texts
+
+
+def work_at_hand(visible: list[Mapping[str, Any]]) -> str | None:
+    """What the compaction summary in the context says the work at hand is: its
+    current-work, pending and next-step parts (Claude Code numbers them), else its end;
+    without the boilerplate around them. None when the context holds no summary."""
+    summary = next(
+        (str(e["text"]) for e in reversed(visible) if e["type"] == "compaction/summary"), None
+    )
+    if not summary:
+        return None
+    summary = summary.split(_SUMMARY_TAIL, 1)[0]
+    parts = _SUMMARY_PART.split(summary)
+    wanted = [
+        parts[i] + parts[i + 1] for i in range(1, len(parts) - 1, 2) if _AT_HAND.search(parts[i])
+    ]
+    focus = "\n".join(wanted) if wanted else summary[-SUMMARY_CHARS:]
+    return focus[:SUMMARY_CHARS]
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:

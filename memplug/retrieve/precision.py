@@ -32,7 +32,7 @@ from typing import Protocol
 
 from msgspec import Struct
 
-from memplug.query import QuerySignals
+from memplug.query import QuerySignals, Term
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.lexical import TermCounter, term_idf
 from memplug.retrieve.ranking import Ranking
@@ -40,6 +40,22 @@ from memplug.text import may_hold_cjk
 
 # A group under this share of the query's strongest IDF in scope is weak.
 WEAK_SHARE = 0.5
+# A word names something specific when at most this share of the events in scope (or
+# SPECIFIC_MIN_DF of them: in a small scope every word is rare enough) hold it — a
+# session's own topic is held by many of its events and still names it; an identifier,
+# path or quoted phrase when at most SYMBOL_SHARE do (the repository's own path in
+# every command names nothing).
+SPECIFIC_SHARE = 0.25
+SYMBOL_SHARE = 0.5
+SPECIFIC_MIN_DF = 20
+# Words that ask to go on or agree ("continue", "ok, do it", "yes, commit"): what they
+# would match is whatever happened to say them, never what the request is about.
+GENERIC_WORDS = frozenset(
+    "continue continu go ahead proceed carry keep going yes yeah yep yup ok okay sure "
+    "please thanks thank do it that this those these again next done good great fine "
+    "nice cool perfect now lgtm sounds right agreed agree commit push try retry run "
+    "same also well let lets on with the and to a".split()
+)
 
 
 class Found(Struct, frozen=True):
@@ -49,6 +65,8 @@ class Found(Struct, frozen=True):
     weak: tuple[str, ...] = ()
     # The share of the query's IDF (over groups that occur in scope) these groups hold.
     weight: float = 0.0
+    # The groups among them that name something specific (identifier, path, rare word).
+    specific: tuple[str, ...] = ()
 
     @property
     def enough(self) -> bool:
@@ -79,6 +97,14 @@ class QueryTerms:
         # A group that occurs nowhere in scope weighs nothing (nor counts in the mass).
         self._idf = [v if seen else 0.0 for v, seen in zip(group_idf, occurs, strict=True)]
         self._mass = sum(v for v, seen in zip(group_idf, occurs, strict=True) if seen) or 1.0
+        rare = (
+            max(SPECIFIC_MIN_DF, SPECIFIC_SHARE * pool.event_n),
+            max(SPECIFIC_MIN_DF, SYMBOL_SHARE * pool.event_n),
+        )
+        self._specific = [
+            seen and _specific(group, pool.event_df, rare)
+            for group, seen in zip(groups, occurs, strict=True)
+        ]
         self._cache: dict[str, Found] = {}
 
     def found(self, text: str) -> Found:
@@ -94,7 +120,14 @@ class QueryTerms:
             tuple(self._names[g] for g in groups if not self._weak[g]),
             tuple(self._names[g] for g in groups if self._weak[g]),
             sum(self._idf[g] for g in groups) / self._mass,
+            tuple(self._names[g] for g in groups if self._specific[g]),
         )
+
+    @property
+    def specific(self) -> bool:
+        """The query names something specific that occurs in scope: without it (a
+        "continue", a "yes, do it") no line is relevant to it by its words."""
+        return any(self._specific)
 
     def weak_terms(self) -> list[str]:
         """The query's weak groups, for the log."""
@@ -105,6 +138,7 @@ CARRIED = "its item carries it"
 WEAK_TERMS = "only weak terms"
 LITTLE = "too little of the query"
 FELL_OFF = "relevance fell off"
+NOT_SPECIFIC = "nothing specific to the request"
 # How far (in seqs of one session) a line that holds enough of the query lends its
 # support; measured on LoCoMo, where 3 keeps every evidence turn that a whole-session
 # window keeps.
@@ -119,6 +153,15 @@ _LABEL = re.compile(r"(?:^|(?<=[\s.。!！?？]))[^\s:：.。]{1,16}(?: [^\s:：
 # spans 27k code points and costs a fresh process ~9 ms to compile, so it is compiled
 # only for text that can hold CJK).
 _CONTENT = re.compile(r"[^\W\d_]{3,}")
+_LETTERS = re.compile(r"[^\W\d_]+")
+# Where one sentence of a request ends and the next begins.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n")
+_WE_DID = re.compile(r"\b(?:did|have|had) we\b|\bwe (?:did|ran|changed|edited|wrote|used)\b")
+_QUESTION_WORDS = tuple(
+    f"{w} "
+    for w in "which what where when why how who did do does is are was were can could "
+    "should has have".split()
+)
 
 
 @functools.cache
@@ -165,7 +208,12 @@ class Relevance:
         for event in ranked:
             own = _rest(event.text, carried[event.ref]) if event.ref in carried else event.text
             found = terms.found(own) if own is not None else None
-            if found is not None and found.enough and LENT_SHARE * found.weight >= min_share:
+            if (
+                found is not None
+                and found.enough
+                and LENT_SHARE * found.weight >= min_share
+                and (found.specific or not terms.specific)
+            ):
                 self.anchors.setdefault(event.session_id, []).append(event.seq)
         self.stands = {e.ref: self._stands(e) for e in quotable}
         self.best = max((e.score for e in quotable if self.stands[e.ref]), default=0.0)
@@ -175,8 +223,12 @@ class Relevance:
         rest = self.rest[event.ref]
         if rest is None:
             return CARRIED, "nothing but labels left"
+        if not self.terms.specific:
+            return NOT_SPECIFIC, "the request names nothing specific"
         if not self.stands[event.ref]:
             found = self.terms.found(rest)
+            if found.holds(self.min_share) and not found.specific:
+                return NOT_SPECIFIC, found.names()
             if rest != event.text:
                 return CARRIED, found.names()
             if not found.enough:
@@ -191,10 +243,42 @@ class Relevance:
         rest = self.rest[event.ref]
         if rest is None:
             return False
-        if self.terms.found(rest).holds(self.min_share):
+        found = self.terms.found(rest)
+        if found.holds(self.min_share) and found.specific:
             return True
         near = self.anchors.get(event.session_id, ())
         return any(0 < abs(seq - event.seq) <= SUPPORT_WINDOW for seq in near)
+
+
+def generic_request(text: str) -> bool:
+    """A request made only of words that ask to go on or agree ("continue", "ok, do
+    it"): it names nothing to look for."""
+    return all(word in GENERIC_WORDS for word in _LETTERS.findall(text.lower()))
+
+
+def asks_about_earlier_work(text: str) -> bool:
+    """A question that opens with a question word or asks what "we did" ("which command
+    runs the tests?", "why did the push fail?", "did we add a test?"): what was done
+    before may be its answer. Any other request (an instruction, a pasted log, "we read
+    the trailer in the hook, yeah?") is served by what was found or decided, not by the
+    steps taken on the way."""
+    if "?" not in text:
+        return False
+    lowered = text.lower()
+    asked = (x.strip() for x in _SENTENCE_BREAK.split(lowered) if x.rstrip().endswith("?"))
+    return _WE_DID.search(lowered) is not None or any(q.startswith(_QUESTION_WORDS) for q in asked)
+
+
+def _specific(group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]) -> bool:
+    """A rare word, or a not too common identifier, path or phrase; never a generic
+    request word."""
+    for term in group:
+        if term.stop or term.origin in GENERIC_WORDS or term.text in GENERIC_WORDS:
+            continue
+        named = term.kind in ("symbol", "phrase")
+        if df.get(term.text, 0.0) <= rare[named]:
+            return True
+    return False
 
 
 def _rest(text: str, said: Sequence[str]) -> str | None:

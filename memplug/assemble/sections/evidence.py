@@ -8,9 +8,11 @@ from collections.abc import Mapping, Sequence
 from memplug.assemble.draft import Draft
 from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.assemble.models import (
+    CUT_EMPTY,
     DUPLICATE,
     EMPTY_TEXT,
     GENERATED,
+    NARRATION,
     NOT_QUOTABLE,
     OVER_LIMIT,
     VISIBLE,
@@ -29,10 +31,54 @@ from memplug.assemble.render import (
 )
 from memplug.assemble.sections.base import SectionBase
 from memplug.retrieve.precision import QueryTerms, Relevance
-from memplug.text import normalize_text
+from memplug.text import may_hold_cjk, normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
 _NUMBER = re.compile(r"\d+")
+# A sentence of the agent announcing its next step rather than reporting a finding
+# ("Let me read X.", "Now I'll check Y.", "Perfect!"), after any filler words.
+_FILLERS = (
+    r"(?:(?:ok(?:ay)?|now|great|good|perfect|excellent|right|alright|first|next|then|so|"
+    r"done|all right|good thinking|good question|got it|understood|sure|i see)[,.!:—-]?\s*)*"
+)
+_PLANS = (
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to)"
+)
+_GERUNDS = r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
+_INTENT = re.compile(_FILLERS + r"(?:(?:" + _PLANS + "|" + _GERUNDS + r")\b.*)?", re.I | re.S)
+# An announcement that it will look at something: whatever it names, it found nothing yet.
+_LOOKING = re.compile(
+    _FILLERS
+    + r"(?:"
+    + _GERUNDS
+    + "|"
+    + _PLANS
+    + r"\s+(?:(?:also|first|now|quickly|just|then|briefly|next|actually)\s+)*"
+    + r"(?:read|check|look|see|verify|examine|explore|investigate|search|find|trace|"
+    r"understand|inspect|review|run|start|get|dig|confirm|take a look|study|analy[sz]e|"
+    r"make sure))\b.*",
+    re.I | re.S,
+)
+_SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
+# A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
+_FINDING = re.compile(
+    r"\b(?:cause[sd]?|because|the (?:bug|issue|problem|fix)|found (?:the|it)|"
+    r"fixed (?:by|it|the)|turns out|decided|decision|"
+    r"instead of|works now|now works|fails?|failed|failing|the reason|unused|no longer|never|"
+    r"not called|broken|missing|wrong|doesn't|does not|isn't|is not|can't|cannot)\b",
+    re.I,
+)
+# What names something in an agent's message: code in backticks, a path or dotted
+# name, an identifier with an underscore or inner capital, a number.
+_NAMES = re.compile(r"`[^`\n]+`|\w[/.]\w|\w_\w|[a-z][A-Z]|\d")
+# A quote needs this many words of three letters or more left once its cuts are out.
+MIN_QUOTE_WORDS = 3
+# A message this short that ends announcing its next step is a status line ("Tests
+# pass. Let me run the full suite."), not a finding.
+SHORT_STATUS_CHARS = 200
+# A lead-in this short to a block that is not quoted ("The message now reads: …").
+LEAD_IN_CHARS = 100
+_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 class EvidenceSections(SectionBase):
@@ -45,6 +91,7 @@ class EvidenceSections(SectionBase):
         visible: VisibleText,
         carried: Mapping[str, Sequence[str]],
         query: str | None = None,
+        strict: bool = False,
     ) -> None:
         title = self.labels["section.evidence"]
         cfg = self.config.assembly
@@ -71,6 +118,8 @@ class EvidenceSections(SectionBase):
                 # The event that captured the current input: the model has it already,
                 # whether or not the host passed the step's messages.
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
+            elif event.type == "assistant/message" and self._narration(event.text, strict):
+                draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
             else:
                 kept.append(event)
         judge = None
@@ -91,6 +140,9 @@ class EvidenceSections(SectionBase):
             else:
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
         assistant = 0
+        # Findings first: what the user stated and what the agent concluded, then the rest
+        # in rank order (a stable sort keeps the ranking within each).
+        passed.sort(key=lambda e: 0 if e.role == "user" or _FINDING.search(e.text) else 1)
         folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
         shared = self.shared_frames([event for event, _ in folded]) if cfg.shared_frames else {}
         for event, others in folded:
@@ -101,6 +153,9 @@ class EvidenceSections(SectionBase):
                 )
                 continue
             heading, line = self.event_line(event, candidates.terms, shared)
+            if _cut_empty(line, self.labels["quote.block"]):
+                draft.omit(event.ref, "evidence", CUT_EMPTY, event.score)
+                continue
             if others:
                 line += self.labels["repeats"].format(seqs=", ".join(f":{s}" for s in others))
             taken = draft.offer(
@@ -115,6 +170,28 @@ class EvidenceSections(SectionBase):
                 position=event.seq,
             )
             assistant += int(said and taken)
+
+    def _narration(self, text: str, strict: bool = False) -> bool:
+        """The agent's own words announce a step and report nothing: every sentence is
+        an announcement (one that it will look at something, or one that names nothing
+        it changes), or a short message is a status without a name or a finding, then
+        an announcement. What names something ("Now let me rename load_transcript to
+        load_session", "All 42 tests pass") is not narration — unless ``strict``: then
+        the request asks nothing about earlier work, and what the agent set out to do on
+        the way is not what it needs."""
+        prose = prose_only(text, "").strip()
+        sentences = [x.strip() for x in _SENTENCES.findall(prose)]
+        if not sentences:
+            return False
+        if all(_empty_sentence(x, strict) for x in sentences):
+            return True
+        status = " ".join(sentences[:-1])
+        return (
+            len(prose) <= SHORT_STATUS_CHARS
+            and _empty_sentence(sentences[-1], strict)
+            and _FINDING.search(prose) is None
+            and (strict or _NAMES.search(status) is None)
+        )
 
     def event_line(
         self,
@@ -201,6 +278,27 @@ class EvidenceSections(SectionBase):
             elif not out or out[-1] != self.labels["quote.block"]:
                 out.append(self.labels["quote.block"])
         return " ".join(out)
+
+
+def _empty_sentence(sentence: str, strict: bool = False) -> bool:
+    """Filler, an announcement that it will look at something, or one naming nothing
+    (``strict``: any announcement)."""
+    if _LOOKING.fullmatch(sentence):
+        return True
+    return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
+
+
+def _cut_empty(line: str, block: str) -> bool:
+    """The quote of ``line`` (after its ``[ev …]`` label and frame) keeps fewer than
+    MIN_QUOTE_WORDS words once its cuts ("…") and unquoted blocks are taken out."""
+    quote = line.split("] ", 1)[-1]
+    if ": " in quote[:40]:
+        quote = quote.split(": ", 1)[1]
+    if quote.rstrip(" …").endswith(": " + block) and len(quote) <= LEAD_IN_CHARS:
+        return True  # what it introduces is the unquoted block
+    quote = quote.replace(block, " ").replace(ELLIPSIS, " ")
+    # CJK runs are not split into words: a quote that can hold them is not judged.
+    return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 
 
 def _fold_repeats(

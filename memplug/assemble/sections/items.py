@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
 from memplug.assemble.models import (
+    ALREADY_INJECTED,
     BELOW_MIN_SCORE,
     DUPLICATE,
     IN_CORE,
@@ -19,7 +20,7 @@ from memplug.assemble.models import (
 )
 from memplug.assemble.render import VisibleText, item_line, item_visible
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import LITTLE, WEAK_TERMS
+from memplug.retrieve.precision import LITTLE, NOT_SPECIFIC, WEAK_TERMS
 
 if TYPE_CHECKING:
     pass
@@ -66,6 +67,9 @@ class ItemSections(SectionBase):
                 why = WEAK_TERMS if not found.enough else LITTLE
                 draft.omit(item.id, "memory", why, item.score, found.names())
                 continue
+            if found is not None and not found.specific:
+                draft.omit(item.id, "memory", NOT_SPECIFIC, item.score, found.names())
+                continue
             if item_visible(item, texts, visible):
                 draft.omit(item.id, "memory", VISIBLE, item.score)
                 continue
@@ -106,7 +110,9 @@ class ItemSections(SectionBase):
             said.setdefault(line.ref, (line.text, line.sources))
         # What the message holds, or an earlier one still in the model's context does.
         shown = [(e.section, e.ref) for e in draft.entries]
-        shown += [(o.section, o.ref) for o in draft.omitted if o.reason == VISIBLE]
+        shown += [
+            (o.section, o.ref) for o in draft.omitted if o.reason in (VISIBLE, ALREADY_INJECTED)
+        ]
         out: dict[str, list[str]] = {}
         for section, at in shown:
             if section in ("core", "memory") and at in said:

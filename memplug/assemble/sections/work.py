@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
-from memplug.assemble.models import ANSWERED, RECENT, VISIBLE, Entry
+from memplug.assemble.models import ANSWERED, NOT_SPECIFIC, ONLY_OK, RECENT, VISIBLE, Entry
 from memplug.assemble.render import VisibleText, work_visible
 from memplug.assemble.sections.base import SectionBase
 
 if TYPE_CHECKING:
+    from memplug.retrieve.precision import QueryTerms
     from memplug.retrieve.work import WorkFound, WorkHit
+
+
+# Records the query names that only worked (a read, a command, a search): the best
+# this many are enough to say where the work was; the rest of the budget is for what
+# changed or failed.
+PLAIN_RECORDS = 3
+# Actions whose record says only "→ ok" when they simply worked (a read names a file,
+# an edit what changed, a delegation its task).
+_ONLY_OK = frozenset({"ran", "searched", "called"})
 
 
 class WorkSections(SectionBase):
@@ -24,12 +34,20 @@ class WorkSections(SectionBase):
         visible: VisibleText,
         *,
         recent: bool = False,
+        terms: QueryTerms | None = None,
+        strict: bool = False,
     ) -> None:
         """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
-        the ones the query names, or with ``recent``, where the session was."""
+        the ones the query names, or with ``recent``, where the session was. A record
+        the query names says something when it changed a file, did not simply work, or
+        its target (the file, the command) names what the query does; a request that
+        names nothing specific names no record."""
         if work is None:
             return
         hits = work.recent if recent else work.relevant
+        if not recent and terms is not None:
+            hits = tuple(h for h in hits if self._says_something(draft, h, terms))
+            hits = _few_plain(draft, hits, 0 if strict else PLAIN_RECORDS)
         if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
@@ -51,15 +69,32 @@ class WorkSections(SectionBase):
         # What the work budget left out stays out: a top-up is for the other sections.
         draft.deferred = [d for d in draft.deferred if d[1] != "work"]
 
+    @staticmethod
+    def _says_something(draft: Draft, hit: WorkHit, terms: QueryTerms) -> bool:
+        if not terms.specific:
+            draft.omit(hit.ref, "work", NOT_SPECIFIC, hit.score, hit.why)
+            return False
+        row = hit.row
+        plain = row.outcome == "succeeded" and row.action in _ONLY_OK
+        if plain and not terms.found(row.target).specific:
+            draft.omit(hit.ref, "work", ONLY_OK, hit.score, row.action)
+            return False
+        return True
+
     def _where_we_were(
-        self, draft: Draft, work: WorkFound | None, session_id: str, visible: VisibleText
+        self,
+        draft: Draft,
+        work: WorkFound | None,
+        session_id: str,
+        visible: VisibleText,
+        answered: bool,
     ) -> None:
         """After a compaction, the last records before it — for a step whose request
         nothing else in memory answers ("ok, carry on"); where something does, they
         would only cost the step its tokens."""
         if work is None or not work.recent:
             return
-        if draft.answered():
+        if answered:
             for hit in work.recent:
                 draft.omit(hit.ref, "work", ANSWERED)
             return
@@ -83,3 +118,24 @@ class WorkSections(SectionBase):
         if row.exit_code is not None:
             ended.append(labels["outcome.exit"].format(code=row.exit_code))
         return line + (" → " + labels["sep"].join(ended) if ended else "")
+
+
+def _few_plain(draft: Draft, hits: tuple[WorkHit, ...], most: int) -> tuple[WorkHit, ...]:
+    """At most ``most`` records that only worked, in rank order; every change and every
+    failure. A request that asks nothing about earlier work gets none of them."""
+    kept: list[WorkHit] = []
+    plain = 0
+    for hit in hits:
+        row = hit.row
+        if row.outcome == "succeeded" and row.action not in ("edited", "wrote", "delegated"):
+            plain += 1
+            if plain > most:
+                detail = (
+                    f"past the first {most} records that only worked"
+                    if most
+                    else "the request asks nothing about earlier work"
+                )
+                draft.omit(hit.ref, "work", ONLY_OK, hit.score, detail)
+                continue
+        kept.append(hit)
+    return tuple(kept)
