@@ -570,7 +570,8 @@ def test_a_key_is_withheld_from_its_line_and_a_bare_key_line_left_out() -> None:
     result = run(Candidates(events=(leaked, bare, CARD_EVENT)))
     assert "- [ev :40] Remember: the deploy token is [redacted:github_token] for CI." in result.text
     assert "withheld:github_token" in next(e.why for e in result.included if e.ref == "s1:40")
-    assert reasons(result)["s1:41"] == "redacted"
+    # A line that is only the key is left out before it is scanned: one word is no quote.
+    assert reasons(result)["s1:41"] == "nothing left after the cut"
     assert "ghp_" not in result.text
     # The redacted line was quotable too: the role its group shares is in the heading.
     assert "### [ev s1] user\n- [ev :13] Whoa" in result.text
