@@ -230,7 +230,7 @@ def find_skill_files(root: Path, config: SkillsConfig) -> list[Path]:
             return [root]
         raise UsageError(
             f"{root} is not a skill file: a skill is a file named as skills.include says "
-            f"({', '.join(config.include)}) with YAML frontmatter between '---' lines "
+            f"({', '.join(config.include)}) with optional YAML frontmatter between '---' lines "
             "(name, description, when_to_use) and a Markdown body whose list items are its "
             "rules; give one, or a directory holding them"
         )

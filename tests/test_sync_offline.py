@@ -33,6 +33,12 @@ def test_a_url_that_is_not_one_is_a_usage_error(
 def test_sync_and_share_before_init_are_usage_errors(
     cli: Callable[..., CliResult], db_path: Path
 ) -> None:
+    # No database yet: only `sync init` makes one (a mistyped --db stays a mistake).
+    result = cli("--db", str(db_path), "sync")
+    assert result.returncode == 2
+    assert result.stderr == f"Error: no memplug database at {db_path}\n"
+    assert not db_path.exists()
+    assert cli("--db", str(db_path), "import", "/dev/null").returncode == 0
     result = cli("--db", str(db_path), "sync")
     assert result.returncode == 2
     assert result.stderr == "Error: no sync server: run `memory sync init URL` first\n"

@@ -40,16 +40,17 @@ def sync_group(click_ctx: click.Context, push_only: bool, pull_only: bool, as_js
 
     This machine's new events of shared projects go to the server; every other
     machine's come back, and are captured and derived here like any import. A rerun
-    does nothing. Prints `{pushed, pulled, conflicts, purges_applied}`; exits 1 with
-    one line when the server cannot be reached or the connection breaks (run it again
-    to finish)."""
+    does nothing. Prints `{pushed, pulled, conflicts, purges_applied, purges_sent}`;
+    exits 1 with one line when the server cannot be reached or the connection breaks
+    (run it again to finish)."""
     if click_ctx.invoked_subcommand is not None:
         return
     from memplug import sync
 
     ctx: CliContext = click_ctx.obj
     both = not (push_only or pull_only)
-    with ctx.open(create=True) as memory:
+    # `sync init` makes the database on a new machine; a sync before it is a mistake.
+    with ctx.open(create=False) as memory:
         report = sync.run(
             memory, push=both or push_only, pull=both or pull_only, progress=_progress
         )

@@ -120,9 +120,9 @@ class Transcript(Struct, frozen=True):
 
 
 def main(stdin: bytes, *, db_path: str | None = None, config_path: str | None = None) -> str:
-    """Capture the transcript; inject memory on prompt and resume.
+    """Capture the transcript; inject memory before each prompt.
 
-    On UserPromptSubmit and SessionStart (compact, resume) print the memory as
+    On UserPromptSubmit and SessionStart (startup, compact, resume) print the memory as
     additionalContext. Never fails: errors go to `memory status`.
 
     \f
