@@ -31,7 +31,7 @@ from memplug.retrieve import Retriever
 from memplug.semantic.builtin import Builtin
 from memplug.semantic.service import cell_groups
 from memplug.semantic.vecmath import Cells, Packed, quantize
-from memplug.store.search import EventScope
+from memplug.store.records import EventScope
 
 
 def _import(path: Path, data: bytes, config: dict[str, Any]) -> tuple[Memory, float]:

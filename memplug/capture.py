@@ -13,8 +13,8 @@ from typing import Any
 
 from memplug.config import CaptureConfig
 from memplug.models import ContentBlock, HostEvent
-from memplug.store.events import InsertResult
 from memplug.store.ports import Storage
+from memplug.store.records import InsertResult
 from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
 from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 

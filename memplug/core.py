@@ -39,8 +39,8 @@ from memplug.text import estimate_tokens, short_hash
 
 if TYPE_CHECKING:
     from memplug.config import Config
-    from memplug.store.items import ItemRow
     from memplug.store.ports import Storage
+    from memplug.store.records import ItemRow
 
 # The order of the core, by kind: rules that must never be broken, where the work
 # stands, what was decided, what is still open.

@@ -12,8 +12,8 @@ from typing import Any
 from memplug.assemble import SECTIONS, count_reasons
 from memplug.errors import NotFound
 from memplug.refs import event_ref
-from memplug.store.logs import LogRecord
 from memplug.store.ports import Storage
+from memplug.store.records import LogRecord
 from memplug.text import clip
 
 

@@ -24,10 +24,8 @@ from memplug.cues import ALL_RULES, RULES_BY_ID, Candidate, analyse, canonical, 
 from memplug.db import utc_now
 from memplug.errors import NotFound, UsageError
 from memplug.refs import EventRef, event_ref, row_scope
-from memplug.store.events import EventRow
-from memplug.store.items import ActionRow, ItemRow
 from memplug.store.ports import Storage
-from memplug.store.timeline import ItemFact
+from memplug.store.records import ActionRow, EventRow, ItemFact, ItemRow
 from memplug.text import sha256_hex, short_hash
 from memplug.vocab import MEMORY_KINDS, USER_INPUT_SOURCE_KINDS
 

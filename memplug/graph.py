@@ -41,9 +41,8 @@ from memplug.errors import NotFound, ValidationError
 from memplug.extract import READ_TYPES, is_user_statement
 from memplug.refs import row_scope
 from memplug.scopes import Scope
-from memplug.store.events import EventRow
 from memplug.store.ports import Storage
-from memplug.store.timeline import EdgeRow, ItemFact
+from memplug.store.records import EdgeRow, EventRow, ItemFact
 
 MAX_HOPS = 3
 MAX_NEIGHBORS = 100

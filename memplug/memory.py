@@ -20,7 +20,8 @@ from memplug.db import Database, utc_now
 from memplug.errors import DatabaseBusy
 from memplug.paths import default_db_path
 from memplug.store.peek import saved_positions
-from memplug.store.sqlite import InsertResult, Store
+from memplug.store.records import InsertResult
+from memplug.store.sqlite import Store
 
 if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through

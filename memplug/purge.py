@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from msgspec import Struct, field
 
 from memplug.errors import UsageError
-from memplug.store.admin import PurgePlan
+from memplug.store.records import PurgePlan
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage

@@ -97,3 +97,15 @@ def row_scope(project: str | None, session_id: str) -> str:
 
 
 __all__ = ["MAX_SEQ", "EventRef", "event_ref", "parse_source_refs", "row_scope"]
+
+
+# Claude Code's session ids are UUIDs, unique on every machine; any other id (a generic
+# JSONL `s1`) is made unique by the origin id in front of it.
+_GLOBAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+def session_key(session_id: str, origin: str, pulled: bool) -> str:
+    """The server's key for a local session: a pulled session's id already is one."""
+    if pulled or _GLOBAL_ID.fullmatch(session_id):
+        return session_id
+    return f"{origin}/{session_id}"

@@ -19,7 +19,7 @@ from msgspec import Struct
 from memplug.errors import NotFound, ValidationError
 from memplug.refs import row_scope
 from memplug.store.ports import Storage
-from memplug.store.timeline import ScopeFilter
+from memplug.store.records import ScopeFilter
 
 GLOBAL = "global"
 

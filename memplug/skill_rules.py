@@ -21,7 +21,7 @@ from memplug.config import Config, SkillsConfig
 from memplug.query import QuerySignals, parse_query
 from memplug.retrieve.lexical import TermCounter, pin_patterns
 from memplug.store.ports import Storage
-from memplug.store.skills import RuleRow, SkillRow
+from memplug.store.records import RuleRow, SkillRow
 
 
 def rule_ref(rule: RuleRow) -> str:

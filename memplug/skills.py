@@ -26,7 +26,7 @@ from memplug.config import RULE_CATEGORIES, SkillsConfig
 from memplug.db import utc_now
 from memplug.errors import UsageError, ValidationError
 from memplug.store.ports import Storage
-from memplug.store.skills import ParsedRule, RuleRow, SkillWrite
+from memplug.store.records import ParsedRule, RuleRow, SkillWrite
 from memplug.text import glob_regex, normalize_text, sha256_hex, short_hash
 
 # Heading keywords per category, checked in this order (the first category with a

@@ -25,6 +25,7 @@ from memplug.capture import event_to_json
 from memplug.errors import UsageError
 from memplug.jsonl import dump_line, parse_line
 from memplug.purge import purge
+from memplug.refs import session_key
 from memplug.secrets import redact_secrets
 from memplug.store.postgres import (
     PulledEvent,
@@ -33,12 +34,12 @@ from memplug.store.postgres import (
     ServerEvent,
     check_url,
 )
-from memplug.store.sync import Remote, session_key
+from memplug.store.records import Remote
 from memplug.text import sha256_hex
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
-    from memplug.store.events import EventRow
+    from memplug.store.records import EventRow
 
 BATCH = 2_000
 _ORIGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -25,9 +25,8 @@ from memplug.graph import Graph
 from memplug.refs import row_scope
 from memplug.retrieve import decode_token, encode_token, parse_time
 from memplug.scopes import Scope, resolve
-from memplug.store.events import EventRow
 from memplug.store.ports import Storage
-from memplug.store.timeline import EntryRow, ItemFact, ToolCall
+from memplug.store.records import EntryRow, EventRow, ItemFact, ToolCall
 from memplug.text import clip, short_hash
 from memplug.vocab import COMPACTION_TYPES, TIMELINE_KINDS
 

@@ -38,9 +38,8 @@ from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
 from memplug.query import _PATH, _QUOTED, _URLISH
-from memplug.store.events import EventRow
 from memplug.store.ports import Storage
-from memplug.store.skills import ValidationRecord
+from memplug.store.records import EventRow, ValidationRecord
 
 SCOPES: tuple[str, ...] = ("body", "quote", "path", "explanation")
 TARGET = "assistant/message"

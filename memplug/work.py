@@ -28,9 +28,8 @@ from typing import Any
 from msgspec.structs import replace
 
 from memplug.secrets import redact_secrets
-from memplug.store.events import EventRow
 from memplug.store.ports import Storage
-from memplug.store.work import WorkRow
+from memplug.store.records import EventRow, WorkRow
 
 # A target longer than this is clipped: it is a label, not a copy of the input.
 TARGET_CHARS = 160

@@ -17,7 +17,7 @@ import pytest
 from memplug.assemble import LABELS, OMISSION_REASONS, SECTIONS
 from memplug.config import AssemblyConfig, config_key
 from memplug.explain import explain
-from memplug.store.logs import LogRecord
+from memplug.store.records import LogRecord
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "fixtures" / "golden"

@@ -15,7 +15,7 @@ from freezegun import freeze_time
 
 from memplug.errors import NotFound, UsageError
 from memplug.memory import Memory
-from memplug.store.items import ItemRow
+from memplug.store.records import ItemRow
 
 
 def run(memory: Memory, *texts: str, session: str = "s") -> Memory:

@@ -20,7 +20,7 @@ from conftest import new_db
 from memplug.memory import Memory
 from memplug.models import parse_event
 from memplug.purge import purge
-from memplug.store.logs import LogRecord
+from memplug.store.records import LogRecord
 
 # Random-looking words whose trigrams occur nowhere else in these tests.
 SECRET = "zqxjv-wkfpq-quokka-9137"

@@ -33,7 +33,7 @@ from memplug.retrieve import (
     decode_token,
     encode_token,
 )
-from memplug.store.search import BranchRow
+from memplug.store.records import BranchRow
 
 REPO = Path(__file__).resolve().parent.parent
 SESSIONS = REPO / "fixtures" / "sessions"

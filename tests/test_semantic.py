@@ -33,7 +33,7 @@ from memplug.semantic.builtin import Builtin
 from memplug.semantic.service import cell_groups
 from memplug.semantic.vecmath import Cells, Packed, quantize, signed
 from memplug.semantic.wordpiece import WordPiece, basic_words
-from memplug.store.search import EventScope
+from memplug.store.records import EventScope
 
 ON = {"semantic": {"provider": "builtin"}}
 

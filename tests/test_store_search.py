@@ -7,7 +7,7 @@ import json
 
 from memplug.memory import Memory
 from memplug.query import parse_query
-from memplug.store.search import ItemScope
+from memplug.store.records import ItemScope
 
 
 def _import(memory: Memory, events: list[dict[str, object]]) -> None:

@@ -31,7 +31,8 @@ from memplug.hosts import claude_hook
 from memplug.memory import Memory
 from memplug.models import HostEvent, Message
 from memplug.query import parse_query
-from memplug.store.work import WorkRow, WorkStore
+from memplug.store.records import WorkRow
+from memplug.store.work import WorkStore
 from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent

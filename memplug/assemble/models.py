@@ -10,14 +10,14 @@ from msgspec import Struct, field
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
 from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, NOT_SPECIFIC, WEAK_TERMS
-from memplug.store.logs import LogRecord
+from memplug.store.records import LogRecord
 from memplug.text import sha256_hex
 
 if TYPE_CHECKING:
     from memplug.retrieve.precision import QueryTerms
     from memplug.retrieve.work import WorkFound
     from memplug.skill_rules import SkillContext
-    from memplug.store.skills import ValidationRecord
+    from memplug.store.records import ValidationRecord
 
 
 # How long an attempt waits for the write lock to log itself before giving up on the row.

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from memplug.retrieve.work import WorkFound
     from memplug.skill_rules import SkillContext
     from memplug.store.ports import Storage
-    from memplug.store.skills import ValidationRecord
+    from memplug.store.records import ValidationRecord
 
 
 class MemorySource:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from memplug import branches
 from memplug.refs import parse_source_refs
 from memplug.retrieve.coverage import PARENT_CYCLE
-from memplug.store.search import BranchRow, Snapshot
+from memplug.store.records import BranchRow, Snapshot
 
 if TYPE_CHECKING:
     from memplug.retrieve.candidates import Pool

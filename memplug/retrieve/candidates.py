@@ -24,7 +24,7 @@ from memplug.retrieve.coverage import (
 from memplug.retrieve.lexical import has_all
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import Scope, compile_regex
-from memplug.store.search import (
+from memplug.store.records import (
     EventCandidate,
     EventScope,
     ItemCandidate,
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
     import regex
 
     from memplug.semantic.service import SemanticHits
-    from memplug.store.fts import MatchPlan
-    from memplug.store.ports import SearchPort
+    from memplug.store.ports import MatchPlan, SearchPort
 
 AnyEvent = EventCandidate | LightEvent
 

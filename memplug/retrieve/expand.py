@@ -21,7 +21,7 @@ from memplug.retrieve.models import (
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
 from memplug.secrets import clear_cut
-from memplug.store.search import EventCandidate, EventScope, Snapshot
+from memplug.store.records import EventCandidate, EventScope, Snapshot
 from memplug.text import clip
 
 if TYPE_CHECKING:

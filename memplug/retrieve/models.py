@@ -15,11 +15,11 @@ from msgspec import Struct, field
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
-from memplug.store.search import EventCandidate, ItemCandidate
+from memplug.store.records import EventCandidate, ItemCandidate
 
 if TYPE_CHECKING:
     from memplug.retrieve.precision import QueryTerms
-    from memplug.store.items import ItemRow
+    from memplug.store.records import ItemRow
 
 
 def result_json(result: Any) -> Any:

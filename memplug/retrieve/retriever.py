@@ -24,7 +24,7 @@ from memplug.retrieve.scoring import Scorer
 from memplug.retrieve.search import Search
 from memplug.retrieve.tokens import decode_token, unpack_query
 from memplug.retrieve.work import WorkFinder, WorkFound
-from memplug.store.search import EventScope, ItemScope, Snapshot
+from memplug.store.records import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
     from memplug.config import Config

@@ -27,7 +27,7 @@ from memplug.retrieve.lexical import (
     word_boundaries,
 )
 from memplug.retrieve.ranking import Ranking
-from memplug.store.search import ItemCandidate, LightEvent
+from memplug.store.records import ItemCandidate, LightEvent
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort

@@ -24,7 +24,7 @@ from msgspec import Struct
 from memplug.query import QuerySignals, Term
 from memplug.refs import event_ref
 from memplug.retrieve.branches import ActivePaths
-from memplug.store.work import WorkRow
+from memplug.store.records import WorkRow
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort, WorkPort

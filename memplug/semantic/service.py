@@ -18,8 +18,7 @@ from msgspec import Struct, field
 
 from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUnavailable
 from memplug.semantic.vecmath import Cells, Packed, quantize
-from memplug.store.search import EventScope, Snapshot
-from memplug.store.vectors import VectorScan
+from memplug.store.records import EventScope, Snapshot, VectorScan
 
 if TYPE_CHECKING:
     from memplug.config import SemanticConfig

@@ -24,10 +24,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import apsw
-from msgspec import Struct, field
 
 from memplug.db import Database
 from memplug.refs import EventRef
+from memplug.store.records import PurgeCounts, PurgePlan
 
 # Tables keyed by session_id, in deletion order (children before what they point at).
 # `memory_actions` has no session column and `assembly_logs` can mention a session
@@ -66,43 +66,6 @@ FTS_INDEXES: tuple[str, ...] = ("events_fts", "memory_fts", "work_fts")
 # events: no text, and deleting them would make the next hook read the transcript from
 # its start and capture the purged session all over again.
 KEPT_TABLES: tuple[str, ...] = ("host_cursors", "host_links")
-
-
-class PurgePlan(Struct, frozen=True):
-    """What a purge would remove, computed before asking a person to confirm."""
-
-    scope: str
-    sessions: tuple[str, ...]
-    partial: dict[str, int] = field(default_factory=dict)
-    events: int = 0
-    undated_kept: int = 0
-    missing: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.sessions and not self.partial and not self.events
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "scope": self.scope,
-            "sessions": list(self.sessions),
-            "missing_sessions": list(self.missing),
-            "partial_sessions": dict(self.partial),
-            "events": self.events,
-            "undated_kept": self.undated_kept,
-        }
-
-
-class PurgeCounts(Struct):
-    """Rows deleted per table, and the sessions that lost only part of their events."""
-
-    deleted: dict[str, int] = field(default_factory=dict)
-    sessions: tuple[str, ...] = ()
-    partial: tuple[str, ...] = ()
-
-    def add(self, table: str, count: int) -> None:
-        if count:
-            self.deleted[table] = self.deleted.get(table, 0) + count
 
 
 class AdminStore:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memplug.db import Database
-from memplug.store.items import ITEM_COLUMNS, ItemRow
+from memplug.store.items import ITEM_COLUMNS
+from memplug.store.records import ItemRow
 
 CACHE_PREFIX = "core_cache:"
 # Only these statuses are standing memory; superseded and retracted ones are history.

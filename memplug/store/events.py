@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from msgspec import Struct
-
 from memplug.db import Database, utc_now
-from memplug.refs import event_ref
+from memplug.store.records import EventRow, InsertResult
 from memplug.store.search import rows_by_refs
 
 EVENT_COLUMNS: tuple[str, ...] = (
@@ -49,69 +46,6 @@ _INSERT_EVENT = (
 )
 # What a reader gets back for one event row (everything but the raw FTS plumbing).
 _SELECT_EVENT = f"SELECT id, {', '.join(EVENT_COLUMNS)} FROM events"
-
-
-class EventRow(Struct, frozen=True):
-    """One stored event as memplug keeps it (text capped; see ``full_text``)."""
-
-    id: int
-    session_id: str
-    seq: int
-    type: str
-    event_time: str | None
-    turn: int | None
-    step: int | None
-    role: str | None
-    text: str
-    content_json: str | None
-    source_kind: str | None
-    source_form: str | None
-    tool_name: str | None
-    call_id: str | None
-    outcome: str | None
-    is_error: int | None
-    entry_id: str | None
-    parent_id: str | None
-    cwd: str | None
-    project: str | None
-    generated: int
-    searchable: int
-    store: str
-    truncated: int
-    text_chars: int
-    private_spans: int
-    flags: int
-    content_hash: str
-    extra_json: str | None
-    ingested_at: str
-
-    @property
-    def project_key(self) -> str | None:
-        """The project the event belongs to, from the event alone (the host's project,
-        else its cwd), so that how events were batched on delivery cannot change it."""
-        return self.project or self.cwd
-
-    @property
-    def agent(self) -> str | None:
-        """The agent the host says made the event (its ``agent_id`` field, kept in the
-        extras: Claude Code's subagent records), else None."""
-        if not self.extra_json or '"agent_id"' not in self.extra_json:
-            return None  # most events: no parse
-        try:
-            value = json.loads(self.extra_json).get("agent_id")
-        except (ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) and value else None
-
-    @property
-    def ref(self) -> str:
-        return event_ref(self.session_id, self.seq)
-
-
-class InsertResult(Struct, frozen=True):
-    new: int
-    present: int
-    sessions: tuple[str, ...]
 
 
 class EventStore:

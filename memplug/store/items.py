@@ -12,12 +12,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from msgspec import Struct
-
 from memplug.db import Database
 from memplug.errors import ValidationError
-from memplug.refs import EventRef, event_ref
-from memplug.store.timeline import ScopeFilter
+from memplug.refs import event_ref
+from memplug.store.records import ActionRow, ItemRow, ScopeFilter
+from memplug.store.timeline import scope_filter_where
 from memplug.text import canonical_json
 from memplug.vocab import EVIDENCE_TYPES, ITEM_STATUSES, LIFECYCLE_EVENTS, MEMORY_KINDS
 
@@ -59,118 +58,6 @@ _MARK_PREFIX = "extract_mark:"
 # `meta` keys of the derivation's own bookkeeping (docs/storage.md, "Upgrades"): no
 # colon, so purge, which drops per-session `name:<session>` keys, keeps them.
 DERIVATION_KEYS: tuple[str, ...] = ("derived_with", "rederiving")
-
-
-class ItemRow(Struct, frozen=True):
-    """One ``memory_items`` row."""
-
-    rid: int
-    id: str
-    session_id: str
-    project: str | None
-    kind: str
-    content: str
-    conditions_json: str
-    scope_json: str
-    numbers_json: str
-    source_refs_json: str
-    evidence_type: str
-    status: str
-    supersedes_json: str
-    superseded_by: str | None
-    subject_key: str | None
-    content_hash: str
-    extractor: str
-    derived_from_seq: int
-    created_at: str | None
-    updated_at: str | None
-    row_scope: str | None = None  # the `scope` column: project:<key> or session:<id>
-    agent: str | None = None
-
-    @property
-    def source_refs(self) -> list[str]:
-        return list(json.loads(self.source_refs_json or "[]"))
-
-    @property
-    def supersedes(self) -> list[str]:
-        return list(json.loads(self.supersedes_json or "[]"))
-
-    @property
-    def numbers(self) -> list[dict[str, Any]]:
-        return list(json.loads(self.numbers_json or "[]"))
-
-    @property
-    def conditions(self) -> list[str]:
-        return list(json.loads(self.conditions_json or "[]"))
-
-    @property
-    def scope(self) -> dict[str, Any]:
-        return dict(json.loads(self.scope_json or "{}"))
-
-    @property
-    def last_seq(self) -> int:
-        """The seq of the latest event of its own session that stated it."""
-        seqs = [self.derived_from_seq]
-        for ref in self.source_refs:
-            parsed = EventRef.find(ref)
-            if parsed is not None and parsed.session_id == self.session_id:
-                seqs.append(parsed.seq)
-        return max(seqs)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of an item (``memory items --json``)."""
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "project": self.project,
-            "kind": self.kind,
-            "content": self.content,
-            "status": self.status,
-            "evidence_type": self.evidence_type,
-            "superseded_by": self.superseded_by,
-            "supersedes": self.supersedes,
-            "subject_key": self.subject_key,
-            "source_refs": self.source_refs,
-            "conditions": self.conditions,
-            "numbers": self.numbers,
-            "scope": self.scope,
-            "extractor": self.extractor,
-            "derived_from_seq": self.derived_from_seq,
-            "content_hash": self.content_hash,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "agent": self.agent,
-        }
-
-
-class ActionRow(Struct, frozen=True):
-    """A lifecycle change a person made (``memory retract`` / ``memory promote``)."""
-
-    id: int
-    memory_id: str
-    action: str
-    actor: str
-    at: str
-    note: str | None
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """What the action recorded: ``session_id``, ``after_seq`` and its options."""
-        try:
-            value = json.loads(self.note or "{}")
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "memory_id": self.memory_id,
-            "action": self.action,
-            "actor": self.actor,
-            "at": self.at,
-            **self.params,
-        }
 
 
 def _check(value: str, allowed: Sequence[str], what: str) -> None:
@@ -224,7 +111,9 @@ class ItemStore:
         where: ScopeFilter | None = None,
     ) -> list[ItemRow]:
         """Items in ``(session_id, rid)`` order, filtered (``where``: by scope)."""
-        clause, params = where.sql("memory_items") if where is not None else ("1", [])
+        clause, params = (
+            scope_filter_where(where, "memory_items") if where is not None else ("1", [])
+        )
         where_sql = [clause]
         if session_ids:
             where_sql.append(f"session_id IN ({', '.join('?' for _ in session_ids)})")

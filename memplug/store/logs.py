@@ -8,12 +8,11 @@ the host commits the injected message back as an event. Retention is a row cap
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from msgspec import Struct, field
-
 from memplug.db import Database
+from memplug.store.records import LogRecord
 from memplug.text import canonical_json
 
 _COLUMNS: tuple[str, ...] = (
@@ -61,56 +60,6 @@ _SUMMARY_KEYS: tuple[str, ...] = (
     "errors",
     "message_seq",
 )
-
-
-class LogRecord(Struct, frozen=True):
-    """What an assembly attempt leaves behind (the ``assembly_logs`` row, decoded)."""
-
-    session_id: str
-    trigger: str
-    created_at: str
-    budget: int
-    used_tokens: int
-    token_source: str
-    injected: bool
-    turn: int | None = None
-    step: int | None = None
-    query_text: str | None = None
-    query: Mapping[str, Any] = field(default_factory=dict)
-    content_hash: str | None = None
-    text: str | None = None
-    sections: Sequence[Mapping[str, Any]] = ()
-    included: Sequence[Mapping[str, Any]] = ()
-    omitted: Sequence[Mapping[str, Any]] = ()
-    coverage: Mapping[str, Any] = field(default_factory=dict)
-    errors: Sequence[str] = ()
-    duration_ms: float | None = None
-    message_seq: int | None = None
-    id: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "turn": self.turn,
-            "step": self.step,
-            "trigger": self.trigger,
-            "created_at": self.created_at,
-            "injected": self.injected,
-            "budget": self.budget,
-            "used_tokens": self.used_tokens,
-            "token_source": self.token_source,
-            "content_hash": self.content_hash,
-            "message_seq": self.message_seq,
-            "duration_ms": self.duration_ms,
-            "query": {"text": self.query_text, **dict(self.query)},
-            "coverage": dict(self.coverage),
-            "errors": list(self.errors),
-            "sections": [dict(s) for s in self.sections],
-            "included": [dict(i) for i in self.included],
-            "omitted": [dict(o) for o in self.omitted],
-            "text": self.text,
-        }
 
 
 def _row_to_record(row: Sequence[Any]) -> LogRecord:

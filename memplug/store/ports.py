@@ -6,8 +6,8 @@ sub-stores are the SQLite implementation (``tests/test_store_ports.py`` checks t
 each one satisfies its Protocol); a second backend implements this module alone.
 
 Value types (``EventRow``, ``ItemRow``, ``LogRecord``, the search candidates and
-scopes, ``PurgePlan``) are plain records (docs/architecture.md "Records") shared by
-every backend.
+scopes, ``PurgePlan``) are plain records in :mod:`memplug.store.records`
+(docs/architecture.md "Records") shared by every backend.
 """
 
 from __future__ import annotations
@@ -19,35 +19,42 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from memplug.query import QuerySignals
-    from memplug.store.admin import PurgeCounts, PurgePlan
-    from memplug.store.events import EventRow, InsertResult
-    from memplug.store.fts import MatchPlan
-    from memplug.store.items import ActionRow, ItemRow
-    from memplug.store.logs import LogRecord
-    from memplug.store.search import (
+    from memplug.store.fts import MatchPlan as MatchPlan
+    from memplug.store.records import (
+        ActionRow,
         BranchRow,
-        EventCandidate,
-        EventScope,
-        ItemCandidate,
-        ItemScope,
-        LightEvent,
-        LikeResult,
-        Neighbours,
-        ScopeStats,
-        Snapshot,
-    )
-    from memplug.store.skills import RuleRow, SkillRow, SkillWrite, ValidationRecord
-    from memplug.store.sync import Remote, SharedProject, Tombstone
-    from memplug.store.timeline import (
         EdgeRow,
         EntityRow,
         EntryRow,
+        EventCandidate,
+        EventRow,
+        EventScope,
+        InsertResult,
+        ItemCandidate,
         ItemFact,
+        ItemRow,
+        ItemScope,
+        LightEvent,
+        LikeResult,
+        LogRecord,
+        Neighbours,
+        PurgeCounts,
+        PurgePlan,
+        Remote,
+        RuleRow,
         ScopeFilter,
+        ScopeStats,
+        SharedProject,
+        SkillRow,
+        SkillWrite,
+        Snapshot,
+        Tombstone,
         ToolCall,
+        ValidationRecord,
+        VectorCounts,
+        VectorScan,
+        WorkRow,
     )
-    from memplug.store.vectors import VectorCounts, VectorScan
-    from memplug.store.work import WorkRow
 
 
 @runtime_checkable

@@ -11,12 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from msgspec import Struct, field
-
 from memplug.db import Database
 from memplug.query import QuerySignals
-from memplug.refs import event_ref
 from memplug.store.fts import MatchPlan, build_match
+from memplug.store.records import (
+    BranchRow,
+    EventCandidate,
+    EventScope,
+    ItemCandidate,
+    ItemScope,
+    LightEvent,
+    LikeResult,
+    Neighbours,
+    ScopeStats,
+    Snapshot,
+)
 
 _EVENT_FIELDS = (
     "id",
@@ -63,212 +72,63 @@ _ITEM_FIELDS = (
 _ITEM_SELECT = ", ".join(f"m.{name}" for name in _ITEM_FIELDS)
 
 
-class EventCandidate(Struct, frozen=True):
-    """One event as retrieval sees it (text is the stored, possibly capped, text)."""
-
-    id: int
-    session_id: str
-    seq: int
-    type: str
-    role: str | None
-    turn: int | None
-    event_time: str | None
-    tool_name: str | None
-    outcome: str | None
-    is_error: int | None
-    source_kind: str | None
-    generated: int
-    searchable: int
-    truncated: int
-    text_chars: int
-    content_hash: str
-    entry_id: str | None
-    parent_id: str | None
-    project: str | None
-    text: str | None
-
-    @property
-    def ref(self) -> str:
-        return event_ref(self.session_id, self.seq)
-
-
-class LightEvent:
-    """What the first ranking pass needs of an event: identity, role, length, no text."""
-
-    __slots__ = (
-        "generated",
-        "id",
-        "role",
-        "seq",
-        "session_id",
-        "source_kind",
-        "text_chars",
-        "type",
-    )
-    text: None = None
-
-    def __init__(
-        self,
-        id: int,
-        session_id: str,
-        seq: int,
-        type: str,
-        role: str | None,
-        generated: int,
-        source_kind: str | None,
-        text_chars: int,
-    ) -> None:
-        self.id = id
-        self.session_id = session_id
-        self.seq = seq
-        self.type = type
-        self.role = role
-        self.generated = generated
-        self.source_kind = source_kind
-        self.text_chars = text_chars
-
-    @property
-    def ref(self) -> str:
-        return event_ref(self.session_id, self.seq)
-
-
 _LIGHT_SELECT = (
     "e.id, e.session_id, e.seq, e.type, e.role, e.generated, e.source_kind, e.text_chars"
 )
 
 
-# The nearest events before and after one event, nearest first.
-Neighbours = tuple[tuple[EventCandidate | LightEvent, ...], tuple[EventCandidate | LightEvent, ...]]
+def event_scope_where(scope: EventScope, alias: str = "e") -> tuple[str, list[Any]]:
+    """The SQL condition of ``scope`` (``AND``-joined, never empty) and its parameters."""
+    clauses = [f"{alias}.searchable = 1"]
+    params: list[Any] = []
+
+    def one_of(column: str, values: Sequence[Any]) -> None:
+        if len(values) == 1:
+            clauses.append(f"{alias}.{column} = ?")
+        else:
+            clauses.append(f"{alias}.{column} IN ({', '.join('?' for _ in values)})")
+        params.extend(values)
+
+    if scope.session_ids is not None:
+        if not scope.session_ids:
+            clauses.append("0")
+        else:
+            one_of("session_id", scope.session_ids)
+    if scope.roles:
+        one_of("role", scope.roles)
+    if scope.types:
+        one_of("type", scope.types)
+    if scope.tools:
+        one_of("tool_name", scope.tools)
+    if scope.outcomes:
+        one_of("outcome", scope.outcomes)
+    # julianday() compares "…:00Z" and "…:00.5Z" correctly where text would not.
+    if scope.since is not None:
+        clauses.append(f"julianday({alias}.event_time) >= julianday(?)")
+        params.append(scope.since)
+    if scope.until is not None:
+        clauses.append(f"julianday({alias}.event_time) < julianday(?)")
+        params.append(scope.until)
+    if not scope.include_generated:
+        clauses.append(f"{alias}.generated = 0")
+    if scope.exclude_source_kinds:
+        marks = ", ".join("?" for _ in scope.exclude_source_kinds)
+        clauses.append(f"({alias}.source_kind IS NULL OR {alias}.source_kind NOT IN ({marks}))")
+        params.extend(scope.exclude_source_kinds)
+    return " AND ".join(clauses), params
 
 
-# Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
-class ItemCandidate(Struct):
-    rid: int
-    id: str
-    session_id: str
-    project: str | None
-    kind: str
-    content: str
-    status: str
-    evidence_type: str
-    superseded_by: str | None
-    subject_key: str | None
-    source_refs_json: str
-    conditions_json: str
-    numbers_json: str
-    derived_from_seq: int
-    content_hash: str
-    extractor: str
-
-
-class Snapshot(Struct, frozen=True):
-    """The state a result was computed from: nothing newer is ever read under it."""
-
-    max_event_id: int
-    max_item_rid: int
-
-
-class EventScope(Struct, frozen=True):
-    """Which events a query may see. ``None`` fields do not restrict."""
-
-    # Project scope is resolved to its sessions first: events.project keeps only what
-    # the host sent, while sessions.project falls back to the cwd.
-    session_ids: tuple[str, ...] | None = None
-    roles: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    outcomes: tuple[str, ...] = ()
-    since: str | None = None
-    until: str | None = None
-    include_generated: bool = True
-    # Source kinds never returned even when generated text is included (memplug's own
-    # injections would otherwise be found again and echoed back).
-    exclude_source_kinds: tuple[str, ...] = ()
-
-    def where(self, alias: str = "e") -> tuple[str, list[Any]]:
-        """An SQL condition (``AND``-joined, never empty) and its parameters."""
-        clauses = [f"{alias}.searchable = 1"]
-        params: list[Any] = []
-
-        def one_of(column: str, values: Sequence[Any]) -> None:
-            if len(values) == 1:
-                clauses.append(f"{alias}.{column} = ?")
-            else:
-                clauses.append(f"{alias}.{column} IN ({', '.join('?' for _ in values)})")
-            params.extend(values)
-
-        if self.session_ids is not None:
-            if not self.session_ids:
-                clauses.append("0")
-            else:
-                one_of("session_id", self.session_ids)
-        if self.roles:
-            one_of("role", self.roles)
-        if self.types:
-            one_of("type", self.types)
-        if self.tools:
-            one_of("tool_name", self.tools)
-        if self.outcomes:
-            one_of("outcome", self.outcomes)
-        # julianday() compares "…:00Z" and "…:00.5Z" correctly where text would not.
-        if self.since is not None:
-            clauses.append(f"julianday({alias}.event_time) >= julianday(?)")
-            params.append(self.since)
-        if self.until is not None:
-            clauses.append(f"julianday({alias}.event_time) < julianday(?)")
-            params.append(self.until)
-        if not self.include_generated:
-            clauses.append(f"{alias}.generated = 0")
-        if self.exclude_source_kinds:
-            marks = ", ".join("?" for _ in self.exclude_source_kinds)
-            clauses.append(f"({alias}.source_kind IS NULL OR {alias}.source_kind NOT IN ({marks}))")
-            params.extend(self.exclude_source_kinds)
-        return " AND ".join(clauses), params
-
-
-class ItemScope(Struct, frozen=True):
-    session_ids: tuple[str, ...] | None = None
-    statuses: tuple[str, ...] = ("active", "superseded", "disputed")
-
-    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
-        marks = ", ".join("?" for _ in self.statuses) or "NULL"
-        clauses = [f"{alias}.status IN ({marks})"]
-        params: list[Any] = list(self.statuses)
-        if self.session_ids is not None:
-            if not self.session_ids:
-                clauses.append("0")
-            else:
-                clauses.append(
-                    f"{alias}.session_id IN ({', '.join('?' for _ in self.session_ids)})"
-                )
-                params.extend(self.session_ids)
-        return " AND ".join(clauses), params
-
-
-class LikeResult(Struct, frozen=True):
-    rows: list[Any]
-    # Rows older than the scan window exist in scope: the scan did not see them.
-    window_cut: bool = False
-
-
-class BranchRow(Struct, frozen=True):
-    """What the active-path walk (memplug.branches) needs of one event."""
-
-    id: int
-    seq: int
-    entry_id: str | None
-    parent_id: str | None
-    sidechain: bool = False
-    type: str | None = None
-    call_id: str | None = None
-
-
-class ScopeStats(Struct):
-    """Rough sizes used for IDF: sums of the sessions' last sequence numbers."""
-
-    events: int
-    sessions: int
-    last_seq: dict[str, int] = field(default_factory=dict)
+def item_scope_where(scope: ItemScope, alias: str = "m") -> tuple[str, list[Any]]:
+    marks = ", ".join("?" for _ in scope.statuses) or "NULL"
+    clauses = [f"{alias}.status IN ({marks})"]
+    params: list[Any] = list(scope.statuses)
+    if scope.session_ids is not None:
+        if not scope.session_ids:
+            clauses.append("0")
+        else:
+            clauses.append(f"{alias}.session_id IN ({', '.join('?' for _ in scope.session_ids)})")
+            params.extend(scope.session_ids)
+    return " AND ".join(clauses), params
 
 
 class SearchStore:
@@ -416,7 +276,7 @@ class SearchStore:
         overlap, so retrieval reads each row once afterwards with :meth:`light_events`.
         The expression may only narrow the search; ``contains`` is then the exact test
         (see ``fts.term_expression``)."""
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         return newest_match_ids(
             self.conn, "events_fts", "events e", "e.id", "e.text", expression,
             max_id=snap.max_event_id, where=where, params=params, limit=limit,
@@ -440,7 +300,7 @@ class SearchStore:
         under three characters, so this is a table scan and must be bounded)."""
         if not needle_patterns:
             return LikeResult([])
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         low = max(0, snap.max_event_id - scan_rows)
         likes = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in needle_patterns)
         sql = (
@@ -466,7 +326,7 @@ class SearchStore:
         self, scope: EventScope, snap: Snapshot, max_rows: int, before_id: int | None = None
     ) -> Iterator[EventCandidate]:
         """In-scope events newest first (the haystack for regex mode), at most ``max_rows``."""
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         top = snap.max_event_id if before_id is None else min(before_id - 1, snap.max_event_id)
         sql = (
             f"SELECT {_EVENT_SELECT} FROM events e WHERE e.id <= ? AND {where} "
@@ -518,7 +378,7 @@ class SearchStore:
         after: int,
     ) -> tuple[list[EventCandidate], list[EventCandidate]]:
         """In-scope events just before and just after ``seq`` in the session's own order."""
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         earlier: list[EventCandidate] = []
         later: list[EventCandidate] = []
         if before > 0:
@@ -559,7 +419,7 @@ class SearchStore:
         }
         if not refs:
             return {}
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         unique = sorted(set(refs))
         for start in range(0, len(unique), 200):
             chunk = unique[start : start + 200]
@@ -634,7 +494,7 @@ class SearchStore:
     ) -> list[int]:
         """:meth:`item_matches` as rids only (newest first): the terms of one query
         overlap, so the rows are read once afterwards with :meth:`items_by_rids`."""
-        where, params = scope.where()
+        where, params = item_scope_where(scope)
         return newest_match_ids(
             self.conn, "memory_fts", "memory_items m", "m.rid", "m.content", expression,
             max_id=snap.max_item_rid, where=where, params=params, limit=limit,
@@ -650,7 +510,7 @@ class SearchStore:
     ) -> list[ItemCandidate]:
         if not needle_patterns:
             return []
-        where, params = scope.where()
+        where, params = item_scope_where(scope)
         likes = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in needle_patterns)
         sql = (
             f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid <= ? AND {where} "
@@ -662,7 +522,7 @@ class SearchStore:
         ]
 
     def item_scan(self, scope: ItemScope, snap: Snapshot, max_rows: int) -> list[ItemCandidate]:
-        where, params = scope.where()
+        where, params = item_scope_where(scope)
         sql = (
             f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid <= ? AND {where} "
             "ORDER BY m.rid DESC LIMIT ?"
@@ -679,7 +539,7 @@ class SearchStore:
         return ItemCandidate(*row) if row else None
 
     def item_count(self, scope: ItemScope, snap: Snapshot) -> int:
-        where, params = scope.where()
+        where, params = item_scope_where(scope)
         row = self.conn.execute(
             f"SELECT count(*) FROM memory_items m WHERE m.rid <= ? AND {where}",
             [snap.max_item_rid, *params],
@@ -699,7 +559,7 @@ class SearchStore:
         self, session_id: str, scope: EventScope, snap: Snapshot
     ) -> list[EventCandidate]:
         """A session's in-scope events in seq order (expand along a branch path)."""
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         return [
             EventCandidate(*row)
             for row in self.conn.execute(

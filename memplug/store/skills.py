@@ -11,133 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from msgspec import Struct, field
-
 from memplug.db import Database
+from memplug.store.records import RuleRow, SkillRow, SkillWrite, ValidationRecord
 from memplug.text import canonical_json
-
-
-class SkillRow(Struct, frozen=True):
-    name: str
-    path: str
-    source: str
-    version: int
-    enabled: bool
-    description: str | None
-    when_to_use: str | None
-    invocation: str | None
-    content_hash: str
-    removed_at: str | None = None
-
-    @property
-    def in_force(self) -> bool:
-        """Enabled, and its file was still there at the last ingest of its directory."""
-        return self.enabled and self.removed_at is None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "source": self.source,
-            "version": self.version,
-            "enabled": self.enabled,
-            "description": self.description,
-            "when_to_use": self.when_to_use,
-            "invocation": self.invocation,
-            "content_hash": self.content_hash,
-            "removed_at": self.removed_at,
-        }
-
-
-# Not frozen: every step reads the active rules, and a frozen instance costs a setattr
-# call per field to build.
-class RuleRow(Struct):
-    """A rule as it is in force: parsed values with any override applied."""
-
-    id: str
-    skill: str
-    key: str
-    text: str
-    category: str
-    scope: Mapping[str, Any]
-    source_path: str
-    line: int
-    active: bool
-    content_hash: str
-    version: int
-    overridden: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "key": self.key,
-            "skill": self.skill,
-            "category": self.category,
-            "text": self.text,
-            "source_path": self.source_path,
-            "line": self.line,
-            "active": self.active,
-            "scope": dict(self.scope),
-            "version": self.version,
-            "overridden": list(self.overridden),
-        }
-
-
-class ParsedRule(Struct, frozen=True):
-    """A rule line as ingestion found it (what ``rules`` stores before overrides)."""
-
-    key: str
-    text: str
-    category: str
-    scope: Mapping[str, Any]
-    line: int
-    content_hash: str
-
-
-class ValidationRecord(Struct, frozen=True):
-    """One ``validation_logs`` row."""
-
-    session_id: str
-    event_seq: int
-    target: str
-    trigger: str
-    created_at: str
-    ok: bool
-    checked: int
-    skipped: int
-    deterministic: bool
-    blocked: bool
-    repair_attempt: int = 0
-    violations: Sequence[Mapping[str, Any]] = ()
-    errors: Sequence[Mapping[str, Any]] = ()
-    id: int | None = None
-
-    @property
-    def exhausted(self) -> bool:
-        """Findings that would block, but the session's repair attempts were spent."""
-        return not self.blocked and any(v.get("block") for v in self.violations)
-
-    def as_dict(self, max_repair_attempts: int) -> dict[str, Any]:
-        """The shape ``memory validate --json`` prints (and status and explain show)."""
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "event_seq": self.event_seq,
-            "target": self.target,
-            "trigger": self.trigger,
-            "created_at": self.created_at,
-            "ok": self.ok,
-            "checked": self.checked,
-            "skipped": self.skipped,
-            "deterministic": self.deterministic,
-            "blocking": self.blocked,
-            "repair_attempt": self.repair_attempt,
-            "max_repair_attempts": max_repair_attempts,
-            "exhausted": self.exhausted,
-            "violations": [dict(v) for v in self.violations],
-            "errors": [dict(e) for e in self.errors],
-        }
-
 
 _RULE_SELECT = (
     "SELECT r.id, r.skill_name, r.rule_key, r.text, coalesce(o.category, r.category), "
@@ -207,21 +83,6 @@ def _validation(row: Sequence[Any]) -> ValidationRecord:
         violations=json.loads(row[12]),
         errors=json.loads(row[13]),
     )
-
-
-class SkillWrite(Struct):
-    """What one skill file contributes on ingestion."""
-
-    name: str
-    source: str
-    path: str
-    content: str
-    content_hash: str
-    enabled: bool
-    description: str | None
-    when_to_use: str | None
-    invocation: str | None
-    rules: list[ParsedRule] = field(default_factory=list)
 
 
 class SkillStore:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memplug.db import Database
-from memplug.store.events import EventRow, EventStore, InsertResult
+from memplug.store.events import EventStore
+from memplug.store.records import EventRow, InsertResult
 
 if TYPE_CHECKING:
     from memplug.store.admin import AdminStore

@@ -8,48 +8,13 @@ between the two.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, cast
 
-from msgspec import Struct
-
 from memplug.db import Database, utc_now
-from memplug.store.events import EVENT_COLUMNS, EventRow
-
-# Claude Code's session ids are UUIDs, unique on every machine; any other id (a generic
-# JSONL `s1`) is made unique by the origin id in front of it.
-_GLOBAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-
-
-def session_key(session_id: str, origin: str, pulled: bool) -> str:
-    """The server's key for a local session: a pulled session's id already is one."""
-    if pulled or _GLOBAL_ID.fullmatch(session_id):
-        return session_id
-    return f"{origin}/{session_id}"
-
-
-class Remote(Struct, frozen=True):
-    url: str
-    origin: str
-    pull_cursor: str
-    tombstone_cursor: str
-    created_at: str
-    last_sync_at: str | None
-
-
-class SharedProject(Struct, frozen=True):
-    project: str
-    pushed_id: int
-    shared_at: str
-    unpushed: int
-
-
-class Tombstone(Struct, frozen=True):
-    id: int
-    session_key: str
-    before_epoch: float | None
-
+from memplug.refs import session_key
+from memplug.store.events import EVENT_COLUMNS
+from memplug.store.records import EventRow, Remote, SharedProject, Tombstone
 
 # Local events of a shared project that were never pushed: not pulled from the server.
 _UNPUSHED = (

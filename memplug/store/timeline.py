@@ -7,9 +7,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from msgspec import Struct
-
 from memplug.db import Database
+from memplug.store.records import EdgeRow, EntityRow, EntryRow, ItemFact, ScopeFilter, ToolCall
 from memplug.text import canonical_json
 
 TIMELINE_TABLES: tuple[str, ...] = ("timeline_entries", "graph_entities", "graph_edges")
@@ -21,81 +20,16 @@ _EDGE_COLUMNS = (
 AGENT_TABLES: tuple[str, ...] = ("memory_items", "timeline_entries", "graph_entities")
 
 
-class ScopeFilter(Struct, frozen=True):
-    """Which derived rows a query sees: rows of one session, rows one agent made, rows
-    whose ``scope`` is one of ``scopes``, or (all None) every row."""
-
-    session_id: str | None = None
-    scopes: tuple[str, ...] | None = None
-    agent: str | None = None
-
-    def sql(self, alias: str) -> tuple[str, list[Any]]:
-        if self.session_id is not None:
-            return f"{alias}.session_id = ?", [self.session_id]
-        if self.agent is not None:
-            return f"{alias}.agent = ?", [self.agent]
-        if self.scopes is not None:
-            marks = ", ".join("?" for _ in self.scopes)
-            return f"{alias}.scope IN ({marks})", list(self.scopes)
-        return "1", []
-
-
-class EntryRow(Struct, frozen=True):
-    id: str
-    session_id: str
-    scope: str
-    kind: str
-    seq_from: int
-    seq_to: int
-    event_time: str | None
-    text: str
-    ref: str | None
-    entities: tuple[str, ...]
-    ingested_at: str | None
-    ref_status: str | None
-    agent: str | None = None
-
-
-class EdgeRow(Struct, frozen=True):
-    session_id: str
-    src: str
-    relation: str
-    dst: str
-    scope: str
-    first_seq: int
-    last_seq: int
-    last_event_time: str | None
-    statements: int
-
-    def order_key(self) -> tuple[str, str, int]:
-        """When the edge was last stated: event time, then session and seq."""
-        return (self.last_event_time or "", self.session_id, self.last_seq)
-
-
-class EntityRow(Struct, frozen=True):
-    entity: str
-    type: str
-    name: str
-    sessions: int
-    mentions: int
-
-
-class ItemFact(Struct, frozen=True):
-    """What the views need of an item: an event created it; its status may change later
-    and is read when the view is read, never copied."""
-
-    id: str
-    kind: str
-    content: str
-    subject_key: str | None
-    numbers: tuple[dict[str, Any], ...]
-
-
-class ToolCall(Struct, frozen=True):
-    seq: int
-    tool_name: str | None
-    text: str
-    cwd: str | None
+def scope_filter_where(where: ScopeFilter, alias: str) -> tuple[str, list[Any]]:
+    """The SQL condition of a ScopeFilter (``1`` when it restricts nothing)."""
+    if where.session_id is not None:
+        return f"{alias}.session_id = ?", [where.session_id]
+    if where.agent is not None:
+        return f"{alias}.agent = ?", [where.agent]
+    if where.scopes is not None:
+        marks = ", ".join("?" for _ in where.scopes)
+        return f"{alias}.scope IN ({marks})", list(where.scopes)
+    return "1", []
 
 
 class TimelineStore:
@@ -226,7 +160,7 @@ class TimelineStore:
 
         An ``item`` entry shows as its item's kind, and only when that is in
         ``item_kinds``."""
-        clause, params = where.sql("t")
+        clause, params = scope_filter_where(where, "t")
         marks = ", ".join("?" for _ in item_kinds)
         sql = (
             " FROM timeline_entries t JOIN events e"
@@ -278,7 +212,7 @@ class TimelineStore:
 
     def find_entities(self, ids: Sequence[str], name: str, where: ScopeFilter) -> list[EntityRow]:
         """Entities with one of ``ids`` or first spelt ``name`` (the graph's entry points)."""
-        clause, params = where.sql("g")
+        clause, params = scope_filter_where(where, "g")
         marks = ", ".join("?" for _ in ids) or "NULL"
         rows = self.conn.execute(
             "SELECT entity, min(type), min(name), count(*), sum(mentions) FROM graph_entities g"
@@ -290,7 +224,7 @@ class TimelineStore:
 
     def entity_ids_like(self, suffix: str, where: ScopeFilter, limit: int) -> list[str]:
         """Entity ids ending with ``suffix`` (a relative path names a file this way)."""
-        clause, params = where.sql("g")
+        clause, params = scope_filter_where(where, "g")
         rows = self.conn.execute(
             "SELECT DISTINCT entity FROM graph_entities g"
             f" WHERE substr(entity, -length(?)) = ? AND {clause} ORDER BY entity LIMIT ?",
@@ -302,7 +236,7 @@ class TimelineStore:
         """Edges with either end in ``entities``."""
         if not entities:
             return []
-        clause, params = where.sql("g")
+        clause, params = scope_filter_where(where, "g")
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS graph_wanted (id TEXT PRIMARY KEY)")
         self.conn.execute("DELETE FROM temp.graph_wanted")
         self.conn.executemany(
@@ -318,7 +252,7 @@ class TimelineStore:
         return [EdgeRow(*row) for row in rows]
 
     def edges_in_slot(self, src: str, relation: str, where: ScopeFilter) -> list[EdgeRow]:
-        clause, params = where.sql("g")
+        clause, params = scope_filter_where(where, "g")
         rows = self.conn.execute(
             f"SELECT {_EDGE_COLUMNS} FROM graph_edges g WHERE src = ? AND relation = ?"
             f" AND {clause} ORDER BY dst, session_id",
@@ -327,7 +261,7 @@ class TimelineStore:
         return [EdgeRow(*row) for row in rows]
 
     def all_edges(self, where: ScopeFilter, relations: Sequence[str] = ()) -> list[EdgeRow]:
-        clause, params = where.sql("g")
+        clause, params = scope_filter_where(where, "g")
         sql = f"SELECT {_EDGE_COLUMNS} FROM graph_edges g WHERE {clause}"
         if relations:
             sql += f" AND relation IN ({', '.join('?' for _ in relations)})"
@@ -337,7 +271,7 @@ class TimelineStore:
 
     def lagging(self, where: ScopeFilter) -> list[str]:
         """Sessions in view whose derivation stands behind their events."""
-        clause, params = where.sql("s")
+        clause, params = scope_filter_where(where, "s")
         if where.agent is not None:
             # Sessions carry no agent: any session behind may hold the agent's events.
             clause, params = "1", []

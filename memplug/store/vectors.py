@@ -10,43 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from msgspec import Struct, field
-
 from memplug.db import Database
-from memplug.store.search import EventScope, Snapshot
+from memplug.store.records import EventScope, Snapshot, VectorCounts, VectorScan
+from memplug.store.search import event_scope_where
 
 EMBEDDABLE = (
     "e.searchable = 1 AND e.generated = 0 AND e.type IN ('user/message', 'assistant/message')"
 )
-
-
-class VectorScan(Struct):
-    """In-scope vectors with their events' own (session, seq) keys — the same in every
-    database, unlike row ids — so equal scores can break ties identically everywhere."""
-
-    ids: list[int] = field(default_factory=list)
-    keys: list[tuple[str, int]] = field(default_factory=list)
-    blobs: list[bytes] = field(default_factory=list)
-    scales: list[float] = field(default_factory=list)
-
-
-class VectorCounts(Struct, frozen=True):
-    embeddable: int
-    current: int
-    stale: int
-
-    @property
-    def missing(self) -> int:
-        """Embeddable events without a vector of the current model (stale ones included)."""
-        return self.embeddable - self.current
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "embeddable": self.embeddable,
-            "current": self.current,
-            "stale": self.stale,
-            "missing": self.missing,
-        }
 
 
 class VectorStore:
@@ -158,7 +128,7 @@ class VectorStore:
                 sql += f" AND v.session_id IN ({', '.join('?' for _ in scope.session_ids)})"
                 params.extend(scope.session_ids)
         else:
-            where, extra = scope.where()
+            where, extra = event_scope_where(scope)
             sql = (
                 "SELECT v.event_id, v.session_id, v.seq, v.vector, v.scale FROM event_vectors v "
                 f"JOIN events e ON e.id = v.event_id WHERE v.model_id = ?{by_cell} "
@@ -182,7 +152,7 @@ class VectorStore:
         through = self.watermark(model_id)
         if snap.max_event_id <= through:
             return 0
-        where, params = scope.where()
+        where, params = event_scope_where(scope)
         row = self.conn.execute(
             "SELECT count(*) FROM events e LEFT JOIN event_vectors v "
             "ON v.event_id = e.id AND v.model_id = ? "

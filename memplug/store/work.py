@@ -5,35 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from msgspec import Struct
 from msgspec.structs import astuple
 
 from memplug.db import Database
 from memplug.query import QuerySignals
 from memplug.store.fts import build_match
+from memplug.store.records import WorkRow
 from memplug.store.search import newest_match_ids, rows_by_ids
 from memplug.vocab import COMPACTION_TYPES
 
 # Every stored event's type is one of vocab.EVENT_TYPES (HostEvent checks it).
 _COMPACTIONS: tuple[str, ...] = tuple(sorted(COMPACTION_TYPES))
-
-
-class WorkRow(Struct, frozen=True):
-    """One work record: a tool call and, once it arrived, its result's outcome."""
-
-    session_id: str
-    seq: int
-    call_id: str | None
-    tool: str
-    action: str
-    target: str
-    result_seq: int | None
-    outcome: str | None
-    exit_code: int | None
-    turn: int | None
-    event_time: str | None
-    project: str | None
-    words: str
 
 
 # The table's columns are the record's fields, in its order: a row is read as

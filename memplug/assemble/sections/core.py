@@ -20,7 +20,7 @@ from memplug.refs import EventRef, event_ref
 
 if TYPE_CHECKING:
     from memplug.skill_rules import CoreLine, RuleHit
-    from memplug.store.skills import ValidationRecord
+    from memplug.store.records import ValidationRecord
 
 
 class CoreSections(SectionBase):
