@@ -183,12 +183,12 @@ def run(db_dir: Path, turn: int) -> str:
         assert step.injection is not None and step.injection.assembly_id is not None
         record = find_assembly(plugin.memory.store, assembly_id=step.injection.assembly_id)
         explained = render_explain(explain(record), max_omitted=4, max_included=12)
-        counts = plugin.memory.store.counts()
+        counts = plugin.memory.counts()
         used = [
             record.used_tokens
             for s in result.steps
             if s.injection is not None and s.injection.assembly_id is not None
-            for record in [plugin.memory.store.logs.get(s.injection.assembly_id)]
+            for record in [plugin.memory.assembly_log(s.injection.assembly_id)]
             if record is not None
         ]
         budget = plugin.config.assembly.budget_tokens

@@ -20,7 +20,13 @@ from memplug.db import Database, utc_now
 from memplug.errors import DatabaseBusy
 from memplug.paths import default_db_path
 from memplug.store.peek import saved_positions
-from memplug.store.records import InsertResult
+from memplug.store.records import (
+    EventRow,
+    InsertResult,
+    LogRecord,
+    RuleRow,
+    SkillRow,
+)
 from memplug.store.sqlite import Store
 
 if TYPE_CHECKING:
@@ -576,6 +582,51 @@ class Memory:
         with self.store.write_transaction():
             self.store.events.record_error(stage, message, session_id, seq)
             self.store.events.prune_errors(self.config.diagnostics.error_log_retention)
+
+    # -- what hosts, the CLI and the demo read and set (they do not reach into store) --
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self.store.path
+
+    def set_lock_wait(self, ms: int) -> None:
+        """How long a write waits for another writer's lock from now on."""
+        self.store.set_lock_wait(ms)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table."""
+        return self.store.counts()
+
+    def session_events(
+        self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None
+    ) -> list[EventRow]:
+        """A session's stored events after ``after_seq``, of ``types`` when given."""
+        return self.store.events.session_events(session_id, after_seq=after_seq, types=types)
+
+    def assembly_log(self, assembly_id: int) -> LogRecord | None:
+        """One logged assembly attempt."""
+        return self.store.logs.get(assembly_id)
+
+    def assembly_summaries(self, session_id: str, limit: int) -> list[dict[str, Any]]:
+        """A session's logged assembly attempts, newest first, without their text."""
+        return self.store.logs.summaries(session_id, limit=limit)
+
+    def link_injection(self, session_id: str, seq: int) -> None:
+        """Tie the logged assembly whose text the host stored as event ``seq`` to it."""
+        stored = self.store.events.get(session_id, seq)
+        if stored is not None:
+            self.store.logs.link_message(session_id, stored.content_hash, seq)
+
+    def skills(self) -> list[SkillRow]:
+        """The ingested skills."""
+        return self.store.skills.skills()
+
+    def rules(
+        self, *, skill: str | None = None, category: str | None = None, active: bool | None = None
+    ) -> list[RuleRow]:
+        """Rules with people's overrides applied (docs/skills.md)."""
+        return self.store.skills.rules(skill=skill, category=category, active=active)
 
     def import_jsonl(
         self,

@@ -141,9 +141,7 @@ class Plugin:
     # -- helpers ---------------------------------------------------------------------
 
     def _link_injection(self, event: HostEvent) -> None:
-        stored = self.memory.store.events.get(event.session_id, event.seq)
-        if stored is not None:
-            self.memory.store.logs.link_message(event.session_id, stored.content_hash, event.seq)
+        self.memory.link_injection(event.session_id, event.seq)
 
     def _record(
         self, stage: str, error: Exception, session_id: Any = None, seq: Any = None
@@ -155,7 +153,7 @@ class Plugin:
 
         # An engine error that escaped a store (a plain transaction, a read) is named
         # as db.translate_error names it, and a busy database is told by its type.
-        error = engine_error(error, self.memory.store.path) or error
+        error = engine_error(error, self.memory.path) or error
         if isinstance(error, pydantic.ValidationError):
             message = describe_validation_error(error)
         else:

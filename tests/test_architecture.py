@@ -214,6 +214,119 @@ def test_apsw_is_imported_only_in_db_and_store() -> None:
     assert offenders == []
 
 
+# The backend-neutral part of store/ (docs/architecture.md "The storage port"): the
+# Protocols and the records they carry. Every other store module is SQLite's (or the
+# sync server's), and the layers above type against these two alone.
+PORT_MODULES = {"memplug.store.ports", "memplug.store.records"}
+# Who may still name a backend module, and why: the composition root builds the one
+# Store (and reads the saved cursors before opening it), the idle hook's path in the
+# CLI peeks at those cursors before anything else is imported, and sync talks to the
+# server (below).
+BACKEND_IMPORTS = {
+    ("memplug.memory", "memplug.store.sqlite"),
+    ("memplug.memory", "memplug.store.peek"),
+    ("memplug.cli", "memplug.store.peek"),
+    ("memplug.sync", "memplug.store.postgres"),
+}
+
+
+def backend_imports(mods: tuple[Module, ...]) -> list[str]:
+    known = {m.name for m in mods}
+    return [
+        f"{module.name}:{line} imports {target}"
+        for module in mods
+        if _layer_name(module) not in ENGINE_LAYERS
+        for line, target in imports_of(module, known)
+        if (target == "memplug.store" or target.startswith("memplug.store."))
+        and target not in PORT_MODULES
+        and (module.name, target) not in BACKEND_IMPORTS
+    ]
+
+
+def test_nothing_above_store_imports_a_backend_module() -> None:
+    assert backend_imports(modules()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "target"),
+    [
+        ("memplug.retrieve.search", "memplug.store.search"),
+        ("memplug.extract", "memplug.store.items"),
+        ("memplug.plugin", "memplug.store.sqlite"),
+        ("memplug.explain", "memplug.store"),
+    ],
+)
+def test_the_backend_check_sees_a_bad_import(module: str, target: str) -> None:
+    bad = ast.parse(f"from {target} import Thing\n")
+    mods = tuple(
+        Module(m.name, m.path, ast.Module(body=[*m.tree.body, *bad.body], type_ignores=[]))
+        if m.name == module
+        else m
+        for m in modules()
+    )
+    assert backend_imports(mods) == [f"{module}:1 imports {target}"]
+
+
+# A condition with a bound parameter ("x = ?", "x IN (?"): what EventScope.where()
+# rendered before it moved to store/search.py.
+PLACEHOLDER = re.compile(r"(=|\bIN\s*\()\s*\?")
+
+
+def _strings(module: Module) -> list[str]:
+    return [
+        node.value
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_the_port_modules_hold_no_sql_and_no_engine() -> None:
+    for module in modules():
+        if module.name in PORT_MODULES:
+            targets = [t for _, t in imports_of(module, set())]
+            assert not [t for t in targets if t.split(".")[0] == "apsw" or t == "memplug.db"]
+            assert _sql_strings(module) == [], module.name
+            assert not [s for s in _strings(module) if PLACEHOLDER.search(s)], module.name
+
+
+def test_the_placeholder_pattern_sees_a_condition() -> None:
+    assert PLACEHOLDER.search("e.session_id = ?") and PLACEHOLDER.search("m.status IN (?")
+    assert not PLACEHOLDER.search("which port? the one in the config")
+
+
+# Hosts, the plugin, the CLI and the demo go through Memory's methods. These are the
+# store calls a host may still make: its own transcript cursors and record links
+# (HostCursorPort), and the write transaction, with its lock wait, that holds a read's
+# events and its moved cursor together (docs/architecture.md "The storage port").
+HOST_STORE_CALLS = {"hosts", "lock_wait", "write_transaction"}
+
+
+def _is_host_side(module: Module) -> bool:
+    return _layer_name(module) in ("entry", "hosts", "plugin")
+
+
+def store_reaches(module: Module) -> list[str]:
+    """``module:line .store.name`` for each ``x.store.name`` beyond the allowance."""
+    return [
+        f"{module.name}:{node.lineno} .store.{node.attr}"
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "store"
+        and node.attr not in HOST_STORE_CALLS
+    ]
+
+
+def test_hosts_and_entry_code_go_through_memory() -> None:
+    assert [hit for m in modules() if _is_host_side(m) for hit in store_reaches(m)] == []
+
+
+def test_the_store_reach_check_sees_a_reach() -> None:
+    plugin = next(m for m in modules() if m.name == "memplug.plugin")
+    bad = ast.parse("self.memory.store.logs.get(1)\nmemory.store.hosts.cursor('s')\n")
+    assert store_reaches(Module(plugin.name, plugin.path, bad)) == ["memplug.plugin:1 .store.logs"]
+
+
 # The PostgreSQL driver is the sync server's engine (docs/sync.md): it stays in store/
 # like apsw, and the layers above only see memplug's records and errors.
 DRIVER_LAYERS = ("store",)

@@ -75,10 +75,9 @@ def _render_skills(data: dict[str, Any]) -> str:
 def skills_list(ctx: CliContext, as_json: bool) -> None:
     """The ingested skills: current version, enabled, active rules."""
     with ctx.read() as memory:
-        store = memory.store.skills
         skills = [
-            {**s.as_dict(), "rules": len(store.rules(skill=s.name, active=True))}
-            for s in store.skills()
+            {**s.as_dict(), "rules": len(memory.rules(skill=s.name, active=True))}
+            for s in memory.skills()
         ]
     emit({"skills": skills}, as_json, _render_skills)
 
@@ -119,7 +118,7 @@ def rules_list(
 
     `--json`: `{rules: [{key, skill, category, text, source_path, line, active}]}`."""
     with ctx.read() as memory:
-        rules = memory.store.skills.rules(skill=skill, category=category, active=active)
+        rules = memory.rules(skill=skill, category=category, active=active)
     emit({"rules": [r.as_dict() for r in rules]}, as_json, _render_rules)
 
 

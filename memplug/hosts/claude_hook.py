@@ -191,7 +191,7 @@ def handle(
         memory = Memory.open(db_path, config_path=config_path, create=True)
         report.opened = True
         deadline = Deadline(memory.config.hook.deadline_ms)
-        memory.store.set_lock_wait(LOG_WAIT_MS)
+        memory.set_lock_wait(LOG_WAIT_MS)
         _drain_pending(memory)
         capture_all(memory, transcripts, report, deadline)
         # New events are embedded within a budget (a provider being on); the rest is
@@ -496,18 +496,18 @@ def logged_injections(
         return []  # the host keeps its own record: that one is the truth
     since = None
     if visible and visible[0]["type"] == "compaction/start":
-        start = memory.store.events.session_events(
+        start = memory.session_events(
             session_id, after_seq=int(visible[0]["seq"]) - 1, types=["compaction/start"]
         )
         since = start[0].turn if start else None
     texts: list[str] = []
-    for row in memory.store.logs.summaries(session_id, limit=LOGGED_INJECTIONS):
+    for row in memory.assembly_summaries(session_id, LOGGED_INJECTIONS):
         started = str(row["trigger"]).endswith(":SessionStart")
         turn = row["turn"]
         if since is not None and (turn is None or turn < since or (turn == since and not started)):
             break  # before the compaction: no longer in the context
         wanted = row["injected"] and not started
-        record = memory.store.logs.get(int(row["id"])) if wanted else None
+        record = memory.assembly_log(int(row["id"])) if wanted else None
         if record is not None and record.text:
             texts.append(record.text)
         if started:
@@ -569,7 +569,7 @@ def _record(
         else:
             opened_here = False
         try:
-            memory.store.set_lock_wait(LOG_WAIT_MS)
+            memory.set_lock_wait(LOG_WAIT_MS)
             for line in lines:
                 memory.record_error("hook", line, report.session_id)
             lines = []
@@ -596,7 +596,7 @@ def _pending_error(db_path: str | None, message: str, session_id: str | None = N
 
 def _drain_pending(memory: Memory) -> None:
     """Move errors kept beside the database into ``error_log``."""
-    path = hook_pending_file(memory.store.path)
+    path = hook_pending_file(memory.path)
     if not path.exists():
         return
     claimed = path.with_name(f"{path.name}.{os.getpid()}")
@@ -616,7 +616,7 @@ def _drain_pending(memory: Memory) -> None:
             kept.append(str(item.get("message")))
     claimed.unlink()
     for message in kept:
-        _pending_error(str(memory.store.path), message)
+        _pending_error(str(memory.path), message)
 
 
 def _str(value: Any) -> str | None:
