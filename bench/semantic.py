@@ -30,7 +30,7 @@ from memplug.memory import Memory
 from memplug.retrieve import Retriever
 from memplug.semantic.builtin import Builtin
 from memplug.semantic.service import cell_groups
-from memplug.semantic.vecmath import Cells, Packed, quantize
+from memplug.semantic.vecmath import Cells, PackedVectors, quantize
 from memplug.store.records import EventScope
 
 
@@ -95,7 +95,7 @@ def _vector_table(path: Path, count: int, cells: int) -> Any:
 
 
 def _score(rows: list[Any], query: bytes) -> None:
-    dots = Packed(b"".join(r[1] for r in rows), 256).dots(query)
+    dots = PackedVectors(b"".join(r[1] for r in rows), 256).dots(query)
     sorted(range(len(dots)), key=lambda i: (-dots[i] * rows[i][2], i))[:20]
 
 

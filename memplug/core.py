@@ -62,7 +62,7 @@ WHY = {
 }
 
 
-class CoreLine(Struct, frozen=True):
+class ProjectCoreLine(Struct, frozen=True):
     """One candidate line of the core, rendered, with what it costs and why it is there."""
 
     ref: str
@@ -82,18 +82,18 @@ class Core(Struct, frozen=True):
 
     scope: str
     project: str | None
-    lines: tuple[CoreLine, ...]
+    lines: tuple[ProjectCoreLine, ...]
     version: str
     cached: bool = False
 
     def select(
-        self, budget: int, skip: Callable[[CoreLine], str | None] | None = None
-    ) -> tuple[list[CoreLine], list[tuple[CoreLine, str]]]:
+        self, budget: int, skip: Callable[[ProjectCoreLine], str | None] | None = None
+    ) -> tuple[list[ProjectCoreLine], list[tuple[ProjectCoreLine, str]]]:
         """Lines in order while they fit ``budget``; a line that does not fit is omitted
         and later, smaller ones may still be taken. ``skip`` names a reason to leave a
         line out before it costs anything (visible in context, shown elsewhere)."""
-        chosen: list[CoreLine] = []
-        omitted: list[tuple[CoreLine, str]] = []
+        chosen: list[ProjectCoreLine] = []
+        omitted: list[tuple[ProjectCoreLine, str]] = []
         left = budget
         for line in self.lines:
             reason = skip(line) if skip is not None else None
@@ -165,7 +165,7 @@ def resident_core(store: Storage, config: Config, scope: CoreScope) -> Core:
     version = f"{store.core.version(scope.session_ids)}|{rendering}"
     cached = store.core.cached(scope.key)
     if cached is not None and cached.get("version") == version:
-        lines = tuple(CoreLine(**_line_fields(d)) for d in cached.get("lines") or ())
+        lines = tuple(ProjectCoreLine(**_line_fields(d)) for d in cached.get("lines") or ())
         return Core(scope.key, scope.project, lines, version, cached=True)
     lines = tuple(ordered(store, scope, labels))
     with contextlib.suppress(Exception):
@@ -180,7 +180,7 @@ def _line_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list[CoreLine]:
+def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list[ProjectCoreLine]:
     """Every candidate line, in the core's total order: by kind (:data:`CORE_ORDER`);
     task lines in field order (goal, done, blocked, next); items newest first by the
     host time of the event that stated them, then by session id, seq and item id (all
@@ -192,7 +192,7 @@ def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list
     by_kind: dict[str, list[ItemRow]] = {kind: [] for kind in ITEM_KINDS}
     for row, _ in rows:
         by_kind[row.kind].append(row)
-    out: list[CoreLine] = []
+    out: list[ProjectCoreLine] = []
     for kind in CORE_ORDER:
         if kind == "task":
             out.extend(_task_lines(store, scope, labels))
@@ -202,10 +202,10 @@ def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list
     return out[:MAX_LINES]
 
 
-def _item_line(row: ItemRow, labels: Mapping[str, str]) -> CoreLine:
+def _item_line(row: ItemRow, labels: Mapping[str, str]) -> ProjectCoreLine:
     item = item_candidate(RankedItem.of(row))
     line = item_line(item, labels)
-    return CoreLine(
+    return ProjectCoreLine(
         ref=row.id,
         kind=row.kind,
         text=one_line(row.content),
@@ -217,19 +217,21 @@ def _item_line(row: ItemRow, labels: Mapping[str, str]) -> CoreLine:
     )
 
 
-def _task_lines(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list[CoreLine]:
+def _task_lines(
+    store: Storage, scope: CoreScope, labels: Mapping[str, str]
+) -> list[ProjectCoreLine]:
     session = store.core.latest_task_session(scope.session_ids)
     if session is None:
         return []
     state = task_state_from(store.items.task_state(session))
-    out: list[CoreLine] = []
+    out: list[ProjectCoreLine] = []
     counters: dict[str, int] = {}
     for entry in state.lines:
         index = counters.get(entry.field, 0)
         counters[entry.field] = index + 1
         line = task_line(entry, labels)
         out.append(
-            CoreLine(
+            ProjectCoreLine(
                 ref=f"task:{session}:{entry.field}:{index}",
                 kind="task",
                 text=one_line(entry.text),
@@ -251,8 +253,8 @@ __all__ = [
     "CORE_ORDER",
     "OVER_CORE_BUDGET",
     "Core",
-    "CoreLine",
     "CoreScope",
+    "ProjectCoreLine",
     "core_for",
     "resident_core",
     "scope_for_project",

@@ -113,7 +113,7 @@ class Relation(Struct, frozen=True):
     dst: str
 
 
-class Found(Struct):
+class Mentions(Struct):
     """What one text names, in order of first appearance, and how the parts relate."""
 
     entities: list[Entity] = field(default_factory=list)
@@ -134,7 +134,7 @@ class Found(Struct):
             if rel not in self.relations:
                 self.relations.append(rel)
 
-    def merge(self, other: Found) -> None:
+    def merge(self, other: Mentions) -> None:
         for entity in other.entities:
             self.add(entity)
         for rel in other.relations:
@@ -233,12 +233,12 @@ def spellings(text: str) -> list[str]:
 # -- recognition -------------------------------------------------------------------------
 
 
-def in_text(text: str, cwd: str | None, *, person: bool = True) -> Found:
+def in_text(text: str, cwd: str | None, *, person: bool = True) -> Mentions:
     """Everything ``text`` names by shape. What a ``person`` typed is also read for
     snake_case and camelCase words; a tool's input for install commands instead (in
     prose, "npm install" is followed by words, not packages)."""
     entities, relations = _scanned(text, cwd, person)
-    return Found(list(entities), list(relations))
+    return Mentions(list(entities), list(relations))
 
 
 @lru_cache(maxsize=128)
@@ -246,7 +246,7 @@ def _scanned(
     text: str, cwd: str | None, person: bool
 ) -> tuple[tuple[Entity, ...], tuple[Relation, ...]]:
     # Memoised: the timeline and the graph both read a tool call, and a result's call.
-    found = Found()
+    found = Mentions()
     taken = _Taken(len(text))
     lower = text.lower()
     for match in _URL.finditer(text) if "://" in text else ():
@@ -271,7 +271,7 @@ def _scanned(
     return tuple(found.entities), tuple(found.relations)
 
 
-def in_tool_input(tool_name: str | None, text: str, cwd: str | None) -> Found:
+def in_tool_input(tool_name: str | None, text: str, cwd: str | None) -> Mentions:
     """What a tool call names: its path fields, then the signals in its other fields.
 
     Hosts send the call as ``<tool> <JSON arguments>``; a call that is not in that form
@@ -279,7 +279,7 @@ def in_tool_input(tool_name: str | None, text: str, cwd: str | None) -> Found:
     arguments = _arguments(tool_name, text)
     if arguments is None:
         return in_text(text, cwd, person=False)
-    found = Found()
+    found = Mentions()
     for name in PATH_FIELDS:
         value = arguments.get(name)
         if isinstance(value, str) and value.strip():
@@ -321,7 +321,7 @@ def _arguments(tool_name: str | None, text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _packages(text: str, found: Found, taken: _Taken, *, commands: bool) -> None:
+def _packages(text: str, found: Mentions, taken: _Taken, *, commands: bool) -> None:
     pinned = "==" in text or "~=" in text or ">=" in text or "@" in text
     for match in _untaken(_PIN, text, taken) if pinned else ():
         package = found.add(package_entity(match.group(1)))
@@ -338,7 +338,7 @@ def _packages(text: str, found: Found, taken: _Taken, *, commands: bool) -> None
             found.add(package_entity(name))
 
 
-def _paths(text: str, cwd: str | None, found: Found, taken: _Taken) -> None:
+def _paths(text: str, cwd: str | None, found: Mentions, taken: _Taken) -> None:
     for match in _PATH.finditer(text) if "/" in text else ():
         raw = match.group(1)
         if match.start() in taken or not _LETTER.search(raw):

@@ -28,7 +28,7 @@ from msgspec import Struct
 from memplug.entities import (
     FUNCTIONAL_RELATIONS,
     Entity,
-    Found,
+    Mentions,
     comentions,
     in_text,
     in_tool_input,
@@ -40,7 +40,7 @@ from memplug.entities import (
 from memplug.errors import NotFound, ValidationError
 from memplug.extract import READ_TYPES, is_user_statement
 from memplug.refs import row_scope
-from memplug.scopes import Scope
+from memplug.scopes import NamedScope
 from memplug.store.ports import Storage
 from memplug.store.records import EdgeRow, EventRow, ItemFact
 
@@ -52,16 +52,16 @@ EXPORT_FORMATS: tuple[str, ...] = ("dot", "mermaid")
 MAX_EXPORT_EDGES = 500
 
 
-def event_mentions(event: EventRow, text: str) -> Found:
+def event_mentions(event: EventRow, text: str) -> Mentions:
     """What an event names: real user text and tool input only."""
     if is_user_statement(event):
         return in_text(text, event.cwd)
     if event.type == "tool/call":
         return in_tool_input(event.tool_name, text, event.cwd)
-    return Found()
+    return Mentions()
 
 
-def item_mentions(item: ItemFact, cwd: str | None) -> Found:
+def item_mentions(item: ItemFact, cwd: str | None) -> Mentions:
     """What an item names, and its key–value statement as an ``is`` edge."""
     found = in_text(item.content, cwd)
     if item.subject_key:
@@ -156,7 +156,7 @@ class Graph:
         self.rows = store.timeline
         self.store = store
 
-    def resolve(self, text: str, scope: Scope) -> str:
+    def resolve(self, text: str, scope: NamedScope) -> str:
         """The entity ``text`` names: an id, a spelling that normalises to one (a package,
         host, port, identifier or subject, by the rules of ``memplug.entities``), a first
         spelling, or the end of a path; several matches are an error that lists them."""
@@ -173,7 +173,7 @@ class Graph:
             raise ValidationError(f"'{wanted}' names several entities ({shown}); give the id")
         return found[0]
 
-    def neighbors(self, entity: str, scope: Scope, *, hops: int = 2) -> dict[str, Any]:
+    def neighbors(self, entity: str, scope: NamedScope, *, hops: int = 2) -> dict[str, Any]:
         """Entities within ``hops`` edges of ``entity``, nearest first."""
         if not 1 <= hops <= MAX_HOPS:
             raise ValidationError(f"--hops must be between 1 and {MAX_HOPS}")
@@ -211,7 +211,7 @@ class Graph:
         }
 
     def _neighbor(
-        self, edge: _Edge, far: str, near: str, depth: int, scope: Scope
+        self, edge: _Edge, far: str, near: str, depth: int, scope: NamedScope
     ) -> dict[str, Any]:
         item: dict[str, Any] = {
             "entity": far,
@@ -226,7 +226,7 @@ class Graph:
             item["superseded_by"] = superseding
         return item
 
-    def _superseded_by(self, edge: _Edge, scope: Scope) -> dict[str, str] | None:
+    def _superseded_by(self, edge: _Edge, scope: NamedScope) -> dict[str, str] | None:
         if edge.relation not in FUNCTIONAL_RELATIONS:
             return None
         slot = _joined(self.rows.edges_in_slot(edge.src, edge.relation, scope.where))
@@ -235,7 +235,7 @@ class Graph:
             return None
         return {"src": current.src, "relation": current.relation, "dst": current.dst}
 
-    def export(self, scope: Scope, fmt: str) -> str:
+    def export(self, scope: NamedScope, fmt: str) -> str:
         """The graph in ``scope`` as Graphviz dot or a Mermaid flowchart; superseded edges
         are drawn dashed."""
         if fmt not in EXPORT_FORMATS:

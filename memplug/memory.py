@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from memplug.jsonl import Rejected
     from memplug.models import HostEvent
     from memplug.retrieve import Retriever
-    from memplug.scopes import Scope
+    from memplug.scopes import NamedScope
     from memplug.semantic.service import EmbedReport, Semantic
     from memplug.timeline import Timeline
     from memplug.validate import Validator
@@ -299,7 +299,7 @@ class Memory:
         project: str | None = None,
         session: str | None = None,
         cwd: str | None = None,
-    ) -> Scope:
+    ) -> NamedScope:
         """The scope a timeline or graph query reads (see :mod:`memplug.scopes`)."""
         from memplug.scopes import resolve
 

@@ -25,7 +25,8 @@ GROUPS: dict[str, str] = {
         "a memplug.hosts.HostSpec: a harness adapter's hook, installer and uninstaller"
     ),
     "memplug.candidate_sources": (
-        "a memplug.store.ports.CandidateSource: (event id, score) pairs for a query in a scope"
+        "a memplug.store.ports.CandidateSourcePlugin: (event id, score) pairs for a query in a "
+        "scope"
     ),
     "memplug.embedders": (
         "an Embedder (the semantic provider's Protocol): texts in, one vector per text out"

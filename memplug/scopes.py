@@ -24,7 +24,7 @@ from memplug.store.records import ScopeFilter
 GLOBAL = "global"
 
 
-class Scope(Struct, frozen=True):
+class NamedScope(Struct, frozen=True):
     """A resolved query scope: its name as results report it and the row filter."""
 
     name: str
@@ -38,7 +38,7 @@ def resolve(
     project: str | None = None,
     session: str | None = None,
     cwd: str | None = None,
-) -> Scope:
+) -> NamedScope:
     """The scope a query searches; see the module docstring for the defaults."""
     if session is not None and store.events.session(session) is None:
         raise NotFound(f"no session '{session}' in this database")
@@ -51,19 +51,19 @@ def resolve(
     if scope is None:
         scope = _default(store, project, session, cwd)
     if scope == GLOBAL:
-        return Scope(GLOBAL, ScopeFilter())
+        return NamedScope(GLOBAL, ScopeFilter())
     if scope.startswith("project:") and len(scope) > len("project:"):
-        return Scope(scope, ScopeFilter(scopes=(GLOBAL, scope)))
+        return NamedScope(scope, ScopeFilter(scopes=(GLOBAL, scope)))
     if scope.startswith("session:") and len(scope) > len("session:"):
         target = scope[len("session:") :]
         if store.events.session(target) is None:
             raise NotFound(f"no session '{target}' in this database")
-        return Scope(scope, ScopeFilter(session_id=target))
+        return NamedScope(scope, ScopeFilter(session_id=target))
     if scope.startswith("agent:") and len(scope) > len("agent:"):
         agent = scope[len("agent:") :]
         if not store.timeline.agent_known(agent):
             raise NotFound(f"nothing in this database was derived from agent '{agent}'")
-        return Scope(scope, ScopeFilter(agent=agent))
+        return NamedScope(scope, ScopeFilter(agent=agent))
     raise ValidationError(
         f"scope must be global, project:<key>, session:<id> or agent:<id>, not '{scope}'"
     )

@@ -113,7 +113,7 @@ def _meta_text(meta: Mapping[str, Any], key: str) -> str | None:
     return flat or None
 
 
-class _Rule(Struct):
+class _RuleDraft(Struct):
     key: str | None
     text: str
     category: str
@@ -124,10 +124,10 @@ class _Rule(Struct):
 
 def parse_rules(lines: Sequence[str], first_line: int = 1) -> list[ParsedRule]:
     """One rule per list item (continuation lines joined), code fences skipped."""
-    found: list[_Rule] = []
+    found: list[_RuleDraft] = []
     headings: list[tuple[int, str]] = []
     fenced = False
-    current: _Rule | None = None
+    current: _RuleDraft | None = None
     for offset, raw in enumerate(lines):
         if _FENCE.match(raw):
             fenced, current = not fenced, None
@@ -153,7 +153,7 @@ def parse_rules(lines: Sequence[str], first_line: int = 1) -> list[ParsedRule]:
     return _keyed(found)
 
 
-def _new_rule(item: re.Match[str], headings: list[tuple[int, str]], line: int) -> _Rule | None:
+def _new_rule(item: re.Match[str], headings: list[tuple[int, str]], line: int) -> _RuleDraft | None:
     marker, text = item.group(2), item.group(3).strip()
     text = _CHECKBOX.sub("", text)
     key_match = _KEY.match(text)
@@ -167,7 +167,7 @@ def _new_rule(item: re.Match[str], headings: list[tuple[int, str]], line: int) -
         category = "workflow" if marker[0].isdigit() else "reference"
     section = " > ".join(h for _, h in headings)
     slug = _SLUG.sub("-", (headings[-1][1] if headings else "rule").lower()).strip("-")[:40]
-    return _Rule(key, text, category, section, slug or "rule", line)
+    return _RuleDraft(key, text, category, section, slug or "rule", line)
 
 
 def heading_category(headings: Sequence[str]) -> str | None:
@@ -179,7 +179,7 @@ def heading_category(headings: Sequence[str]) -> str | None:
     return None
 
 
-def _keyed(rules: list[_Rule]) -> list[ParsedRule]:
+def _keyed(rules: list[_RuleDraft]) -> list[ParsedRule]:
     """Explicit keys as written (a repeat gets a suffix); the rest ``<heading>-<n>``."""
     used: set[str] = set()
     ordinals: dict[str, int] = {}

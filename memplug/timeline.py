@@ -24,9 +24,9 @@ from memplug.errors import ValidationError
 from memplug.graph import Graph
 from memplug.refs import row_scope
 from memplug.retrieve import decode_token, encode_token, parse_time
-from memplug.scopes import Scope, resolve
+from memplug.scopes import NamedScope, resolve
 from memplug.store.ports import Storage
-from memplug.store.records import EntryRow, EventRow, ItemFact, ToolCall
+from memplug.store.records import EntryRow, EventRow, ItemFact, ToolCallRow
 from memplug.text import clip, short_hash
 from memplug.vocab import COMPACTION_TYPES, TIMELINE_KINDS
 
@@ -81,14 +81,14 @@ class TimelineDeriver:
         self.rows = store.timeline
         # Calls seen in this process, so that a result finds its call without a query
         # (a session's calls are read in seq order, each shortly before its result).
-        self._calls: OrderedDict[tuple[str, str], ToolCall] = OrderedDict()
+        self._calls: OrderedDict[tuple[str, str], ToolCallRow] = OrderedDict()
 
     def clear(self, session_id: str) -> None:
         self.rows.clear(session_id)
 
     def follow(self, event: EventRow, items: Sequence[ItemFact] = ()) -> None:
         if event.type == "tool/call" and event.call_id:
-            call = ToolCall(event.seq, event.tool_name, event.text, event.cwd)
+            call = ToolCallRow(event.seq, event.tool_name, event.text, event.cwd)
             self._calls[(event.session_id, event.call_id)] = call
             while len(self._calls) > CALL_MEMORY:
                 self._calls.popitem(last=False)
@@ -134,7 +134,7 @@ class TimelineDeriver:
             named = tuple(in_text(item.content, event.cwd).ids)
             yield _Entry(ITEM_ENTRY, event.seq, item.content, item.id, named)
 
-    def _call(self, result: EventRow) -> ToolCall | None:
+    def _call(self, result: EventRow) -> ToolCallRow | None:
         assert result.call_id is not None
         known = self._calls.get((result.session_id, result.call_id))
         if known is not None and known.seq < result.seq:
@@ -242,7 +242,7 @@ class Timeline:
         return self._page(request, resolve(self.store, scope=request.scope), snap, offset)
 
     def _page(
-        self, request: TimelineRequest, scope: Scope, snap: int, offset: int
+        self, request: TimelineRequest, scope: NamedScope, snap: int, offset: int
     ) -> dict[str, Any]:
         total, rows = self.rows.entries(
             scope.where,
@@ -269,7 +269,7 @@ class Timeline:
             "coverage": self._coverage(scope),
         }
 
-    def _coverage(self, scope: Scope) -> dict[str, Any]:
+    def _coverage(self, scope: NamedScope) -> dict[str, Any]:
         reasons = []
         if not self.config.extraction.enabled:
             reasons.append("extraction_disabled")

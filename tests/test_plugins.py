@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from memplug import plugins
 from memplug.cli.app import cli
 from memplug.hosts import all_hosts, builtin, with_part
-from memplug.store.ports import CandidateSource
+from memplug.store.ports import CandidateSourcePlugin
 
 DIST = "memplug_fixture_plugins"
 MODULES = {
@@ -106,7 +106,7 @@ def test_loading_imports_the_plugin_only_when_asked(good: Path) -> None:
     loaded = plugins.load_group("memplug.candidate_sources")
     assert "mfp_sources" in sys.modules
     source = loaded["recent"]
-    assert isinstance(source, CandidateSource)
+    assert isinstance(source, CandidateSourcePlugin)
     assert source.candidates("q", None, None, 1) == [(7, 1.0)]
 
 

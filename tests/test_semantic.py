@@ -31,7 +31,7 @@ from memplug.purge import purge
 from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
 from memplug.semantic.builtin import Builtin
 from memplug.semantic.service import cell_groups
-from memplug.semantic.vecmath import Cells, Packed, quantize, signed
+from memplug.semantic.vecmath import Cells, PackedVectors, quantize, signed
 from memplug.semantic.wordpiece import WordPiece, basic_words
 from memplug.store.records import EventScope
 
@@ -505,7 +505,7 @@ def test_equal_similarities_break_ties_by_session_and_seq_in_any_database(
 )
 def test_packed_dot_products_equal_the_plain_ones(case: tuple[bytes, list[bytes]]) -> None:
     query, rows = case
-    packed = Packed(b"".join(rows), len(query))
+    packed = PackedVectors(b"".join(rows), len(query))
     plain = [sum(a * b for a, b in zip(signed(query), signed(row), strict=True)) for row in rows]
     assert packed.dots(query) == plain
 

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import AnyEvent
-from memplug.store.records import EventCandidate, EventScope, Neighbours, Snapshot
+from memplug.store.records import EventScope, Neighbours, Snapshot
+from memplug.store.records import SearchEvent as EventCandidate
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort

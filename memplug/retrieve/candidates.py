@@ -25,13 +25,13 @@ from memplug.retrieve.lexical import has_all
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import Scope, compile_regex
 from memplug.store.records import (
-    EventCandidate,
     EventScope,
-    ItemCandidate,
     ItemScope,
     LightEvent,
     Snapshot,
 )
+from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import SearchItem as ItemCandidate
 
 if TYPE_CHECKING:
     import regex

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from memplug.retrieve.models import Omitted, RankedEvent, RankedItem
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.scoring import Scored, with_text
-from memplug.store.records import EventCandidate
+from memplug.store.records import SearchEvent as EventCandidate
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:

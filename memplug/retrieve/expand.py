@@ -21,7 +21,8 @@ from memplug.retrieve.models import (
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
 from memplug.secrets import clear_cut
-from memplug.store.records import EventCandidate, EventScope, Snapshot
+from memplug.store.records import EventScope, Snapshot
+from memplug.store.records import SearchEvent as EventCandidate
 from memplug.text import clip
 
 if TYPE_CHECKING:

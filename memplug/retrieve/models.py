@@ -15,7 +15,8 @@ from msgspec import Struct, field
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
-from memplug.store.records import EventCandidate, ItemCandidate
+from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import SearchItem as ItemCandidate
 
 if TYPE_CHECKING:
     from memplug.retrieve.precision import QueryTerms

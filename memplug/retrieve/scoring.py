@@ -27,7 +27,8 @@ from memplug.retrieve.lexical import (
     word_boundaries,
 )
 from memplug.retrieve.ranking import Ranking
-from memplug.store.records import ItemCandidate, LightEvent
+from memplug.store.records import LightEvent
+from memplug.store.records import SearchItem as ItemCandidate
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort

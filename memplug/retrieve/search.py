@@ -18,7 +18,8 @@ from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token, pack_query
 from memplug.secrets import clear_cut
-from memplug.store.records import EventCandidate, EventScope, ItemScope, Snapshot
+from memplug.store.records import EventScope, ItemScope, Snapshot
+from memplug.store.records import SearchEvent as EventCandidate
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUnavailable
-from memplug.semantic.vecmath import Cells, Packed, quantize
+from memplug.semantic.vecmath import Cells, PackedVectors, quantize
 from memplug.store.records import EventScope, Snapshot, VectorScan
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ def _top(
 ) -> list[tuple[int, float]]:
     if not found.ids:
         return []
-    dots = Packed(b"".join(found.blobs), dimensions).dots(query)
+    dots = PackedVectors(b"".join(found.blobs), dimensions).dots(query)
     scores = [
         round(query_scale * scale * dot, SCORE_DECIMALS)
         for scale, dot in zip(found.scales, dots, strict=True)

@@ -4,7 +4,7 @@ A prompt hook cannot afford numpy's import (~60-110 ms), so the query side of th
 semantic provider runs on the standard library. Vectors are stored as int8 with one
 scale each (:func:`quantize`); a similarity is then ``scale_a x scale_b x`` an integer
 dot product — exact integer arithmetic, so the same vectors give the same scores on
-every machine. :class:`Packed` computes the dot products of one query with many
+every machine. :class:`PackedVectors` computes the dot products of one query with many
 vectors in a few hundred big-integer operations instead of a Python loop per element.
 """
 
@@ -36,7 +36,7 @@ def signed(data: bytes) -> list[int]:
     return list(memoryview(data).cast("b"))
 
 
-class Packed:
+class PackedVectors:
     """Row-major int8 vectors (``dimensions`` bytes each, concatenated), laid out so that
     :meth:`dots` gets every row's dot product with a query at once.
 
@@ -93,7 +93,7 @@ class Cells:
     scope reads the cells nearest to it first."""
 
     def __init__(self, rows: bytes, scales: Sequence[float], dimensions: int) -> None:
-        self._packed = Packed(rows, dimensions)
+        self._packed = PackedVectors(rows, dimensions)
         if len(scales) != self._packed.count:
             raise ValueError(f"{len(scales)} scales for {self._packed.count} centroids")
         self._scales = list(scales)

@@ -17,7 +17,7 @@ from msgspec import Struct, field
 from memplug.refs import EventRef, event_ref
 
 
-class EventCandidate(Struct, frozen=True):
+class SearchEvent(Struct, frozen=True):
     """One event as retrieval sees it (text is the stored, possibly capped, text)."""
 
     id: int
@@ -87,11 +87,11 @@ class LightEvent:
 
 
 # The nearest events before and after one event, nearest first.
-Neighbours = tuple[tuple[EventCandidate | LightEvent, ...], tuple[EventCandidate | LightEvent, ...]]
+Neighbours = tuple[tuple[SearchEvent | LightEvent, ...], tuple[SearchEvent | LightEvent, ...]]
 
 
-# Not frozen, for the reason given at EventCandidate: a query builds hundreds of these.
-class ItemCandidate(Struct):
+# Not frozen, for the reason given at SearchEvent: a query builds hundreds of these.
+class SearchItem(Struct):
     rid: int
     id: str
     session_id: str
@@ -588,7 +588,7 @@ class ItemFact(Struct, frozen=True):
     numbers: tuple[dict[str, Any], ...]
 
 
-class ToolCall(Struct, frozen=True):
+class ToolCallRow(Struct, frozen=True):
     seq: int
     tool_name: str | None
     text: str

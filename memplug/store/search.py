@@ -16,14 +16,14 @@ from memplug.query import QuerySignals
 from memplug.store.fts import MatchPlan, build_match
 from memplug.store.records import (
     BranchRow,
-    EventCandidate,
     EventScope,
-    ItemCandidate,
     ItemScope,
     LightEvent,
     LikeResult,
     Neighbours,
     ScopeStats,
+    SearchEvent,
+    SearchItem,
     Snapshot,
 )
 
@@ -309,7 +309,7 @@ class SearchStore:
             "ORDER BY e.id DESC LIMIT ?"
         )
         rows = [
-            EventCandidate(*row)
+            SearchEvent(*row)
             for row in self.conn.execute(
                 sql, [low, snap.max_event_id, *params, *needle_patterns, limit]
             )
@@ -324,7 +324,7 @@ class SearchStore:
 
     def event_scan(
         self, scope: EventScope, snap: Snapshot, max_rows: int, before_id: int | None = None
-    ) -> Iterator[EventCandidate]:
+    ) -> Iterator[SearchEvent]:
         """In-scope events newest first (the haystack for regex mode), at most ``max_rows``."""
         where, params = event_scope_where(scope)
         top = snap.max_event_id if before_id is None else min(before_id - 1, snap.max_event_id)
@@ -333,37 +333,37 @@ class SearchStore:
             "ORDER BY e.id DESC LIMIT ?"
         )
         for row in self.conn.execute(sql, [top, *params, max_rows]):
-            yield EventCandidate(*row)
+            yield SearchEvent(*row)
 
-    def events_by_ids(self, ids: Sequence[int]) -> list[EventCandidate]:
+    def events_by_ids(self, ids: Sequence[int]) -> list[SearchEvent]:
         if not ids:
             return []
-        out: list[EventCandidate] = []
+        out: list[SearchEvent] = []
         unique = sorted(set(ids))
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             out.extend(
-                EventCandidate(*row)
+                SearchEvent(*row)
                 for row in self.conn.execute(
                     f"SELECT {_EVENT_SELECT} FROM events e WHERE e.id IN ({marks})", chunk
                 )
             )
         return out
 
-    def event_by_ref(self, session_id: str, seq: int) -> EventCandidate | None:
+    def event_by_ref(self, session_id: str, seq: int) -> SearchEvent | None:
         row = self.conn.execute(
             f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq = ?",
             (session_id, seq),
         ).fetchone()
-        return EventCandidate(*row) if row else None
+        return SearchEvent(*row) if row else None
 
-    def events_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[EventCandidate]:
+    def events_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[SearchEvent]:
         """The events at ``refs`` that exist, in ``(session, seq)`` order (one query per
         200 refs, not one per ref)."""
-        found: dict[tuple[str, int], EventCandidate] = {}
+        found: dict[tuple[str, int], SearchEvent] = {}
         for row in rows_by_refs(self.conn, _EVENT_SELECT, refs):
-            event = EventCandidate(*row)
+            event = SearchEvent(*row)
             found[(event.session_id, event.seq)] = event
         return [found[ref] for ref in sorted(set(refs)) if ref in found]
 
@@ -376,14 +376,14 @@ class SearchStore:
         *,
         before: int,
         after: int,
-    ) -> tuple[list[EventCandidate], list[EventCandidate]]:
+    ) -> tuple[list[SearchEvent], list[SearchEvent]]:
         """In-scope events just before and just after ``seq`` in the session's own order."""
         where, params = event_scope_where(scope)
-        earlier: list[EventCandidate] = []
-        later: list[EventCandidate] = []
+        earlier: list[SearchEvent] = []
+        later: list[SearchEvent] = []
         if before > 0:
             earlier = [
-                EventCandidate(*row)
+                SearchEvent(*row)
                 for row in self.conn.execute(
                     f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq < ? "
                     f"AND e.id <= ? AND {where} ORDER BY e.seq DESC LIMIT ?",
@@ -393,7 +393,7 @@ class SearchStore:
             earlier.reverse()
         if after > 0:
             later = [
-                EventCandidate(*row)
+                SearchEvent(*row)
                 for row in self.conn.execute(
                     f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq > ? "
                     f"AND e.id <= ? AND {where} ORDER BY e.seq LIMIT ?",
@@ -479,7 +479,7 @@ class SearchStore:
         snap: Snapshot,
         limit: int,
         contains: str | None = None,
-    ) -> list[ItemCandidate]:
+    ) -> list[SearchItem]:
         rids = self.item_match_rids(expression, scope, snap, limit, contains)
         rows = self.items_by_rids(rids)
         return [rows[r] for r in rids]
@@ -501,13 +501,13 @@ class SearchStore:
             contains=contains, scope_index="memory_items_rid_scope",
         )  # fmt: skip
 
-    def items_by_rids(self, rids: Sequence[int]) -> dict[int, ItemCandidate]:
+    def items_by_rids(self, rids: Sequence[int]) -> dict[int, SearchItem]:
         rows = rows_by_ids(self.conn, f"SELECT {_ITEM_SELECT} FROM memory_items m", "m.rid", rids)
-        return {row[0]: ItemCandidate(*row) for row in rows}
+        return {row[0]: SearchItem(*row) for row in rows}
 
     def item_like(
         self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
-    ) -> list[ItemCandidate]:
+    ) -> list[SearchItem]:
         if not needle_patterns:
             return []
         where, params = item_scope_where(scope)
@@ -517,26 +517,26 @@ class SearchStore:
             f"AND ({likes}) ORDER BY m.rid DESC LIMIT ?"
         )
         return [
-            ItemCandidate(*row)
+            SearchItem(*row)
             for row in self.conn.execute(sql, [snap.max_item_rid, *params, *needle_patterns, limit])
         ]
 
-    def item_scan(self, scope: ItemScope, snap: Snapshot, max_rows: int) -> list[ItemCandidate]:
+    def item_scan(self, scope: ItemScope, snap: Snapshot, max_rows: int) -> list[SearchItem]:
         where, params = item_scope_where(scope)
         sql = (
             f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.rid <= ? AND {where} "
             "ORDER BY m.rid DESC LIMIT ?"
         )
         return [
-            ItemCandidate(*row)
+            SearchItem(*row)
             for row in self.conn.execute(sql, [snap.max_item_rid, *params, max_rows])
         ]
 
-    def item_by_id(self, item_id: str) -> ItemCandidate | None:
+    def item_by_id(self, item_id: str) -> SearchItem | None:
         row = self.conn.execute(
             f"SELECT {_ITEM_SELECT} FROM memory_items m WHERE m.id = ?", (item_id,)
         ).fetchone()
-        return ItemCandidate(*row) if row else None
+        return SearchItem(*row) if row else None
 
     def item_count(self, scope: ItemScope, snap: Snapshot) -> int:
         where, params = item_scope_where(scope)
@@ -557,11 +557,11 @@ class SearchStore:
 
     def session_in_scope(
         self, session_id: str, scope: EventScope, snap: Snapshot
-    ) -> list[EventCandidate]:
+    ) -> list[SearchEvent]:
         """A session's in-scope events in seq order (expand along a branch path)."""
         where, params = event_scope_where(scope)
         return [
-            EventCandidate(*row)
+            SearchEvent(*row)
             for row in self.conn.execute(
                 f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.id <= ? "
                 f"AND {where} ORDER BY e.seq",

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memplug.db import Database
-from memplug.store.records import EdgeRow, EntityRow, EntryRow, ItemFact, ScopeFilter, ToolCall
+from memplug.store.records import EdgeRow, EntityRow, EntryRow, ItemFact, ScopeFilter, ToolCallRow
 from memplug.text import canonical_json
 
 TIMELINE_TABLES: tuple[str, ...] = ("timeline_entries", "graph_entities", "graph_edges")
@@ -111,7 +111,7 @@ class TimelineStore:
 
     # -- reading what derivation needs ----------------------------------------------------
 
-    def tool_call(self, session_id: str, call_id: str, before: int) -> ToolCall | None:
+    def tool_call(self, session_id: str, call_id: str, before: int) -> ToolCallRow | None:
         """The call a tool result at ``before`` answers (the latest before it, should an
         id repeat)."""
         row = self.conn.execute(
@@ -119,7 +119,7 @@ class TimelineStore:
             " AND type = 'tool/call' AND seq < ? ORDER BY seq DESC LIMIT 1",
             (session_id, call_id, before),
         ).fetchone()
-        return ToolCall(int(row[0]), row[1], str(row[2]), row[3]) if row else None
+        return ToolCallRow(int(row[0]), row[1], str(row[2]), row[3]) if row else None
 
     def items_after(self, session_id: str, after_seq: int) -> dict[int, list[ItemFact]]:
         """Items the session's events after ``after_seq`` created (by seq, in id order),
