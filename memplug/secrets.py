@@ -164,8 +164,14 @@ RULES: tuple[_Rule, ...] = (
     ),
     # Flags that carry a password for one tool only (`-p` is a port to psql and docker
     # run): the flag is matched, then the tool looked for earlier in the same command.
+    # Not openssl's -passin/-passout (its own rule below), which a command on the same
+    # line after a withheld key block would otherwise hand to an earlier mysql.
     _rule(
-        "password", r"\s-p(?=[^\s-])" + _V, ("mysql", "mariadb"), "v", r"(?i)\b(?:mysql|mariadb)"
+        "password",
+        r"\s-p(?=[^\s-])(?!ass(?:in|out)?\s)" + _V,
+        ("mysql", "mariadb"),
+        "v",
+        r"(?i)\b(?:mysql|mariadb)",
     ),
     _rule("password", r"sshpass\s+-p\s*" + _V, ("sshpass",), group="v"),
     _rule(
@@ -423,7 +429,7 @@ def _named_values(text: str, lowered: str, codes: bool) -> Iterator[_Found]:
             done = max(done, after.end)
             # A quoted value is found only with its closing quote: that belongs to it.
             closing = after.end < len(text) and text[after.end] in "\"'`”"
-            yield after, start, after.end + closing
+            yield after, start, max(after.end + closing, _clause_ends(text, after, name) or 0)
 
 
 def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
@@ -468,13 +474,25 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
         if value is None:
             continue
         span = _accepted(text, value.start("v"), value.end("v"), kind, policy)
-        if span is not None:
+        if span is not None and _clause_ends(text, span, name) is not None:
             return span
     return None
 
 
+def _clause_ends(text: str, span: SecretSpan, name: str) -> int | None:
+    """Where the context that makes ``span`` a secret ends: a code's number must end its
+    clause ("this thread-safe code is 1000 lines" is no pin), up to the word that ends
+    it ("please"), which a cut must not split off either. None: it is no secret."""
+    if name.lower().partition(" ")[0] not in _CODE_PLACES:
+        return span.end
+    end = _compiled(_CLAUSE_END).match(text, span.end)
+    return None if end is None else end.end()
+
+
 def _value_before(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
-    if kind not in ("password", "pin") or not name.isalpha() or name.lower() == "pass":
+    # "4711 is the door code": of the names of two words, only a code's comes after.
+    spoken = name.replace(" ", "") if kind == "pin" else name
+    if kind not in ("password", "pin") or not spoken.isalpha() or name.lower() == "pass":
         return None
     head = text[max(0, at - 48) : at].lower()
     if " is " not in head and " was " not in head and " as " not in head:

@@ -134,6 +134,7 @@ def test_the_last_character_of_a_value_is_its_own_a_sentence_stop_is_not(
         ("the door code is 4711", "the door code is [redacted:pin]"),
         ("The alarm code: 0451.", "The alarm code: [redacted:pin]."),
         ("set the gate code to 2580", "set the gate code to [redacted:pin]"),
+        ("4711 is the door code", "[redacted:pin] is the door code"),
         ("the access token is tok_9f8e7d6c5b4a", "the access token is [redacted:secret]"),
     ],
 )
@@ -144,7 +145,7 @@ def test_a_question_answered_and_a_code_that_opens_something(text: str, expected
 @pytest.mark.parametrize(
     "text",
     ["the error code is 4711", "the zip code is 10001", "the door code is on the fridge",
-     "the exit code was 137", "Forgot your password? It's easy to reset.",
+     "the exit code was 137", "this thread-safe code is 1000 lines long", "Forgot your password? It's easy to reset.",
      "The password? It's the same as before.", "the password isn't set"],
 )  # fmt: skip
 def test_other_codes_and_questions_about_a_password_pass(text: str) -> None:
