@@ -145,7 +145,8 @@ def test_a_question_answered_and_a_code_that_opens_something(text: str, expected
 @pytest.mark.parametrize(
     "text",
     ["the error code is 4711", "the zip code is 10001", "the door code is on the fridge",
-     "the exit code was 137", "this thread-safe code is 1000 lines long", "Forgot your password? It's easy to reset.",
+     "the exit code was 137", "this thread-safe code is 1000 lines long",
+     "Forgot your password? It's easy to reset.",
      "The password? It's the same as before.", "the password isn't set"],
 )  # fmt: skip
 def test_other_codes_and_questions_about_a_password_pass(text: str) -> None:
