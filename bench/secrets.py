@@ -3,7 +3,7 @@
     python -m bench.secrets [--shared ../shared] [--show 40]
 
 1. The labelled corpus (``fixtures/secrets/corpus.jsonl``): recall on the strings that
-   hold a secret (caught: no labelled value survives ``redact_secrets``), and false
+   hold a secret (caught: each labelled value lies whole in a withheld span), and false
    redactions on the look-alikes (any span found), per group.
 2. Real text: every line of LoCoMo's turns and of the Claude Code transcripts in the
    shared folder (by event type), how many the detector would redact, and the redacted
@@ -65,9 +65,17 @@ def load_corpus(path: Path = CORPUS) -> list[Labelled]:
 
 
 def caught(row: Labelled) -> bool:
-    """Every labelled value of ``row`` is withheld by redaction."""
-    redacted = redact_secrets(row.text, named=True)
-    return not any(secret in redacted for secret in row.secrets)
+    """Every labelled value of ``row``, wherever it occurs, lies whole inside one
+    withheld span: a value that redaction cut short ("[redacted:password]!") leaks its
+    last character, and its text no longer being in the output would hide that."""
+    spans = find_secrets(row.text)
+    for secret in row.secrets:
+        at = row.text.find(secret)
+        while at >= 0:
+            if not any(s.start <= at and at + len(secret) <= s.end for s in spans):
+                return False
+            at = row.text.find(secret, at + 1)
+    return True
 
 
 def score(rows: Sequence[Labelled]) -> Score:

@@ -164,8 +164,14 @@ RULES: tuple[_Rule, ...] = (
     ),
     # Flags that carry a password for one tool only (`-p` is a port to psql and docker
     # run): the flag is matched, then the tool looked for earlier in the same command.
+    # Not openssl's -passin/-passout (its own rule below), which a command on the same
+    # line after a withheld key block would otherwise hand to an earlier mysql.
     _rule(
-        "password", r"\s-p(?=[^\s-])" + _V, ("mysql", "mariadb"), "v", r"(?i)\b(?:mysql|mariadb)"
+        "password",
+        r"\s-p(?=[^\s-])(?!ass(?:in|out)?\s)" + _V,
+        ("mysql", "mariadb"),
+        "v",
+        r"(?i)\b(?:mysql|mariadb)",
     ),
     _rule("password", r"sshpass\s+-p\s*" + _V, ("sshpass",), group="v"),
     _rule(
@@ -232,6 +238,13 @@ _KEYWORD = (
     r"|pin[ ](?:code|number)|pin码|pass|pwd|pw|secret|token|key|auth|pin"
     r"|密码|口令|密钥|秘钥|令牌|パスワード"
 )
+# What a code that opens something opens: "the door code is 4711" names a pin; "the
+# error code", "the zip code" and "the area code" do not. Looked for only when one is
+# named: in the keyword pattern, their first letters slow every scan by over a quarter.
+_CODE_PLACES = ("door", "alarm", "safe", "gate", "garage", "keypad", "lock", "locker",
+                "entry", "unlock", "phone", "access")  # fmt: skip
+_CODE_HINTS = tuple(f"{place} code" for place in _CODE_PLACES)
+_CODE_KEYWORD = rf"(?:{'|'.join(_CODE_PLACES)})[ ]code|{_KEYWORD}"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PARTS = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+"
 _PASSWORD_PARTS = frozenset({"pwd", "pw", "pass", "pswd", "passphrase", "passcode"})
@@ -314,7 +327,9 @@ _PROSE = (
     r"(?:[ \t]*\([^()\n]{1,40}\))?"
     r"(?:[ \t]*[:：=]|[ \t]+(?:(?:is|was|are|will[ \t]+be|has[ \t]+been|became)"
     r"(?:[ \t]+(?:now|still|currently|just))?(?:[ \t]+(?:set|changed|reset|updated))?"
-    r"(?:[ \t]+to)?|(?:set|changed|reset|updated)[ \t]+to))[ \t]*"
+    r"(?:[ \t]+to)?|(?:set|changed|reset|updated)[ \t]+to)(?!\w)"
+    # "The root password? It's hunter2": a question the next sentence answers.
+    r"|[ \t]*\?[ \t]+(?:it[ \t]+(?:is|was)|it['’]?s)(?!\w))[ \t]*"
 )
 _CJK_SEP = r"[ \t]*(?:(?:是|为|為|は|：|:|=|改成|改为|设为|设置为|换成)[ \t]*){0,2}(?=[!-~])"
 _FLAG_NAME = r"--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*"
@@ -365,7 +380,9 @@ def _name_kind(name: str) -> str | None:
             or (part.endswith("pass") and part not in _PASS_WORDS)
         ):
             kind = "password"
-        elif part in ("pin", "pincode"):
+        elif part in ("pin", "pincode") or (
+            part == "code" and i > 0 and parts[i - 1] in _CODE_PLACES
+        ):
             kind = "pin"
         elif part == "authorization":
             kind = "authorization_header"
@@ -383,9 +400,9 @@ def _name_kind(name: str) -> str | None:
     return None
 
 
-def _named_values(text: str, lowered: str) -> Iterator[_Found]:
+def _named_values(text: str, lowered: str, codes: bool) -> Iterator[_Found]:
     done = 0
-    for hit in _scan(_KEYWORD, text, lowered):
+    for hit in _scan(_CODE_KEYWORD if codes else _KEYWORD, text, lowered):
         if hit.start() < done:
             continue
         start, end = hit.start(), hit.end()
@@ -412,7 +429,7 @@ def _named_values(text: str, lowered: str) -> Iterator[_Found]:
             done = max(done, after.end)
             # A quoted value is found only with its closing quote: that belongs to it.
             closing = after.end < len(text) and text[after.end] in "\"'`”"
-            yield after, start, after.end + closing
+            yield after, start, max(after.end + closing, _clause_ends(text, after, name) or 0)
 
 
 def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
@@ -457,13 +474,25 @@ def _value_after(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
         if value is None:
             continue
         span = _accepted(text, value.start("v"), value.end("v"), kind, policy)
-        if span is not None:
+        if span is not None and _clause_ends(text, span, name) is not None:
             return span
     return None
 
 
+def _clause_ends(text: str, span: SecretSpan, name: str) -> int | None:
+    """Where the context that makes ``span`` a secret ends: a code's number must end its
+    clause ("this thread-safe code is 1000 lines" is no pin), up to the word that ends
+    it ("please"), which a cut must not split off either. None: it is no secret."""
+    if name.lower().partition(" ")[0] not in _CODE_PLACES:
+        return span.end
+    end = _compiled(_CLAUSE_END).match(text, span.end)
+    return None if end is None else end.end()
+
+
 def _value_before(text: str, at: int, name: str, kind: str) -> SecretSpan | None:
-    if kind not in ("password", "pin") or not name.isalpha() or name.lower() == "pass":
+    # "4711 is the door code": of the names of two words, only a code's comes after.
+    spoken = name.replace(" ", "") if kind == "pin" else name
+    if kind not in ("password", "pin") or not spoken.isalpha() or name.lower() == "pass":
         return None
     head = text[max(0, at - 48) : at].lower()
     if " is " not in head and " was " not in head and " as " not in head:
@@ -482,17 +511,35 @@ def _accepted(text: str, start: int, end: int, kind: str, policy: str) -> Secret
     quoted = text[start] in "\"'“" and end - start >= 2
     if quoted or (text[start] == "`" and end - start >= 2):
         start, end = start + 1, end - 1
+        kept = end
     else:
-        # After 密码是, an ASCII "!" is the password's; a sentence there ends in "！".
-        closing = "，。；！？" if policy == "cjk" else ".,;:!?)]}>*'\"”，。；！？"
-        while end > start and text[end - 1] in closing:
+        # The value is judged without any punctuation after it ("is hunter2."), but
+        # what may end it stays in the span: withholding a sentence's "!" costs
+        # nothing, leaving a password's last character out leaks it ("Winter2024!").
+        kept = end
+        while kept > start and text[kept - 1] in _CLOSING.get(policy, _PROSE_CLOSING):
+            kept -= 1
+        end = kept
+        while end > start and text[end - 1] in _CLOSING["cjk" if policy == "cjk" else ""]:
             end -= 1
     if kind == "authorization_header" and (scheme := _compiled(_SCHEME).match(text, start, end)):
         start = scheme.end()
-    value = text[start:end]
-    if _plausible(value, kind, policy, quoted, text[end : end + 12]):
-        return SecretSpan(start, end, kind)
+    if _plausible(text[start:end], kind, policy, quoted, text[end : end + 12]):
+        return SecretSpan(start, kept, kind)
     return None
+
+
+# What can follow an unquoted value without being part of it. In an assignment or a
+# flag the value is one shell word: only a closing bracket, a quote or a sentence's stop
+# is not its own (PASSWORD=Winter2024!, --password=Secr3t?). In prose a "?" asks ("is
+# it hunter2?") and "*" closes Markdown bold. After 密码是, an ASCII "!" is the
+# password's; a sentence there ends in "！".
+_STOPS = ".,;:)]}>'\"”，。；"
+_PROSE_CLOSING = _STOPS + "?*！？"
+_CLOSING = dict.fromkeys(("env", "flag", "code", "colon", "quoted"), _STOPS) | {
+    "cjk": "，。；！？",
+    "": _PROSE_CLOSING + "!",
+}
 
 
 def _plausible(value: str, kind: str, policy: str, quoted: bool, after: str) -> bool:
@@ -603,7 +650,9 @@ def _find(text: str) -> list[_Found]:
         return []
     lowered = text.lower()
     present = {hint for hint in _HINTS if hint in lowered}
-    if not present:
+    # One test for the twelve code names in the texts that name none (nearly all).
+    codes = " code" in lowered and any(hint in lowered for hint in _CODE_HINTS)
+    if not present and not codes:
         return []
     found: list[_Found] = []
     for rule in RULES:
@@ -623,8 +672,8 @@ def _find(text: str) -> list[_Found]:
             if rule.group and _pointer(text[start:end], quoted=False):
                 continue
             found.append((SecretSpan(start, end, rule.kind), reach, match.end()))
-    if not present.isdisjoint(_NAME_HINTS):
-        found.extend(_named_values(text, lowered))
+    if codes or not present.isdisjoint(_NAME_HINTS):
+        found.extend(_named_values(text, lowered, codes))
     return found
 
 

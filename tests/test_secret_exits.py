@@ -177,3 +177,59 @@ def test_a_work_record_never_stores_the_value(db: Path) -> None:
         "PGPASSWORD=[redacted:password] psql -h db.internal -U admin app",
         "mysql -u root -p[redacted:password] shop < dump.sql",
     ]
+
+
+# -- a search cannot confirm a guessed value ----------------------------------------------
+
+GUESSED = [
+    _event(1, "the password is hunter2"),
+    _event(2, "we talked to hunter about the hunter2 plan"),
+    _event(3, "the staging host is db.internal"),
+]
+
+
+@pytest.fixture(scope="module")
+def guessed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("guess")
+    source = root / "events.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in GUESSED), encoding="utf-8")
+    path = root / "m.sqlite"
+    done = run_cli_here("--db", str(path), "import", str(source))
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def _hits(db: Path, query: str, **extra: object) -> tuple[int, list[tuple[int, str, bool]]]:
+    page = json.loads(_mcp(db, "memory_search", {"query": query, **extra}))
+    return page["total"], [(h["seq"], h["why"], h["pinned"]) for h in page["hits"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "extra"),
+    [("hunter2", {}), ("password hunter2", {}), ('"password is hunter2"', {}),
+     ("hunter9", {}), (r"hunt.r\d", {"mode": "regex"})],
+)  # fmt: skip
+def test_a_hit_that_only_a_withheld_value_matched_is_left_out(
+    guessed_db: Path, query: str, extra: dict[str, object]
+) -> None:
+    """A right guess (hunter2) and a wrong one (hunter9, whose prefix the index finds in
+    hunter2) get the same answer: no hit on the event that withholds the value, none
+    found near it, and a total that counts neither."""
+    total, hits = _hits(guessed_db, query, **extra)
+    assert 1 not in [seq for seq, _, _ in hits], hits
+    assert not any(why.startswith("near:s1:1") for _, why, _ in hits), hits
+    assert total == len(hits)
+
+
+def test_a_right_and_a_wrong_guess_read_alike(guessed_db: Path) -> None:
+    right = [(seq, why) for seq, why, _ in _hits(guessed_db, "hunter2")[1]]
+    wrong = [(seq, why) for seq, why, _ in _hits(guessed_db, "hunter9")[1]]
+    assert [seq for seq, _ in right] == [seq for seq, _ in wrong] == [2, 3]
+    # The plain mention of hunter2 still matches it exactly: it withholds nothing.
+    assert right[0] == (2, "exact:hunter2")
+
+
+def test_the_event_is_still_found_by_what_it_says_around_the_value(guessed_db: Path) -> None:
+    total, hits = _hits(guessed_db, "password")
+    assert (1, "word:password", False) in hits
+    assert total == len(hits) == 3

@@ -104,6 +104,56 @@ def test_the_value_is_withheld_and_the_rest_kept(text: str, expected: str) -> No
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("export DB_PASSWORD=Winter2024!", "export DB_PASSWORD=[redacted]"),
+        ("mysql --password=Secr3t! -u root", "mysql --password=[redacted] -u root"),
+        ("PGPASSWORD=Pg9pw? psql app", "PGPASSWORD=[redacted] psql app"),
+        ("REDIS_PASSWORD=R3dis*#$%& redis-server", "REDIS_PASSWORD=[redacted] redis-server"),
+        ("db_password: Qu4rtz!", "db_password: [redacted]"),
+        ("set PASSWORD=Windows1!.", "set PASSWORD=[redacted]."),
+        ("the password is hunter2.", "the password is [redacted]."),
+        ("the password is hunter2, then", "the password is [redacted], then"),
+        ("is the password hunter2?", "is the password [redacted]?"),
+        ("the new password is Winter2025!", "the new password is [redacted]"),
+    ],
+)
+def test_the_last_character_of_a_value_is_its_own_a_sentence_stop_is_not(
+    text: str, expected: str
+) -> None:
+    """A value's trailing punctuation is part of it in an assignment or a flag (and "!"
+    in prose: withholding an exclamation costs nothing, leaving it out leaks a
+    character); the period or comma that ends a sentence is not."""
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The root password? It's hunter2", "The root password? It's [redacted:password]"),
+        ("the door code is 4711", "the door code is [redacted:pin]"),
+        ("The alarm code: 0451.", "The alarm code: [redacted:pin]."),
+        ("set the gate code to 2580", "set the gate code to [redacted:pin]"),
+        ("4711 is the door code", "[redacted:pin] is the door code"),
+        ("the access token is tok_9f8e7d6c5b4a", "the access token is [redacted:secret]"),
+    ],
+)
+def test_a_question_answered_and_a_code_that_opens_something(text: str, expected: str) -> None:
+    assert redact_secrets(text, named=True) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the error code is 4711", "the zip code is 10001", "the door code is on the fridge",
+     "the exit code was 137", "this thread-safe code is 1000 lines long",
+     "Forgot your password? It's easy to reset.",
+     "The password? It's the same as before.", "the password isn't set"],
+)  # fmt: skip
+def test_other_codes_and_questions_about_a_password_pass(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
     "name",
     ["PGPASSWORD", "MYSQL_PWD", "DB_PASSWORD", "dbPassword", "x-api-key", "client_secret",
      "GITHUB_TOKEN", "LDAP_BIND_PASSWD", "SECRET_KEY", "PRIVATE_KEY", "DB_PASS"],

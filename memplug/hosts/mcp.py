@@ -11,7 +11,9 @@ three differences a model needs:
 * **bounded**: every argument that sizes a result has a cap, and a result larger than
   ``MAX_RESULT_CHARS`` is refused with an error naming the smaller call to make;
 * **redacted**: every string of every result goes through the secret scanner, each
-  secret replaced by a marker naming its kind (call tokens are not text and pass).
+  secret replaced by a marker naming its kind (call tokens are not text and pass); and
+  a search hit that only a withheld value matched is left out (:func:`unconfirmed`),
+  so a search cannot confirm a guessed password.
 
 A bad argument, an unknown token or a missing database is a tool error
 (``isError``), never a crash of the server.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -31,7 +34,7 @@ from pydantic import ValidationError as ArgumentError
 from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
-from memplug.secrets import redact_secrets
+from memplug.secrets import SecretSpan, find_secrets, redact_secrets
 from memplug.vocab import TIMELINE_KINDS
 
 SERVER_NAME = "memplug"
@@ -115,6 +118,10 @@ def _core(memory: Memory, args: CoreArgs, cwd: str) -> dict[str, Any]:
 
 
 def _search(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
+    return unconfirmed(memory, _page(memory, args, cwd), args.query)
+
+
+def _page(memory: Memory, args: SearchArgs, cwd: str) -> dict[str, Any]:
     if args.next:
         return memory.search(args.query, next_token=args.next)
     return memory.search(
@@ -159,6 +166,76 @@ def _timeline(memory: Memory, args: TimelineArgs, cwd: str) -> dict[str, Any]:
 def _neighbors(memory: Memory, args: NeighborsArgs, cwd: str) -> dict[str, Any]:
     where = memory.scope(scope=args.scope, project=args.project, session=args.session, cwd=cwd)
     return memory.graph.neighbors(args.entity, where, hops=args.hops)
+
+
+def unconfirmed(memory: Memory, page: dict[str, Any], query: str | None) -> dict[str, Any]:
+    """``page`` without the hits that only a withheld value matched, nor the hits found
+    near them: a model that searches for a guessed password must not learn from a
+    pinned ``exact:`` hit, its score or its rank that the guess was right. A hit is left
+    out when a term it was found by (named in its ``why``, or a word of the query) occurs
+    in its text only inside a span :func:`find_secrets` withholds; its score counted
+    that term, so no rank given to it would be honest (docs/security.md)."""
+    hits = page.get("hits") or []
+    dropped = {_ref(hit) for hit in hits if _confirms_secret(memory, hit, query)}
+    if not dropped:
+        return page
+    kept = [hit for hit in hits if _ref(hit) not in dropped and _via(hit) not in dropped]
+    total = page.get("total")
+    out = {**page, "hits": kept}
+    if isinstance(total, int):
+        out["total"] = total - (len(hits) - len(kept))
+    return out
+
+
+def _via(hit: dict[str, Any]) -> str | None:
+    """The hit a ``near:REF`` or ``source:ID`` hit was found through."""
+    how, _, ref = str(hit.get("why", "")).partition(":")
+    return ref if how in ("near", "source") else None
+
+
+def _ref(hit: dict[str, Any]) -> str:
+    return str(hit["id"]) if hit.get("kind") == "memory" else f"{hit['session_id']}:{hit['seq']}"
+
+
+def _confirms_secret(memory: Memory, hit: dict[str, Any], query: str | None) -> bool:
+    if hit.get("kind") == "memory":
+        item = memory.store.search.item_by_id(str(hit["id"]))
+        text = item.content if item is not None else ""
+    else:
+        event = memory.store.search.event_by_ref(str(hit["session_id"]), int(hit["seq"]))
+        text = (event.text if event is not None else None) or ""
+    spans = find_secrets(text)
+    if not spans:
+        return False
+    # Offsets into the lowered text are the spans' only when lowering kept them all.
+    lowered = text.lower() if len(text.lower()) == len(text) else text
+    how = str(hit.get("why", "")).split(" +", 1)[0]
+    if how == "regex":
+        # A pattern can probe a value character by character, and where its matches
+        # fell would take running it again: a regex hit on such a text is left out
+        # whatever it matched (that the text withholds a value, its marker says anyway).
+        return True
+    named = how.split(":", 1)[1].split(",") if how.startswith(("exact:", "word:")) else []
+    words = _QUERY_WORD.findall(query or "")
+    return any(_only_withheld(lowered, term.lower(), spans) for term in [*named, *words])
+
+
+_QUERY_WORD = re.compile(r"[^\s\"'`.,;:!?()\[\]{}]+")
+
+
+def _only_withheld(lowered: str, term: str, spans: list[SecretSpan]) -> bool:
+    """``term`` starts a word of ``lowered`` (as the index finds it: a whole word or a
+    prefix), and each time it does, it overlaps a withheld span."""
+    found = False
+    for at in (m.start() for m in re.finditer(rf"(?<![a-z0-9]){re.escape(term)}", lowered)):
+        if not _withheld(at, at + len(term), spans):
+            return False
+        found = True
+    return found
+
+
+def _withheld(start: int, end: int, spans: list[SecretSpan]) -> bool:
+    return any(span.start < end and start < span.end for span in spans)
 
 
 class Tool(Struct, frozen=True):
