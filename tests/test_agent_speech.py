@@ -100,8 +100,53 @@ def test_in_chat_the_agent_rules_stay_silent(cli: Cli, tmp_path: Path) -> None:
     db = new_db(tmp_path / "m.sqlite")
     items = _by_source(_import(cli, db, _lines("chat-1", [], [t for t, _ in TEN])))
     kinds = {seq: [i["kind"] for i in found] for seq, found in items.items()}
-    # Only the statements that name a rule outright, as they always did.
-    assert kinds == {1: ["constraint"], 2: ["constraint"], 3: ["constraint"], 4: ["fact"]}
+    # Only the statements that name a rule outright ("Important:" introducing a must-not
+    # about an artefact is one).
+    assert kinds == {1: ["constraint"], 2: ["constraint"], 3: ["constraint"], 4: ["constraint"]}
+
+
+# Advice inside a story and "we must never forget": obligations on people, not the work.
+CHAT_MUSTS = [
+    "you must try the pasta!",
+    "Oh, you must try the pasta at Luigi's!",
+    "You must come to the beach with us.",
+    "We must visit the museum next week.",
+    "We must never forget this day.",
+]
+
+
+def test_in_chat_a_must_aimed_at_people_not_the_work_makes_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    db = new_db(tmp_path / "m.sqlite")
+    assert _import(cli, db, _lines("chat-1", [], CHAT_MUSTS)) == []
+    # The work named after the same words still makes a rule.
+    items = _import(cli, new_db(tmp_path / "w.sqlite"), _lines("chat-2", [], WORK_MUSTS))
+    assert [i["kind"] for i in items] == ["constraint"] * len(WORK_MUSTS)
+
+
+WORK_MUSTS = [
+    "You must run the migrations in a transaction.",
+    "We must never log card numbers.",
+]
+REVIEW = "Request Changes - The authentication bug must be fixed before merging."
+
+
+@pytest.mark.parametrize(
+    ("head", "extra"),
+    [([], {}), ([TOOL_CALL], {}), ([], {"host": "claude-code"})],
+    ids=["chat", "after-a-tool-call", "claude-code-host"],
+)
+def test_a_pasted_review_verdict_is_a_task_not_a_standing_rule(
+    cli: Cli, tmp_path: Path, head: list[dict[str, Any]], extra: dict[str, Any]
+) -> None:
+    texts = [REVIEW, "The authentication bug must be fixed before merging."]
+    db = new_db(tmp_path / "m.sqlite")
+    assert _import(cli, db, _lines("review-1", head, texts, **extra)) == []
+    # A standing rule in the same words is still one.
+    rule = ["Every bug must be fixed before merging."]
+    items = _import(cli, new_db(tmp_path / "r.sqlite"), _lines("review-2", head, rule, **extra))
+    assert [i["kind"] for i in items] == ["constraint"]
 
 
 def test_a_tool_call_after_a_statement_does_not_make_it_said_to_an_agent(

@@ -68,6 +68,11 @@ class Rule(Struct, frozen=True):
     # flaky test" vs "always pin versions"); to an agent everything said is about it.
     chat_not_after: re.Pattern[str] | None = None
     chat_not_before: re.Pattern[str] | None = None
+    # Voids that need the whole sentence (its subject and what is said of it), searched
+    # in it: "the authentication bug must be fixed" is one task, "every bug must be fixed"
+    # a rule; in chat, "you must try the pasta" names no work.
+    not_in: re.Pattern[str] | None = None
+    chat_not_in: re.Pattern[str] | None = None
 
     @property
     def ref(self) -> str:
@@ -75,6 +80,9 @@ class Rule(Struct, frozen=True):
 
     def matches(self, text: str, *, agent: bool = False) -> Iterator[re.Match[str]]:
         if ("agent" if agent else "chat") not in self.contexts:
+            return
+        within = (self.not_in,) if agent else (self.not_in, self.chat_not_in)
+        if any(void is not None and void.search(text) for void in within):
             return
         voids = [(self.not_after, self.not_before)]
         if not agent:
@@ -207,6 +215,13 @@ _CHECKABLE = (
     r"unique|immutable|private|public|non-\w+|lower-?case|upper-?case|empty|valid|present|"
     r"absolute|relative|[a-z]+ed|set|run|done|kept|made|put|sent|held|read|shown|built|"
     r"written|given|bound)\b|[\d<>≤≥=`\"'])"
+)
+
+# A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
+# follows judges one change; it is no standing rule.
+_REVIEW_VERDICT = (
+    r"^\W*(?:request(?:ed|ing)?\s+changes|changes\s+requested|approved?|lgtm|"
+    r"reject(?:ed)?|needs\s+(?:work|changes))\s*(?:[-–—:|]|$)"
 )
 
 # fmt: off
@@ -427,12 +442,16 @@ RULES: tuple[Rule, ...] = (
              ("上周我决定再去竞选一次。", None)),
          priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
          not_after=_rx(r"了?\s*[。！!.]?$")),
-    Rule("en.constraint.must", 3, "constraint", "en",
+    Rule("en.constraint.must", 4, "constraint", "en",
          "`must` / `must not` / `mustn't` with an action or a checkable requirement"
          " (`must keep p95 < 200 ms`, `must be reviewed`, `must be under 2 MB`). Not"
          " epistemic (`it must be scary`, `you must love it`, `must have been`, `must be"
          " so rewarding`), not a gerund's (`seeing them grow must be …`), not `a must`,"
-         " not `I must say`. In chat its subject must be the work or the people doing it.",
+         " not `I must say`; not a review verdict (`Request Changes - …`) nor one named"
+         " thing to fix (`the login bug must be fixed`: a task for now). In chat its"
+         " subject must be the work (also after `Important:`), or people told to do"
+         " something to the work (`you must try the pasta`, `we must visit the museum` are"
+         " not cues).",
          _rx(r"(?<![-\w])must(?:n't|\s+not)?(?![-\w])"),
          _ex(("The checkout endpoint must keep p95 < 200 ms at 1k rps.", "constraint"),
              ("We must never log card numbers.", "constraint"),
@@ -455,12 +474,29 @@ RULES: tuple[Rule, ...] = (
              ("All pets must be on a leash and accompanied by a registered guest at all times"
               " when outside the guest room.", None),
              ("This would be the first monster that the player must hunt.", None),
-             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None))
+             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None),
+             ("Important: card numbers must not be logged.", "constraint"),
+             ("You must run the migrations in a transaction.", "constraint"),
+             ("Every bug must be fixed before merging.", "constraint"),
+             ("Request Changes - The authentication bug must be fixed before merging.", None),
+             ("Oh, you must try the pasta at Luigi's!", None),
+             ("You must come to the beach with us.", None),
+             ("We must visit the museum next week.", None))
          + _agent(("Important: card numbers must not be logged.", "constraint"),
-                  ("It must be the cache.", None))
-         + (Example("Important: card numbers must not be logged.", "fact"),),
+                  ("It must be the cache.", None),
+                  ("Request Changes - The authentication bug must be fixed before merging.",
+                   None),
+                  ("The authentication bug must be fixed before merging.", None)),
          priority=30,
-         chat_not_before=_rx(r"(?:^|[,;:(])(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
+         not_in=_rx(_REVIEW_VERDICT + r"|(?:^|[-–—:]\s)\W*(?:the|this|that|these|those|our|"
+                    r"my|your)\s+(?:(?!must\b)[\w'-]+\s+){0,5}must\s+(?:be|get)\s+(?:fixed|"
+                    r"resolved|addressed|repaired|corrected)\b"),
+         chat_not_in=_rx(r"\b(?:we|you|one|i|everyone|everybody|y'all)\s+(?:(?:all|really|just|"
+                         r"definitely|simply|absolutely)\s+)?must(?:n't|\s+not)?(?![-\w])"
+                         r"(?![^.!?]*(?:\b(?:" + _WORK_NOUNS + r")\b|\d|\w[_./]\w|`))"),
+         # A frame ("Important:") opens a rule: what follows it is read as its subject.
+         chat_not_before=_rx(r"(?:^|[,;(]|(?<!\bimportant)(?<!\bremember)(?<!\breminder):)"
+                             r"(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
                              r"everyone|everybody|nobody|claude|agent|assistant|model|"
                              + _WORK_NOUNS + r")\b|\w[_./]\w|`))[^,;:(]*$"),
          not_before=_rx(r"\b(?:it|that|this|there|they|he|she|which|who|what|something|"
@@ -477,12 +513,12 @@ RULES: tuple[Rule, ...] = (
                        r"|\s+have\s+(?!(?:an?|at\s+least|no|one|two|three|exactly|its|their|"
                        r"\d)\b)|\s+have\s+an?\s+(?:lot|great|good|blast|ton|ball|hard)\b"
                        r"|'ve\b")),
-    Rule("en.constraint.never", 3, "constraint", "en",
+    Rule("en.constraint.never", 4, "constraint", "en",
          "`never` as an instruction: at the start (also after `Remember:`, `To be clear:`),"
          " after `we`, or after `you should`/`you must` (`never mind`, `you never know`,"
          " descriptions such as `the tests never pass`, stories such as `never tried it` and"
-         " advice such as `never give up` are not cues). In chat the rest must name the work;"
-         " said to an agent, it is about the work.",
+         " advice such as `never give up` are not cues). In chat the rest must name the work"
+         " and `we must never forget` is a feeling; said to an agent, it is about the work.",
          _rx(_LEAD + _FRAME + r"never(?![-\w])"
              r"|\b(?:we|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"
              r"|\byou\s+(?:should|must|will|shall|can)\s+never(?![-\w])"),
@@ -497,7 +533,8 @@ RULES: tuple[Rule, ...] = (
              ("Never tried it, but it's supposed to be awesome.", None),
              ("You never shy away from a challenge and always try something new.", None),
              ("You never know the difference a kind gesture can make.", None),
-             ("Never found on antimagic weapons.", None))
+             ("Never found on antimagic weapons.", None),
+             ("We must never forget this day.", None))
          + _agent(("Please never push directly to main.", "constraint"),
                   ("Remember: never log card numbers.", "constraint"),
                   ("Never mind, I found it.", None))
@@ -505,7 +542,7 @@ RULES: tuple[Rule, ...] = (
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
                        + _ENCOURAGE + r"|say\s+never|too|late|easy)\b"),
-         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(_NOT_ABOUT_WORK)),
+         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(r"\s+forget\b|" + _NOT_ABOUT_WORK)),
     Rule("en.constraint.always", 3, "constraint", "en",
          "`always` as an instruction: at the start (also after `Remember:`), after `we`, or"
          " after `you should`/`you must` (`always the same flaky test`, `always happy to"
