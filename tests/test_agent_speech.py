@@ -196,7 +196,26 @@ def test_an_option_pick_is_the_offered_option_with_both_sources(
         [item] = [i for i in memory.store.items.find() if i.kind == "decision"]
         assert item.content == content
         assert item.source_refs == ["s:2", "s:3"]
-        assert item.extractor == "en.decision.option_pick@1"
+        assert item.extractor == "en.decision.option_pick@2"
+
+
+INLINE_OFFER = "Two ways. Option 1: poll the API every 30 s. Option 2: push from a webhook."
+
+
+@pytest.mark.parametrize(
+    ("reply", "content"),
+    [("the second one", "push from a webhook"), ("option 1", "poll the API every 30 s")],
+)
+def test_a_pick_of_options_offered_inline_in_one_sentence(
+    cli: Cli, tmp_path: Path, reply: str, content: str
+) -> None:
+    head = [{"type": "assistant/message", "role": "assistant", "text": INLINE_OFFER}]
+    items = _import(
+        cli, new_db(tmp_path / "m.sqlite"), _lines("pick-1", head, [reply], host="claude-code")
+    )
+    assert [(i["kind"], i["content"], i["source_refs"]) for i in items] == [
+        ("decision", content, ["pick-1:1", "pick-1:2"])
+    ]
 
 
 def test_a_pick_with_nothing_offered_or_not_first_is_nothing(tmp_path: Path) -> None:

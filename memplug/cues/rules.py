@@ -224,6 +224,11 @@ _REVIEW_VERDICT = (
     r"reject(?:ed)?|needs\s+(?:work|changes))\s*(?:[-–—:|]|$)"
 )
 
+# What may open a reply that picks an option ("ok, B", "yes, the second one").
+_PICK_FILL = (
+    r"^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)[,.!\s]+)*"
+)
+
 # fmt: off
 RULES: tuple[Rule, ...] = (
     # -- labels: a person naming the kind outright --------------------------------------
@@ -807,19 +812,19 @@ RULES: tuple[Rule, ...] = (
                 ("I'd like it to do B.", None))
          + _chat("I want the kids to have fun at the party."),
          priority=45, contexts=("agent",)),
-    Rule("en.decision.option_pick", 1, "decision", "en",
+    Rule("en.decision.option_pick", 2, "decision", "en",
          "Said to an agent: a reply that picks one of the options the assistant's previous"
-         " message offered (`A`, `B)`, `option 2`, `yes, version B`, `let's do 2`, `go with the"
-         " second`): the"
-         " item is the chosen option's text, its sources both messages. A pick of an option"
-         " that was not offered is nothing.",
-         _rx(r"(?:^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)"
-             r"[,.!\s]+)*"
+         " message offered, one a line or inline (`Option 1: … . Option 2: … .`): `A`, `B)`,"
+         " `option 2`, `yes, version B`, `let's do 2`, `go with the second`, or a reply that"
+         " is only `the second one`. The item is the chosen option's text, its sources both"
+         " messages. A pick of an option that was not offered is nothing.",
+         _rx(r"(?:" + _PICK_FILL +
              r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
              r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
              r"(?P<pick>(?-i:[A-H])|[1-9])(?=[).:,;!]|\s*$|\s+(?:for\s+now|please|then|first|"
              r"and|but|now|instead|it\s+is)\b)"
-             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+the\s+"
+             r"|(?:\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+|" + _PICK_FILL
+             + r"(?=the\s+\w+(?:\s+(?:one|option|approach))?(?:\s+please)?\s*[.!]?\s*$))the\s+"
              r"(?P<nth>first|second|third|fourth|last)\b(?:\s+(?:one|option|approach))?"),
          (Example("A", "decision", agent=True,
                   offered="Which one?\n\nA) Poll every 30 s\nB) Push from a webhook"),
@@ -832,6 +837,12 @@ RULES: tuple[Rule, ...] = (
                   offered="Option A: keep the cron job\nOption B: use a queue"),
           Example("let's do 2 for now, can you file the follow-up?", "decision", agent=True,
                   offered="1. Do it now\n2. Quick fix\n3. Separate branch"),
+          Example("the second one", "decision", agent=True,
+                  offered="Option 1: keep the cron job. Option 2: use a queue. Which one?"),
+          Example("option 2", "decision", agent=True,
+                  offered="Two ways: Option 1: keep the cron job. Option 2: use a queue."),
+          Example("the second one is broken", None, agent=True,
+                  offered="Option 1: keep the cron job. Option 2: use a queue."),
           Example("B?", None, agent=True, offered="A) Poll every 30 s\nB) Push from a webhook"),
           Example("A", None, agent=True, offered="Does this match your intuition?"),
           Example("A", None, offered="A) Poll every 30 s\nB) Push from a webhook"),
