@@ -217,6 +217,14 @@ _CHECKABLE = (
     r"written|given|bound)\b|[\d<>≤≥=`\"'])"
 )
 
+# Verbs that act on a piece of work: "you must include a short explanation" is aimed at
+# an essay, "you must try the pasta" at a person.
+_WORK_VERBS = (
+    r"include|write|add|use|mention|cite|explain|avoid|keep|return|respond|answer|reply|"
+    r"format|list|provide|run|test|commit|deploy|log|print|describe|summari[sz]e|"
+    r"translate|follow|check|validate|verify|implement|call|store|save|delete|remove|"
+    r"update|document|review|cover|quote|output|limit|stay|stick"
+)
 # A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
 # follows judges one change; it is no standing rule.
 _REVIEW_VERDICT = (
@@ -482,6 +490,7 @@ RULES: tuple[Rule, ...] = (
              ("Clients must bring their blue Pantry card to the Pantry to receive food.", None),
              ("Important: card numbers must not be logged.", "constraint"),
              ("You must run the migrations in a transaction.", "constraint"),
+             ("You must include a short explanation of Searle's main argument.", "constraint"),
              ("Every bug must be fixed before merging.", "constraint"),
              ("Request Changes - The authentication bug must be fixed before merging.", None),
              ("Oh, you must try the pasta at Luigi's!", None),
@@ -498,6 +507,7 @@ RULES: tuple[Rule, ...] = (
                     r"resolved|addressed|repaired|corrected)\b"),
          chat_not_in=_rx(r"\b(?:we|you|one|i|everyone|everybody|y'all)\s+(?:(?:all|really|just|"
                          r"definitely|simply|absolutely)\s+)?must(?:n't|\s+not)?(?![-\w])"
+                         r"(?!\s+(?:(?:never|always|also)\s+)?(?:" + _WORK_VERBS + r")\b)"
                          r"(?![^.!?]*(?:\b(?:" + _WORK_NOUNS + r")\b|\d|\w[_./]\w|`))"),
          # A frame ("Important:") opens a rule: what follows it is read as its subject.
          chat_not_before=_rx(r"(?:^|[,;(]|(?<!\bimportant)(?<!\bremember)(?<!\breminder):)"
