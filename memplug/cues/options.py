@@ -44,8 +44,8 @@ def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:
         for line in text.splitlines():
             inline = list(_INLINE.finditer(line))
             if len(inline) >= 2:
-                for match in inline:
-                    found[match.group("label").upper()] = (index, _plain(match.group("text")))
+                for option in inline:
+                    found[option.group("label").upper()] = (index, _plain(option.group("text")))
                 continue
             row = _ROW.match(line)
             if row is not None:
