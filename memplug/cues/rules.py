@@ -223,7 +223,10 @@ _WORK_VERBS = (
     r"include|write|add|use|mention|cite|explain|avoid|keep|return|respond|answer|reply|"
     r"format|list|provide|run|test|commit|deploy|log|print|describe|summari[sz]e|"
     r"translate|follow|check|validate|verify|implement|call|store|save|delete|remove|"
-    r"update|document|review|cover|quote|output|limit|stay|stick"
+    r"update|document|review|cover|quote|output|limit|stay|stick|push|pull|merge|rebase|"
+    r"release|ship|build|compile|lint|refactor|install|upgrade|pin|encrypt|hash|expose|"
+    r"hardcode|mock|skip|disable|enable|touch|modify|edit|change|rename|import|export|"
+    r"migrate|cache|back\s+up|rotate|send|share|leak|upload|download|overwrite|drop"
 )
 # A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
 # follows judges one change; it is no standing rule.
@@ -490,6 +493,7 @@ RULES: tuple[Rule, ...] = (
              ("Clients must bring their blue Pantry card to the Pantry to receive food.", None),
              ("Important: card numbers must not be logged.", "constraint"),
              ("You must run the migrations in a transaction.", "constraint"),
+             ("We must never push directly to main.", "constraint"),
              ("You must include a short explanation of Searle's main argument.", "constraint"),
              ("Every bug must be fixed before merging.", "constraint"),
              ("Request Changes - The authentication bug must be fixed before merging.", None),
