@@ -81,14 +81,15 @@ class Rule(Struct, frozen=True):
     def matches(self, text: str, *, agent: bool = False) -> Iterator[re.Match[str]]:
         if ("agent" if agent else "chat") not in self.contexts:
             return
-        within = (self.not_in,) if agent else (self.not_in, self.chat_not_in)
-        if any(void is not None and void.search(text) for void in within):
-            return
         voids = [(self.not_after, self.not_before)]
         if not agent:
             voids.append((self.chat_not_after, self.chat_not_before))
+        within = (self.not_in,) if agent else (self.not_in, self.chat_not_in)
         for match in self.pattern.finditer(text):
             if not any(_void(text, match, after, before) for after, before in voids):
+                # Searched only once a match stands: most sentences never get here.
+                if any(void is not None and void.search(text) for void in within):
+                    return
                 yield match
 
 
