@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, new_db
+from conftest import FIXTURES, CliResult, new_db
 from derived_state import dump, ev
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -310,3 +310,20 @@ def test_replies_to_an_agent_never_raise_and_are_deterministic(
     for candidate in first:
         assert candidate.content.strip()
         assert candidate.picked is None or 0 <= candidate.picked < len(offers)
+
+
+def test_a_file_derived_by_the_older_must_rule_loses_the_review_on_upgrade(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fixtures/schemas/v10.sqlite holds the pasted review as an active constraint made
+    by en.constraint.must@2; the rule's version moved, so the next command derives it
+    again and the review is gone while the standing rules stay."""
+    db = tmp_path / "m.sqlite"
+    db.write_bytes((FIXTURES / "schemas" / "v10.sqlite").read_bytes())
+    listed = cli("--db", str(db), "items", "--json", "--scope", "global")
+    assert listed.returncode == 0, listed.stderr
+    constraints = [i for i in listed.json()["items"] if i["kind"] == "constraint"]
+    assert REVIEW not in [i["content"] for i in constraints]
+    assert [i["content"] for i in constraints if i["status"] == "active"].count(
+        "We must never log card numbers."
+    ) == 2
