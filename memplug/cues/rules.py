@@ -219,15 +219,16 @@ _CHECKABLE = (
 )
 
 # Verbs that act on a piece of work: "you must include a short explanation" is aimed at
-# an essay, "you must try the pasta" at a person. Verbs people also say to friends
-# ("you must send me pictures", "check out the café", "call me") are left out.
+# an essay, "you must try the pasta" at a person. What people mostly say to friends
+# ("you must send me pictures", "check out the café", "keep in touch") is left out.
 _WORK_VERBS = (
-    r"include|mention|cite|explain|avoid|respond|answer|reply|format|list|provide|test|"
-    r"commit|deploy|log|print|describe|summari[sz]e|translate|validate|verify|implement|"
-    r"store|delete|remove|document|review|quote|output|push|pull|merge|rebase|ship|"
-    r"compile|lint|refactor|install|upgrade|pin|encrypt|hash|expose|hardcode|mock|"
-    r"disable|enable|modify|edit|rename|import|export|migrate|cache|back\s+up|rotate|"
-    r"leak|upload|download|overwrite"
+    r"use|keep(?!\s+in\s+touch)|write|add|run|build|check(?!\s+out)|update|save|include|"
+    r"mention|cite|explain|avoid|respond|answer|reply|format|list|provide|test|commit|"
+    r"deploy|log|print|describe|summari[sz]e|translate|validate|verify|implement|store|"
+    r"delete|remove|document|review|quote|output|limit|return|release|skip|cover|push|"
+    r"pull|merge|rebase|ship|compile|lint|refactor|install|upgrade|pin|encrypt|hash|"
+    r"expose|hardcode|mock|disable|enable|modify|edit|rename|import|export|migrate|cache|"
+    r"back\s+up|rotate|leak|upload|download|overwrite|drop(?!\s+by)|change"
 )
 # A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
 # follows judges one change; it is no standing rule.
