@@ -263,6 +263,19 @@ PROMPTS_HOW = (
     " more than the pick keeps the person's words). Confirm was measured after each"
     " change, and nothing was added for a confirm miss."
 )
+# What QA of issue 24 changed, and that the figures held (said beside them).
+PROMPTS_QA = (
+    "After QA (chat and pasted reviews, tested through `memory import` in"
+    " `tests/test_agent_speech.py`): `en.constraint.must@4` makes nothing of a chat `must`"
+    " aimed at people rather than the work (`you must try the pasta!`, `We must visit the"
+    " museum next week.`) nor of a review verdict or one named thing to fix (`Request"
+    " Changes - The authentication bug must be fixed before merging.`), and reads"
+    " `Important: card numbers must not be logged.` as a constraint in chat too;"
+    " `en.constraint.never@4` drops a chat `we must never forget`;"
+    " `en.decision.option_pick@2` also resolves options offered inline (`Option 1: … ."
+    " Option 2: … .`) and a bare `the second one`. None of the figures above moved with"
+    " these changes."
+)
 
 
 # -- sources ------------------------------------------------------------------------------
@@ -426,6 +439,8 @@ def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
         f" {PROMPT_TARGETS['precision']:.2f}. {PROMPTS_BEFORE}",
         "",
         PROMPTS_HOW,
+        "",
+        PROMPTS_QA,
         "",
         "Wrong items:",
         "",

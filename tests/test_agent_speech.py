@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, new_db
+from conftest import FIXTURES, CliResult, new_db
 from derived_state import dump, ev
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,8 +100,53 @@ def test_in_chat_the_agent_rules_stay_silent(cli: Cli, tmp_path: Path) -> None:
     db = new_db(tmp_path / "m.sqlite")
     items = _by_source(_import(cli, db, _lines("chat-1", [], [t for t, _ in TEN])))
     kinds = {seq: [i["kind"] for i in found] for seq, found in items.items()}
-    # Only the statements that name a rule outright, as they always did.
-    assert kinds == {1: ["constraint"], 2: ["constraint"], 3: ["constraint"], 4: ["fact"]}
+    # Only the statements that name a rule outright ("Important:" introducing a must-not
+    # about an artefact is one).
+    assert kinds == {1: ["constraint"], 2: ["constraint"], 3: ["constraint"], 4: ["constraint"]}
+
+
+# Advice inside a story and "we must never forget": obligations on people, not the work.
+CHAT_MUSTS = [
+    "you must try the pasta!",
+    "Oh, you must try the pasta at Luigi's!",
+    "You must come to the beach with us.",
+    "We must visit the museum next week.",
+    "We must never forget this day.",
+]
+
+
+def test_in_chat_a_must_aimed_at_people_not_the_work_makes_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    db = new_db(tmp_path / "m.sqlite")
+    assert _import(cli, db, _lines("chat-1", [], CHAT_MUSTS)) == []
+    # The work named after the same words still makes a rule.
+    items = _import(cli, new_db(tmp_path / "w.sqlite"), _lines("chat-2", [], WORK_MUSTS))
+    assert [i["kind"] for i in items] == ["constraint"] * len(WORK_MUSTS)
+
+
+WORK_MUSTS = [
+    "You must run the migrations in a transaction.",
+    "We must never log card numbers.",
+]
+REVIEW = "Request Changes - The authentication bug must be fixed before merging."
+
+
+@pytest.mark.parametrize(
+    ("head", "extra"),
+    [([], {}), ([TOOL_CALL], {}), ([], {"host": "claude-code"})],
+    ids=["chat", "after-a-tool-call", "claude-code-host"],
+)
+def test_a_pasted_review_verdict_is_a_task_not_a_standing_rule(
+    cli: Cli, tmp_path: Path, head: list[dict[str, Any]], extra: dict[str, Any]
+) -> None:
+    texts = [REVIEW, "The authentication bug must be fixed before merging."]
+    db = new_db(tmp_path / "m.sqlite")
+    assert _import(cli, db, _lines("review-1", head, texts, **extra)) == []
+    # A standing rule in the same words is still one.
+    rule = ["Every bug must be fixed before merging."]
+    items = _import(cli, new_db(tmp_path / "r.sqlite"), _lines("review-2", head, rule, **extra))
+    assert [i["kind"] for i in items] == ["constraint"]
 
 
 def test_a_tool_call_after_a_statement_does_not_make_it_said_to_an_agent(
@@ -151,7 +196,26 @@ def test_an_option_pick_is_the_offered_option_with_both_sources(
         [item] = [i for i in memory.store.items.find() if i.kind == "decision"]
         assert item.content == content
         assert item.source_refs == ["s:2", "s:3"]
-        assert item.extractor == "en.decision.option_pick@1"
+        assert item.extractor == "en.decision.option_pick@2"
+
+
+INLINE_OFFER = "Two ways. Option 1: poll the API every 30 s. Option 2: push from a webhook."
+
+
+@pytest.mark.parametrize(
+    ("reply", "content"),
+    [("the second one", "push from a webhook"), ("option 1", "poll the API every 30 s")],
+)
+def test_a_pick_of_options_offered_inline_in_one_sentence(
+    cli: Cli, tmp_path: Path, reply: str, content: str
+) -> None:
+    head = [{"type": "assistant/message", "role": "assistant", "text": INLINE_OFFER}]
+    items = _import(
+        cli, new_db(tmp_path / "m.sqlite"), _lines("pick-1", head, [reply], host="claude-code")
+    )
+    assert [(i["kind"], i["content"], i["source_refs"]) for i in items] == [
+        ("decision", content, ["pick-1:1", "pick-1:2"])
+    ]
 
 
 def test_a_pick_with_nothing_offered_or_not_first_is_nothing(tmp_path: Path) -> None:
@@ -246,3 +310,20 @@ def test_replies_to_an_agent_never_raise_and_are_deterministic(
     for candidate in first:
         assert candidate.content.strip()
         assert candidate.picked is None or 0 <= candidate.picked < len(offers)
+
+
+def test_a_file_derived_by_the_older_must_rule_loses_the_review_on_upgrade(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """fixtures/schemas/v10.sqlite holds the pasted review as an active constraint made
+    by en.constraint.must@2; the rule's version moved, so the next command derives it
+    again and the review is gone while the standing rules stay."""
+    db = tmp_path / "m.sqlite"
+    db.write_bytes((FIXTURES / "schemas" / "v10.sqlite").read_bytes())
+    listed = cli("--db", str(db), "items", "--json", "--scope", "global")
+    assert listed.returncode == 0, listed.stderr
+    constraints = [i for i in listed.json()["items"] if i["kind"] == "constraint"]
+    assert REVIEW not in [i["content"] for i in constraints]
+    assert [i["content"] for i in constraints if i["status"] == "active"].count(
+        "We must never log card numbers."
+    ) == 2

@@ -100,7 +100,7 @@ def test_a_label_is_cut_from_the_content_and_recorded_as_the_extractor() -> None
 def test_a_meaningful_cue_stays_in_the_content() -> None:
     c = one("We must never log card numbers.")
     assert c.content == "We must never log card numbers."
-    assert c.rule == "en.constraint.must@3"
+    assert c.rule == "en.constraint.must@4"
 
 
 def test_numbers_and_conditions_ride_along() -> None:

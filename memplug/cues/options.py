@@ -23,6 +23,14 @@ _ROW = re.compile(
     r"(?P<name>[^|]*?)\s*(?:\*\*)?\s*\|\s*(?P<text>[^|]*?)\s*\|",
     re.IGNORECASE,
 )
+# Options given inline, in one line: "Option 1: keep the cron job. Option 2: use a queue."
+# Each runs to the next one or to the end of its sentence; the word "option" (or
+# approach, choice) is needed, since a bare "A)" inside prose is no offer.
+_INLINE = re.compile(
+    r"\b(?:option|approach|choice)\s+(?P<label>[A-H]|[1-9])\s*[:)]\s*(?P<text>\S.*?)"
+    r"(?=[.;]?\s*\b(?:option|approach|choice)\s+(?:[A-H]|[1-9])\s*[:)]|[.;!?](?:\s|$)|$)",
+    re.IGNORECASE,
+)
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
 _MARKUP = re.compile(r"\*\*|__")
 
@@ -34,6 +42,11 @@ def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:
     found: dict[str, tuple[int, str]] = {}
     for index, text in enumerate(texts):
         for line in text.splitlines():
+            inline = list(_INLINE.finditer(line))
+            if len(inline) >= 2:
+                for option in inline:
+                    found[option.group("label").upper()] = (index, _plain(option.group("text")))
+                continue
             row = _ROW.match(line)
             if row is not None:
                 label = row.group("label").upper()
@@ -43,10 +56,14 @@ def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:
                 if match is None:
                     continue
                 label, body = match.group("label").upper(), match.group("text")
-            body = " ".join(_MARKUP.sub("", body).split()).rstrip(" :")
+            body = _plain(body)
             if body:
                 found[label] = (index, body)
     return found if len(found) >= 2 else {}
+
+
+def _plain(text: str) -> str:
+    return " ".join(_MARKUP.sub("", text).split()).rstrip(" :")
 
 
 def resolve_pick(

@@ -68,6 +68,11 @@ class Rule(Struct, frozen=True):
     # flaky test" vs "always pin versions"); to an agent everything said is about it.
     chat_not_after: re.Pattern[str] | None = None
     chat_not_before: re.Pattern[str] | None = None
+    # Voids that need the whole sentence (its subject and what is said of it), searched
+    # in it: "the authentication bug must be fixed" is one task, "every bug must be fixed"
+    # a rule; in chat, "you must try the pasta" names no work.
+    not_in: re.Pattern[str] | None = None
+    chat_not_in: re.Pattern[str] | None = None
 
     @property
     def ref(self) -> str:
@@ -79,8 +84,12 @@ class Rule(Struct, frozen=True):
         voids = [(self.not_after, self.not_before)]
         if not agent:
             voids.append((self.chat_not_after, self.chat_not_before))
+        within = (self.not_in,) if agent else (self.not_in, self.chat_not_in)
         for match in self.pattern.finditer(text):
             if not any(_void(text, match, after, before) for after, before in voids):
+                # Searched only once a match stands: most sentences never get here.
+                if any(void is not None and void.search(text) for void in within):
+                    return
                 yield match
 
 
@@ -207,6 +216,30 @@ _CHECKABLE = (
     r"unique|immutable|private|public|non-\w+|lower-?case|upper-?case|empty|valid|present|"
     r"absolute|relative|[a-z]+ed|set|run|done|kept|made|put|sent|held|read|shown|built|"
     r"written|given|bound)\b|[\d<>≤≥=`\"'])"
+)
+
+# Verbs that act on a piece of work: "you must include a short explanation" is aimed at
+# an essay, "you must try the pasta" at a person. What people mostly say to friends
+# ("you must send me pictures", "check out the café", "keep in touch") is left out.
+_WORK_VERBS = (
+    r"use|keep(?!\s+in\s+touch)|write|add|run|build|check(?!\s+out)|update|save|include|"
+    r"mention|cite|explain|avoid|respond|answer|reply|format|list|provide|test|commit|"
+    r"deploy|log|print|describe|summari[sz]e|translate|validate|verify|implement|store|"
+    r"delete|remove|document|review|quote|output|limit|return|release|skip|cover|push|"
+    r"pull|merge|rebase|ship|compile|lint|refactor|install|upgrade|pin|encrypt|hash|"
+    r"expose|hardcode|mock|disable|enable|modify|edit|rename|import|export|migrate|cache|"
+    r"back\s+up|rotate|leak|upload|download|overwrite|drop(?!\s+by)|change"
+)
+# A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
+# follows judges one change; it is no standing rule.
+_REVIEW_VERDICT = (
+    r"^\W*(?:request(?:ed|ing)?\s+changes|changes\s+requested|approved?|lgtm|"
+    r"reject(?:ed)?|needs\s+(?:work|changes))\s*(?:[-–—:|]|$)"
+)
+
+# What may open a reply that picks an option ("ok, B", "yes, the second one").
+_PICK_FILL = (
+    r"^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)[,.!\s]+)*"
 )
 
 # fmt: off
@@ -427,12 +460,16 @@ RULES: tuple[Rule, ...] = (
              ("上周我决定再去竞选一次。", None)),
          priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
          not_after=_rx(r"了?\s*[。！!.]?$")),
-    Rule("en.constraint.must", 3, "constraint", "en",
+    Rule("en.constraint.must", 4, "constraint", "en",
          "`must` / `must not` / `mustn't` with an action or a checkable requirement"
          " (`must keep p95 < 200 ms`, `must be reviewed`, `must be under 2 MB`). Not"
          " epistemic (`it must be scary`, `you must love it`, `must have been`, `must be"
          " so rewarding`), not a gerund's (`seeing them grow must be …`), not `a must`,"
-         " not `I must say`. In chat its subject must be the work or the people doing it.",
+         " not `I must say`; not a review verdict (`Request Changes - …`) nor one named"
+         " thing to fix (`the login bug must be fixed`: a task for now). In chat its"
+         " subject must be the work (also after `Important:`), or people told to do"
+         " something to the work (`you must try the pasta`, `we must visit the museum` are"
+         " not cues).",
          _rx(r"(?<![-\w])must(?:n't|\s+not)?(?![-\w])"),
          _ex(("The checkout endpoint must keep p95 < 200 ms at 1k rps.", "constraint"),
              ("We must never log card numbers.", "constraint"),
@@ -455,12 +492,34 @@ RULES: tuple[Rule, ...] = (
              ("All pets must be on a leash and accompanied by a registered guest at all times"
               " when outside the guest room.", None),
              ("This would be the first monster that the player must hunt.", None),
-             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None))
+             ("Clients must bring their blue Pantry card to the Pantry to receive food.", None),
+             ("Important: card numbers must not be logged.", "constraint"),
+             ("You must run the migrations in a transaction.", "constraint"),
+             ("We must never push directly to main.", "constraint"),
+             ("You must include a short explanation of Searle's main argument.", "constraint"),
+             ("Every bug must be fixed before merging.", "constraint"),
+             ("Request Changes - The authentication bug must be fixed before merging.", None),
+             ("Oh, you must try the pasta at Luigi's!", None),
+             ("You must come to the beach with us.", None),
+             ("We must visit the museum next week.", None),
+             ("You must check out the new bakery!", None),
+             ("You must send me pictures from the trip!", None))
          + _agent(("Important: card numbers must not be logged.", "constraint"),
-                  ("It must be the cache.", None))
-         + (Example("Important: card numbers must not be logged.", "fact"),),
+                  ("It must be the cache.", None),
+                  ("Request Changes - The authentication bug must be fixed before merging.",
+                   None),
+                  ("The authentication bug must be fixed before merging.", None)),
          priority=30,
-         chat_not_before=_rx(r"(?:^|[,;:(])(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
+         not_in=_rx(_REVIEW_VERDICT + r"|(?:^|[-–—:]\s)\W*(?:the|this|that|these|those|our|"
+                    r"my|your)\s+(?:(?!must\b)[\w'-]+\s+){0,5}must\s+(?:be|get)\s+(?:fixed|"
+                    r"resolved|addressed|repaired|corrected)\b"),
+         chat_not_in=_rx(r"\b(?:we|you|one|i|everyone|everybody|y'all)\s+(?:(?:all|really|just|"
+                         r"definitely|simply|absolutely)\s+)?must(?:n't|\s+not)?(?![-\w])"
+                         r"(?!\s+(?:(?:never|always|also)\s+)?(?:" + _WORK_VERBS + r")\b)"
+                         r"(?![^.!?]*(?:\b(?:" + _WORK_NOUNS + r")\b|\d|\w[_./]\w|`))"),
+         # A frame ("Important:") opens a rule: what follows it is read as its subject.
+         chat_not_before=_rx(r"(?:^|[,;(]|(?<!\bimportant)(?<!\bremember)(?<!\breminder):)"
+                             r"(?=[^,;:(]*[a-z])(?![^,;:(]*(?:\b(?:we|you|one|i|"
                              r"everyone|everybody|nobody|claude|agent|assistant|model|"
                              + _WORK_NOUNS + r")\b|\w[_./]\w|`))[^,;:(]*$"),
          not_before=_rx(r"\b(?:it|that|this|there|they|he|she|which|who|what|something|"
@@ -477,12 +536,12 @@ RULES: tuple[Rule, ...] = (
                        r"|\s+have\s+(?!(?:an?|at\s+least|no|one|two|three|exactly|its|their|"
                        r"\d)\b)|\s+have\s+an?\s+(?:lot|great|good|blast|ton|ball|hard)\b"
                        r"|'ve\b")),
-    Rule("en.constraint.never", 3, "constraint", "en",
+    Rule("en.constraint.never", 4, "constraint", "en",
          "`never` as an instruction: at the start (also after `Remember:`, `To be clear:`),"
          " after `we`, or after `you should`/`you must` (`never mind`, `you never know`,"
          " descriptions such as `the tests never pass`, stories such as `never tried it` and"
-         " advice such as `never give up` are not cues). In chat the rest must name the work;"
-         " said to an agent, it is about the work.",
+         " advice such as `never give up` are not cues). In chat the rest must name the work"
+         " and `we must never forget` is a feeling; said to an agent, it is about the work.",
          _rx(_LEAD + _FRAME + r"never(?![-\w])"
              r"|\b(?:we|one)\s+(?:(?:should|must|will|shall|can)\s+)?never(?![-\w])"
              r"|\byou\s+(?:should|must|will|shall|can)\s+never(?![-\w])"),
@@ -497,7 +556,8 @@ RULES: tuple[Rule, ...] = (
              ("Never tried it, but it's supposed to be awesome.", None),
              ("You never shy away from a challenge and always try something new.", None),
              ("You never know the difference a kind gesture can make.", None),
-             ("Never found on antimagic weapons.", None))
+             ("Never found on antimagic weapons.", None),
+             ("We must never forget this day.", None))
          + _agent(("Please never push directly to main.", "constraint"),
                   ("Remember: never log card numbers.", "constraint"),
                   ("Never mind, I found it.", None))
@@ -505,7 +565,7 @@ RULES: tuple[Rule, ...] = (
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
                        + _ENCOURAGE + r"|say\s+never|too|late|easy)\b"),
-         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(_NOT_ABOUT_WORK)),
+         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(r"\s+forget\b|" + _NOT_ABOUT_WORK)),
     Rule("en.constraint.always", 3, "constraint", "en",
          "`always` as an instruction: at the start (also after `Remember:`), after `we`, or"
          " after `you should`/`you must` (`always the same flaky test`, `always happy to"
@@ -770,19 +830,19 @@ RULES: tuple[Rule, ...] = (
                 ("I'd like it to do B.", None))
          + _chat("I want the kids to have fun at the party."),
          priority=45, contexts=("agent",)),
-    Rule("en.decision.option_pick", 1, "decision", "en",
+    Rule("en.decision.option_pick", 2, "decision", "en",
          "Said to an agent: a reply that picks one of the options the assistant's previous"
-         " message offered (`A`, `B)`, `option 2`, `yes, version B`, `let's do 2`, `go with the"
-         " second`): the"
-         " item is the chosen option's text, its sources both messages. A pick of an option"
-         " that was not offered is nothing.",
-         _rx(r"(?:^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)"
-             r"[,.!\s]+)*"
+         " message offered, one a line or inline (`Option 1: … . Option 2: … .`): `A`, `B)`,"
+         " `option 2`, `yes, version B`, `let's do 2`, `go with the second`, or a reply that"
+         " is only `the second one`. The item is the chosen option's text, its sources both"
+         " messages. A pick of an option that was not offered is nothing.",
+         _rx(r"(?:" + _PICK_FILL +
              r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
              r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
              r"(?P<pick>(?-i:[A-H])|[1-9])(?=[).:,;!]|\s*$|\s+(?:for\s+now|please|then|first|"
              r"and|but|now|instead|it\s+is)\b)"
-             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+the\s+"
+             r"|(?:\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+|" + _PICK_FILL
+             + r"(?=the\s+\w+(?:\s+(?:one|option|approach))?(?:\s+please)?\s*[.!]?\s*$))the\s+"
              r"(?P<nth>first|second|third|fourth|last)\b(?:\s+(?:one|option|approach))?"),
          (Example("A", "decision", agent=True,
                   offered="Which one?\n\nA) Poll every 30 s\nB) Push from a webhook"),
@@ -795,6 +855,12 @@ RULES: tuple[Rule, ...] = (
                   offered="Option A: keep the cron job\nOption B: use a queue"),
           Example("let's do 2 for now, can you file the follow-up?", "decision", agent=True,
                   offered="1. Do it now\n2. Quick fix\n3. Separate branch"),
+          Example("the second one", "decision", agent=True,
+                  offered="Option 1: keep the cron job. Option 2: use a queue. Which one?"),
+          Example("option 2", "decision", agent=True,
+                  offered="Two ways: Option 1: keep the cron job. Option 2: use a queue."),
+          Example("the second one is broken", None, agent=True,
+                  offered="Option 1: keep the cron job. Option 2: use a queue."),
           Example("B?", None, agent=True, offered="A) Poll every 30 s\nB) Push from a webhook"),
           Example("A", None, agent=True, offered="Does this match your intuition?"),
           Example("A", None, offered="A) Poll every 30 s\nB) Push from a webhook"),
