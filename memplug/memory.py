@@ -598,6 +598,16 @@ class Memory:
         """Rows per table."""
         return self.store.counts()
 
+    def item_text(self, item_id: str) -> str:
+        """A memory item's stored content; empty when there is no such item."""
+        item = self.store.search.item_by_id(item_id)
+        return item.content if item is not None else ""
+
+    def event_text(self, session_id: str, seq: int) -> str:
+        """An event's stored (capped) text; empty when there is no such event."""
+        event = self.store.search.event_by_ref(session_id, seq)
+        return (event.text if event is not None else None) or ""
+
     def session_events(
         self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None
     ) -> list[EventRow]:

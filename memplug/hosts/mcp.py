@@ -199,11 +199,9 @@ def _ref(hit: dict[str, Any]) -> str:
 
 def _confirms_secret(memory: Memory, hit: dict[str, Any], query: str | None) -> bool:
     if hit.get("kind") == "memory":
-        item = memory.store.search.item_by_id(str(hit["id"]))
-        text = item.content if item is not None else ""
+        text = memory.item_text(str(hit["id"]))
     else:
-        event = memory.store.search.event_by_ref(str(hit["session_id"]), int(hit["seq"]))
-        text = (event.text if event is not None else None) or ""
+        text = memory.event_text(str(hit["session_id"]), int(hit["seq"]))
     spans = find_secrets(text)
     if not spans:
         return False
