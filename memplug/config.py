@@ -158,6 +158,10 @@ class AssemblyConfig(Struct, frozen=True):
     precise: bool = True
     evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.3
     evidence_min_share: Annotated[float, Clamp(0.0, 1.0)] = 0.15
+    # With precise: quote a message that holds none of the query's words and is ranked
+    # only for sitting beside a matched tool call or its output. Off: in replayed coding
+    # sessions those were the agent's talk around the call (0 of 22 labelled useful).
+    tool_neighbours: bool = False
 
     @property
     def budget_tokens(self) -> int:
