@@ -39,6 +39,10 @@ from memplug.assemble import (
 from memplug.config import Config, load_config
 from memplug.errors import AssemblyFailed
 from memplug.models import Message, Source
+from memplug.query import parse_query
+from memplug.retrieve.candidates import Pool
+from memplug.retrieve.precision import FELL_OFF, QueryTerms
+from memplug.retrieve.ranking import Ranking
 from memplug.text import estimate_tokens
 
 
@@ -624,6 +628,22 @@ def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() 
     # assembly.toolNeighbours brings it back.
     back = run(Candidates(events=events), cfg=config(toolNeighbours=True))
     assert "[ev :31]" in back.text
+
+
+def test_in_a_step_with_tool_events_relevance_falls_off_sooner() -> None:
+    pool = Pool(event_df={"stripe": 3, "key": 20}, event_n=1000.0)
+    terms = QueryTerms(parse_query("stripe key"), pool, Ranking())
+    best = ev(1, "The stripe key is in the vault.", score=2.0)
+    mid = ev(2, "Stripe key rotation is monthly.", score=0.8)
+    chat = run(Candidates(events=(best, mid), terms=terms))
+    assert "[ev :2]" in chat.text  # 0.8 is over 0.3 x 2.0 (assembly.evidenceFalloff)
+    output = ev(3, "stripe key not found", "tool/result", score=0.1)
+    coding = run(Candidates(events=(best, mid, output), terms=terms))
+    assert "[ev :2]" not in coding.text
+    why = {o.ref: (o.reason, o.detail) for o in coding.omitted}
+    assert why[mid.ref] == (FELL_OFF, "score 0.80 < 0.5 x 2.00")
+    fixed = config(toolEvidenceFalloff=0.3)
+    assert "[ev :2]" in run(Candidates(events=(best, mid, output), terms=terms), cfg=fixed).text
 
 
 def test_a_summary_query_passes_over_a_generic_request() -> None:

@@ -102,7 +102,7 @@ class EvidenceSections(SectionBase):
         seen: set[str] = set()
         asked = " ".join(normalize_text(query).split()) if query else ""
         kept: list[EventCandidate] = []
-        tools = _tool_refs(candidates) if cfg.precise and not cfg.tool_neighbours else set()
+        tools = _tool_refs(candidates)
         for event in candidates.events:
             ref = event.ref
             if ref in seen:
@@ -123,7 +123,12 @@ class EvidenceSections(SectionBase):
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
             elif event.type == "assistant/message" and self._narration(event.text, strict):
                 draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
-            elif event.why.startswith(NEAR) and event.why[len(NEAR) :] in tools:
+            elif (
+                cfg.precise
+                and not cfg.tool_neighbours
+                and event.why.startswith(NEAR)
+                and event.why[len(NEAR) :] in tools
+            ):
                 draft.omit(ref, "evidence", BESIDE_TOOL, event.score, event.why)
             else:
                 kept.append(event)
@@ -134,7 +139,7 @@ class EvidenceSections(SectionBase):
                 candidates.events,
                 kept,
                 carried,
-                cfg.evidence_falloff,
+                cfg.tool_evidence_falloff if tools else cfg.evidence_falloff,
                 cfg.evidence_min_share,
             )
         passed: list[EventCandidate] = []
