@@ -160,7 +160,7 @@ class AssemblyConfig(Struct, frozen=True):
     evidence_min_share: Annotated[float, Clamp(0.0, 1.0)] = 0.15
     # With precise: quote a message that holds none of the query's words and is ranked
     # only for sitting beside a matched tool call or its output. Off: in replayed coding
-    # sessions those were the agent's talk around the call (0 of 22 labelled useful).
+    # sessions those were the agent's talk around the call (docs/benchmarks.md).
     tool_neighbours: bool = False
     # The fall-off in a step whose ranked events include tool calls or output (a coding
     # session): there the lines that share the request's topic without answering it
