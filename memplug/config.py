@@ -158,6 +158,15 @@ class AssemblyConfig(Struct, frozen=True):
     precise: bool = True
     evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.3
     evidence_min_share: Annotated[float, Clamp(0.0, 1.0)] = 0.15
+    # With precise: quote a message that holds none of the query's words and is ranked
+    # only for sitting beside a matched tool call or its output. Off: in replayed coding
+    # sessions those were the agent's talk around the call (docs/benchmarks.md).
+    tool_neighbours: bool = False
+    # The fall-off in a step whose ranked events include tool calls or output (a coding
+    # session): there the lines that share the request's topic without answering it
+    # rank close behind; chosen on half the replayed labelled sessions, confirmed on the
+    # other half (docs/benchmarks.md, "Real sessions replayed"). LoCoMo has no tools.
+    tool_evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.5
 
     @property
     def budget_tokens(self) -> int:

@@ -15,6 +15,7 @@ from conftest import new_db
 from memplug.assemble import (
     ALREADY_INJECTED,
     BELOW_MIN_SCORE,
+    BESIDE_TOOL,
     CUT_EMPTY,
     GENERATED,
     LABELS,
@@ -38,6 +39,10 @@ from memplug.assemble import (
 from memplug.config import Config, load_config
 from memplug.errors import AssemblyFailed
 from memplug.models import Message, Source
+from memplug.query import parse_query
+from memplug.retrieve.candidates import Pool
+from memplug.retrieve.precision import FELL_OFF, QueryTerms
+from memplug.retrieve.ranking import Ranking
 from memplug.text import estimate_tokens
 
 
@@ -605,6 +610,40 @@ def test_findings_come_before_narration_and_what_says_nothing_is_dropped() -> No
     assert "the cause is the payload log" in result.text
     # Deterministic: the same candidates give the same bytes.
     assert run(Candidates(events=(narration, cut, finding))).text == result.text
+
+
+def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() -> None:
+    said = "assistant/message"
+    output = ev(30, "ERROR card numbers found in payload.log", "tool/result", score=2.0)
+    talk = ev(31, "Interesting, a long file to go through.", said, why="near:s1:30")
+    answer = ev(41, "We keep the logs for a week, as agreed.", said, score=0.8)
+    beside_user = ev(42, "Retention is seven days in config.yaml.", said, why="near:s1:41")
+    events = (output, talk, answer, beside_user)
+    result = run(Candidates(events=events))
+    why = reasons(result)
+    assert why[talk.ref] == BESIDE_TOOL
+    assert next(o.detail for o in result.omitted if o.ref == talk.ref) == "near:s1:30"
+    # Beside a message rather than a tool call, a neighbour is still quoted.
+    assert "[ev :42]" in result.text
+    # assembly.toolNeighbours brings it back.
+    back = run(Candidates(events=events), cfg=config(toolNeighbours=True))
+    assert "[ev :31]" in back.text
+
+
+def test_in_a_step_with_tool_events_relevance_falls_off_sooner() -> None:
+    pool = Pool(event_df={"stripe": 3, "key": 20}, event_n=1000.0)
+    terms = QueryTerms(parse_query("stripe key"), pool, Ranking())
+    best = ev(1, "The stripe key is in the vault.", score=2.0)
+    mid = ev(2, "Stripe key rotation is monthly.", score=0.8)
+    chat = run(Candidates(events=(best, mid), terms=terms))
+    assert "[ev :2]" in chat.text  # 0.8 is over 0.3 x 2.0 (assembly.evidenceFalloff)
+    output = ev(3, "stripe key not found", "tool/result", score=0.1)
+    coding = run(Candidates(events=(best, mid, output), terms=terms))
+    assert "[ev :2]" not in coding.text
+    why = {o.ref: (o.reason, o.detail) for o in coding.omitted}
+    assert why[mid.ref] == (FELL_OFF, "score 0.80 < 0.5 x 2.00")
+    fixed = config(toolEvidenceFalloff=0.3)
+    assert "[ev :2]" in run(Candidates(events=(best, mid, output), terms=terms), cfg=fixed).text
 
 
 def test_a_summary_query_passes_over_a_generic_request() -> None:

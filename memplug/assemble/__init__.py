@@ -20,6 +20,7 @@ from memplug.assemble.assembler import Assembler
 from memplug.assemble.models import (
     ALREADY_INJECTED,
     BELOW_MIN_SCORE,
+    BESIDE_TOOL,
     CUT_EMPTY,
     DUPLICATE,
     EMPTY_TEXT,
@@ -86,6 +87,7 @@ from memplug.assemble.source import (
 __all__ = [
     "ALREADY_INJECTED",
     "BELOW_MIN_SCORE",
+    "BESIDE_TOOL",
     "COPY_LOOKBACK",
     "COPY_MAX_CHARS",
     "COPY_MIN_CHARS",

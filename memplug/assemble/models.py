@@ -65,6 +65,9 @@ CUT_EMPTY = "nothing left after the cut"
 ONLY_OK = "says only that it worked"
 # A degradation notice with no evidence beside it whose absence it could qualify.
 NOTHING_TO_QUALIFY = "nothing to qualify"
+# A message that matched nothing itself, ranked only beside a matched tool call or its
+# output: the agent's talk around the call (assembly.toolNeighbours).
+BESIDE_TOOL = "only beside a tool call"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -88,6 +91,7 @@ OMISSION_REASONS: tuple[str, ...] = (
     NARRATION,
     CUT_EMPTY,
     ONLY_OK,
+    BESIDE_TOOL,
     NOT_SPECIFIC,
     NOTHING_TO_QUALIFY,
 )

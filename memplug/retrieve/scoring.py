@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 # (score before spread, matched spellings, pinned symbols, best needle)
 EventBase = tuple[float, list[str], list[str], str | None]
+# The reason of an event that matched nothing itself, ranked for its neighbour (REF after it).
+NEAR = "near:"
 
 
 class Scored(Struct):
@@ -517,7 +519,7 @@ class _FullPass:
             elif event_id in self.ctx.pool.semantic:
                 reason = self.ctx.via(event_id, None)
             elif event_id in self.near:
-                reason = f"near:{self.near[event_id]}"
+                reason = f"{NEAR}{self.near[event_id]}"
             else:
                 reason = why(pinned_by, matched, regex_mode=regex_mode)
             out.append(

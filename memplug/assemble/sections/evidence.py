@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from memplug.assemble.draft import Draft
 from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.assemble.models import (
+    BESIDE_TOOL,
     CUT_EMPTY,
     DUPLICATE,
     EMPTY_TEXT,
@@ -31,6 +32,7 @@ from memplug.assemble.render import (
 )
 from memplug.assemble.sections.base import SectionBase
 from memplug.retrieve.precision import QueryTerms, Relevance
+from memplug.retrieve.scoring import NEAR
 from memplug.text import may_hold_cjk, normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
@@ -100,6 +102,7 @@ class EvidenceSections(SectionBase):
         seen: set[str] = set()
         asked = " ".join(normalize_text(query).split()) if query else ""
         kept: list[EventCandidate] = []
+        tools = _tool_refs(candidates)
         for event in candidates.events:
             ref = event.ref
             if ref in seen:
@@ -120,6 +123,13 @@ class EvidenceSections(SectionBase):
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
             elif event.type == "assistant/message" and self._narration(event.text, strict):
                 draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
+            elif (
+                cfg.precise
+                and not cfg.tool_neighbours
+                and event.why.startswith(NEAR)
+                and event.why[len(NEAR) :] in tools
+            ):
+                draft.omit(ref, "evidence", BESIDE_TOOL, event.score, event.why)
             else:
                 kept.append(event)
         judge = None
@@ -129,7 +139,7 @@ class EvidenceSections(SectionBase):
                 candidates.events,
                 kept,
                 carried,
-                cfg.evidence_falloff,
+                cfg.tool_evidence_falloff if tools else cfg.evidence_falloff,
                 cfg.evidence_min_share,
             )
         passed: list[EventCandidate] = []
@@ -286,6 +296,12 @@ def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     if _LOOKING.fullmatch(sentence):
         return True
     return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
+
+
+def _tool_refs(candidates: Candidates) -> set[str]:
+    """The ranked tool calls and outputs: a message ranked only for sitting beside one
+    of them (``near:REF``) is the agent's talk around the call."""
+    return {e.ref for e in candidates.events if e.type.startswith("tool/")}
 
 
 def _cut_empty(line: str, block: str) -> bool:
