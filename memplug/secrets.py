@@ -698,7 +698,7 @@ def secret_lines(lines: Sequence[str]) -> set[int]:
 def redact_secrets(text: str, marker: str = "[redacted]", *, named: bool = False) -> str:
     """``text`` with every secret span replaced by ``marker`` (for logs and messages);
     ``named`` makes each marker name the kind it withheld (``[redacted:password]``)."""
-    return _replace(text, find_secrets(text), None if named else marker)
+    return _settled(text, None if named else marker)[0]
 
 
 # How far around a cut a secret that it splits can reach: a name and the words after it
@@ -734,10 +734,25 @@ def _edge(text: str, at: int, *, to_end: bool) -> int:
 def withhold(text: str) -> tuple[str, tuple[str, ...]]:
     """``text`` with each secret replaced by a marker naming its kind, and the kinds
     withheld (sorted, once each): what leaves memplug for a model."""
-    spans = find_secrets(text)
-    if not spans:
-        return text, ()
-    return _replace(text, spans, None), tuple(sorted({s.kind for s in spans}))
+    text, kinds = _settled(text, None)
+    return text, tuple(sorted(kinds))
+
+
+# A value a wider candidate overlapped can be found only once that candidate is
+# replaced ("passcode to unlock 口令是 X"): scanning again until nothing is found makes
+# what leaves hold nothing a second scan would withhold. Real text settles in one pass.
+_MAX_PASSES = 4
+
+
+def _settled(text: str, marker: str | None) -> tuple[str, set[str]]:
+    kinds: set[str] = set()
+    for _ in range(_MAX_PASSES):
+        spans = find_secrets(text)
+        if not spans:
+            break
+        kinds.update(span.kind for span in spans)
+        text = _replace(text, spans, marker)
+    return text, kinds
 
 
 def _replace(text: str, spans: list[SecretSpan], marker: str | None) -> str:
