@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING
 
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import AnyEvent
-from memplug.store.records import EventScope, Neighbours, Snapshot
-from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import EventScope, Neighbours, SearchEvent, Snapshot
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
@@ -80,7 +79,7 @@ class Adjacency:
         return out
 
 
-def in_scope(event: EventCandidate, scope: EventScope) -> bool:
+def in_scope(event: SearchEvent, scope: EventScope) -> bool:
     """Python twin of :meth:`EventScope.where`, for rows read without it (time
     filters aside: spread is off whenever a structural filter is given)."""
     if not event.searchable:

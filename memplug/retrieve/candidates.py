@@ -28,10 +28,10 @@ from memplug.store.records import (
     EventScope,
     ItemScope,
     LightEvent,
+    SearchEvent,
+    SearchItem,
     Snapshot,
 )
-from memplug.store.records import SearchEvent as EventCandidate
-from memplug.store.records import SearchItem as ItemCandidate
 
 if TYPE_CHECKING:
     import regex
@@ -39,12 +39,12 @@ if TYPE_CHECKING:
     from memplug.semantic.service import SemanticHits
     from memplug.store.ports import MatchPlan, SearchPort
 
-AnyEvent = EventCandidate | LightEvent
+AnyEvent = SearchEvent | LightEvent
 
 
 class Pool(Struct):
     events: dict[int, AnyEvent] = field(default_factory=dict)
-    items: dict[int, ItemCandidate] = field(default_factory=dict)
+    items: dict[int, SearchItem] = field(default_factory=dict)
     event_df: dict[str, float] = field(default_factory=dict)
     item_df: dict[str, float] = field(default_factory=dict)
     # The scope's size for IDF: estimated once and carried in page tokens, so that

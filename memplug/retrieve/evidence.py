@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from memplug.retrieve.models import Omitted, RankedEvent, RankedItem
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.scoring import Scored, with_text
-from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import SearchEvent
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Selection:
             elif len(evidence) >= self.limit:
                 self.omitted.append(Omitted(ev.ref, "over limit", s.score))
             else:
-                assert isinstance(ev, EventCandidate), "evidence events are read in full first"
+                assert isinstance(ev, SearchEvent), "evidence events are read in full first"
                 evidence.append(RankedEvent.of(ev, score=s.score, why=s.why, pinned=s.pinned))
                 self.seen.add((ev.session_id, ev.seq))
         return evidence

@@ -21,8 +21,7 @@ from memplug.retrieve.models import (
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
 from memplug.secrets import clear_cut
-from memplug.store.records import EventScope, Snapshot
-from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import EventScope, SearchEvent, Snapshot
 from memplug.text import clip
 
 if TYPE_CHECKING:
@@ -111,8 +110,8 @@ class Expander:
         return call
 
     def _window(
-        self, call: _Call, anchor: EventCandidate, snap: Snapshot, reasons: set[str]
-    ) -> list[EventCandidate] | ExpandResult:
+        self, call: _Call, anchor: SearchEvent, snap: Snapshot, reasons: set[str]
+    ) -> list[SearchEvent] | ExpandResult:
         """The anchor with up to ``before``/``after`` events around it: along the active
         path when asked for and the session branches, else in sequence order."""
         scope = EventScope(session_ids=(call.session_id,))
@@ -153,7 +152,7 @@ class Expander:
         return [*earlier, anchor, *later]
 
     def _chunk(
-        self, call: _Call, anchor: EventCandidate, window: list[EventCandidate], snap: Snapshot
+        self, call: _Call, anchor: SearchEvent, window: list[SearchEvent], snap: Snapshot
     ) -> tuple[list[ExpandedEvent], str | None]:
         """The window's text from the call's cursor, up to ``max_chars``, and the token
         that continues where it stopped."""
@@ -195,7 +194,7 @@ class Expander:
                 return events, token
         return events, None
 
-    def full_text(self, event: EventCandidate) -> str:
+    def full_text(self, event: SearchEvent) -> str:
         if event.truncated:
             archived = self.store.archived_text(event.session_id, event.seq)
             if archived is not None:

@@ -15,8 +15,7 @@ from msgspec import Struct, field
 
 from memplug.refs import event_ref, parse_source_refs
 from memplug.retrieve.refs import json_list
-from memplug.store.records import SearchEvent as EventCandidate
-from memplug.store.records import SearchItem as ItemCandidate
+from memplug.store.records import SearchEvent, SearchItem
 
 if TYPE_CHECKING:
     from memplug.retrieve.precision import QueryTerms
@@ -148,7 +147,7 @@ class RankedItem(Struct, frozen=True):
     @classmethod
     def of(
         cls,
-        item: ItemCandidate | ItemRow,
+        item: SearchItem | ItemRow,
         *,
         score: float = 0.0,
         why: str = "",
@@ -197,7 +196,7 @@ class RankedEvent(Struct, frozen=True):
 
     @classmethod
     def of(
-        cls, event: EventCandidate, *, score: float = 0.0, why: str = "", pinned: bool = False
+        cls, event: SearchEvent, *, score: float = 0.0, why: str = "", pinned: bool = False
     ) -> RankedEvent:
         return cls(
             session_id=event.session_id,

@@ -27,8 +27,7 @@ from memplug.retrieve.lexical import (
     word_boundaries,
 )
 from memplug.retrieve.ranking import Ranking
-from memplug.store.records import LightEvent
-from memplug.store.records import SearchItem as ItemCandidate
+from memplug.store.records import LightEvent, SearchItem
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
@@ -46,7 +45,7 @@ class Scored(Struct):
     why: str
     needle: str | None
     event: AnyEvent | None = None
-    item: ItemCandidate | None = None
+    item: SearchItem | None = None
 
 
 class TextMatch(NamedTuple):

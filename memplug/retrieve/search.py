@@ -18,8 +18,7 @@ from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
 from memplug.retrieve.tokens import encode_token, pack_query
 from memplug.secrets import clear_cut
-from memplug.store.records import EventScope, ItemScope, Snapshot
-from memplug.store.records import SearchEvent as EventCandidate
+from memplug.store.records import EventScope, ItemScope, SearchEvent, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
@@ -148,7 +147,7 @@ class Search:
 def hit(scored: Scored, branches: str) -> Hit:
     if scored.event is not None:
         ev = scored.event
-        assert isinstance(ev, EventCandidate), "page events are read in full first"
+        assert isinstance(ev, SearchEvent), "page events are read in full first"
         snippet, cut = _snippet(ev.text or "", scored.needle)
         follow = encode_token(
             {
