@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo check test lint bench compat fuzz accept accept-shared cli-docs clean
+.PHONY: demo check test postgres lint bench compat fuzz accept accept-shared cli-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,12 +18,18 @@ demo: $(STAMP)
 
 # The fast loop: the suite without the tests marked slow (their own processes, crashes,
 # large corpora): about 50 s of CPU, shared by two workers (docs/reliability.md).
-check: $(STAMP)
+check: $(STAMP) postgres
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
-# The whole suite, the slow tests included.
-test: $(STAMP)
+# The whole suite, the slow tests included. The sync tests run a real PostgreSQL server:
+# Debian's, installed here when it is missing (as root, as on CI).
+test: $(STAMP) postgres
 	$(BIN)/python -m pytest -n 2 -q
+
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  test "$$(id -u)" = 0 || { echo "error: the sync tests need PostgreSQL: sudo apt-get install postgresql" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check memplug tests bench

@@ -123,7 +123,10 @@ class PgServer:
 
 @contextlib.contextmanager
 def running_server() -> Iterator[PgServer]:
-    assert BIN is not None
+    if BIN is None:
+        raise RuntimeError(
+            "no PostgreSQL server binaries: apt-get install postgresql (make test does, as root)"
+        )
     # /tmp, whatever TMPDIR says: the server's user must be able to reach the directory.
     root = Path(tempfile.mkdtemp(prefix="memplug-pg-", dir="/tmp" if os.geteuid() == 0 else None))
     os.chmod(root, 0o700)

@@ -1,7 +1,7 @@
 """The real PostgreSQL server of the sync tests (``bench.postgres``), started once per
 test process; each test gets a database of its own on it (``pg_url``). No mock of
-PostgreSQL: tests that need it are skipped, saying why, only where no server binary
-exists (.ci/run installs Debian's).
+PostgreSQL and no skip: `make test` installs Debian's server when it is missing, and
+without it these tests fail saying what to install.
 """
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.postgres import BIN, PASSWORD, PgServer, free_port, running_server
+from bench.postgres import PASSWORD, PgServer, free_port, running_server
 
 __all__ = ["PASSWORD", "PgServer", "free_port", "pg_server", "pg_url", "postgres"]
 
-postgres = pytest.mark.skipif(
-    BIN is None,
-    reason="no PostgreSQL server binaries (apt-get install postgresql; .ci/run does)",
-)
+postgres = pytest.mark.postgres
 
 
 @pytest.fixture(scope="session")
