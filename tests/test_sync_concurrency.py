@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_server import pg_server, pg_url, postgres
+from pg_server import pg_server, pg_url, postgres, shop_database
 
 from memplug import sync
 from memplug.memory import Memory
@@ -60,28 +60,9 @@ def test_a_row_that_commits_late_is_read_after_it_commits(pg_url: str) -> None:
 def _pusher_file(directory: Path) -> Path:
     """One file of EVENTS events in project `shop`, copied for every pusher (their origin
     ids keep the generic session ids apart on the server)."""
-    lines = "".join(
-        json.dumps(
-            {
-                "session_id": f"s{i // 1000}",
-                "seq": i % 1000,
-                "type": "user/message",
-                "role": "user",
-                "text": f"event {i} of the checkout service",
-                "project": "shop",
-            }
-        )
-        + "\n"
-        for i in range(EVENTS)
+    return shop_database(
+        directory / "template.sqlite", EVENTS, lambda i: f"event {i} of the checkout service"
     )
-    source = directory / "source.jsonl"
-    source.write_text(lines, encoding="utf-8")
-    path = directory / "template.sqlite"
-    with Memory.open(path, config={"extraction": {"enabled": False}}) as memory:
-        with open(source, "rb") as stream:
-            assert memory.import_jsonl([("source", stream)]).new == EVENTS
-        memory.store.checkpoint()
-    return path
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import CliResult, run_cli
-from pg_server import PgServer, free_port, pg_server, pg_url, postgres
+from pg_server import PgServer, free_port, pg_server, pg_url, postgres, shop_database
 
 from memplug import sync
 from memplug.memory import Memory
@@ -100,28 +100,15 @@ _TEMPLATE: list[Path] = []
 def _events_file(directory: Path) -> Path:
     """A file of EVENTS events in project `shop` (made once, copied per test)."""
     if not _TEMPLATE:
-        lines = "".join(
-            json.dumps(
-                {
-                    "session_id": f"s{i // 1000}",
-                    "seq": i % 1000,
-                    "type": "user/message",
-                    "role": "user",
-                    "text": f"event {i}: the checkout service listens on port {8000 + i % 100}",
-                    "project": "shop",
-                }
-            )
-            + "\n"
-            for i in range(EVENTS)
-        )
         made = directory / "template"
         made.mkdir()
-        (made / "in.jsonl").write_text(lines, encoding="utf-8")
-        with Memory.open(made / "m.sqlite", config={"extraction": {"enabled": False}}) as m:
-            with open(made / "in.jsonl", "rb") as stream:
-                m.import_jsonl([("in", stream)])
-            m.store.checkpoint()
-        _TEMPLATE.append(made / "m.sqlite")
+        _TEMPLATE.append(
+            shop_database(
+                made / "m.sqlite",
+                EVENTS,
+                lambda i: f"event {i}: the checkout service listens on port {8000 + i % 100}",
+            )
+        )
     path = directory / "a" / "m.sqlite"
     path.parent.mkdir()
     shutil.copyfile(_TEMPLATE[0], path)
