@@ -34,7 +34,7 @@ ACTOR_API = "api"
 # Only these event types are ever read; everything else is evidence, not statements.
 READ_TYPES: tuple[str, ...] = ("user/message", "assistant/message")
 # A tool call says an agent is acting in the session: what a person says after it is
-# said to that agent (cues.rules: the rules read only where an agent is listening).
+# said to that agent (cues.agent_rules: the rules read only where an agent is listening).
 TOOL_CALL = "tool/call"
 # Hosts whose every event is an exchange with a coding agent.
 CODING_HOSTS: frozenset[str] = frozenset({"claude-code"})

@@ -138,7 +138,7 @@ def _candidate(
     )
 
 
-# Every rule in rules.py needs one of these fragments; most sentences hold none, and
+# Every rule in rules.RULES needs one of these fragments; most sentences hold none, and
 # checking for them (plain substring tests, far cheaper than any regex) spares those
 # sentences the whole table. tests/test_cues.py checks that the table's examples and
 # random cue soup analyse the same with and without this filter.

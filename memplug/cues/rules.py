@@ -5,242 +5,44 @@ pattern, in English or Chinese, carries a version (stored with every item it cre
 as ``extractor``) and its own labelled examples. The examples are the test table
 (``tests/test_cues.py``) and the rule list in ``docs/extraction.md`` (rendered by
 ``python -m memplug.cues``), so documentation, tests and behaviour cannot drift apart.
+
+``RULES`` is the one table, assembled here in its fixed order. The labels, inline cues,
+proposals, corrections and retractions are written here; the task-state cues are in
+``task_rules``, the rules read only where an agent is listening in ``agent_rules``, and
+the ``Rule`` record, its helpers and the shared word lists in ``rule_model``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-
-from msgspec import Struct
+from memplug.cues.agent_rules import AGENT_RULES
+from memplug.cues.rule_model import (
+    _CHECKABLE,
+    _DESCRIPTIVE,
+    _ENCOURAGE,
+    _FRAME,
+    _LEAD,
+    _NAMED,
+    _NOT_ABOUT_WORK,
+    _NOT_CONTRAST,
+    _PAST,
+    _REVIEW_VERDICT,
+    _STATIVE,
+    _STORY_JOIN,
+    _WORK_NOUNS,
+    _WORK_VERBS,
+    Example,
+    Rule,
+    _agent,
+    _chat,
+    _ex,
+    _rx,
+)
+from memplug.cues.task_rules import TASK_RULES
 
 # Task-state fields a cue can fill; they update ``task_state``, not ``memory_items``.
 TASK_FIELDS: tuple[str, ...] = ("goal", "progress", "blocker", "open_item", "unblocked")
 # What a sentence can do besides naming a kind.
 MODIFIERS: tuple[str, ...] = ("correction", "retraction", "restatement")
-
-_I = re.IGNORECASE
-
-
-class Example(Struct, frozen=True):
-    """One labelled utterance: what ``classify`` must return for it (``None``: no cue).
-
-    ``agent``: said where an agent is listening (a coding host); ``offered``: the
-    assistant's previous message, for a reply that picks one of its options.
-    """
-
-    text: str
-    expect: str | None
-    role: str = "user"
-    agent: bool = False
-    offered: str | None = None
-
-
-class Rule(Struct, frozen=True):
-    """A named, versioned cue. ``ref`` (``id@version``) is stored in ``extractor``."""
-
-    id: str
-    version: int
-    kind: str
-    lang: str
-    summary: str
-    pattern: re.Pattern[str]
-    examples: tuple[Example, ...]
-    # The cue frames the statement ("Decision:", "Remember that", "Actually,"): the
-    # item's content starts after it. Cues that carry meaning ("must") stay in place.
-    strip: bool = False
-    # Lower wins when several rules match one sentence (labels before inline words).
-    priority: int = 50
-    # A `Word:` label a person types ("Decision:", "TODO:"): it counts anywhere in a
-    # message, also past `sentences.INLINE_REACH` and after a line that introduces pasted
-    # material.
-    label: bool = False
-    roles: tuple[str, ...] = ("user",)
-    # A match is void when the text right after it matches ``not_after`` or the text
-    # right before it matches ``not_before`` (searched at its end).
-    not_after: re.Pattern[str] | None = None
-    not_before: re.Pattern[str] | None = None
-    # Where the rule is read: ``chat`` (people talking, to each other or to a chatbot)
-    # and ``agent`` (a coding host: someone addressing an agent that acts on the work).
-    # The same words are a rule to an agent and chatter between friends.
-    contexts: tuple[str, ...] = ("chat", "agent")
-    # Voids that hold only in chat: there a rule must name the work ("always the same
-    # flaky test" vs "always pin versions"); to an agent everything said is about it.
-    chat_not_after: re.Pattern[str] | None = None
-    chat_not_before: re.Pattern[str] | None = None
-    # Voids that need the whole sentence (its subject and what is said of it), searched
-    # in it: "the authentication bug must be fixed" is one task, "every bug must be fixed"
-    # a rule; in chat, "you must try the pasta" names no work.
-    not_in: re.Pattern[str] | None = None
-    chat_not_in: re.Pattern[str] | None = None
-
-    @property
-    def ref(self) -> str:
-        return f"{self.id}@{self.version}"
-
-    def matches(self, text: str, *, agent: bool = False) -> Iterator[re.Match[str]]:
-        if ("agent" if agent else "chat") not in self.contexts:
-            return
-        voids = [(self.not_after, self.not_before)]
-        if not agent:
-            voids.append((self.chat_not_after, self.chat_not_before))
-        within = (self.not_in,) if agent else (self.not_in, self.chat_not_in)
-        for match in self.pattern.finditer(text):
-            if not any(_void(text, match, after, before) for after, before in voids):
-                # Searched only once a match stands: most sentences never get here.
-                if any(void is not None and void.search(text) for void in within):
-                    return
-                yield match
-
-
-def _void(
-    text: str, match: re.Match[str], after: re.Pattern[str] | None, before: re.Pattern[str] | None
-) -> bool:
-    if after is not None and after.match(text, match.end()):
-        return True
-    return before is not None and before.search(text[: match.start()]) is not None
-
-
-def _rx(pattern: str, flags: int = _I) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[Example, ...]:
-    return tuple(Example(*item) for item in items)
-
-
-def _agent(*items: tuple[str, str | None]) -> tuple[Example, ...]:
-    """Examples said by a user to a coding agent."""
-    return tuple(Example(text, expect, agent=True) for text, expect in items)
-
-
-def _chat(*texts: str) -> tuple[Example, ...]:
-    """Examples said in chat, where an agent-directed rule must stay silent."""
-    return tuple(Example(text, None) for text in texts)
-
-
-# Fillers that may precede a sentence-initial cue without changing it.
-_LEAD = r"^(?:(?:please|and|but|so|also|oh|ok(?:ay)?|well|hmm|wait)[,\s]+)*"
-# A frame that may open a standing rule: "To be clear: don't …", "Remember: never …".
-_FRAME = (
-    r"(?:(?:(?:just\s+)?to\s+be\s+clear|to\s+clarify|remember|reminder|important|note|nb|"
-    r"fyi|again)\s*[:,]\s*(?:please[,\s]+)?)?"
-)
-# Fillers before a choice said to an agent: "ok, fine, let's do vite", "yes please, …".
-_FILL = (
-    r"^(?:(?:ok(?:ay)?|fine|yes|yeah|yep|yup|sure|alright|all\s+right|right|cool|great|good|"
-    r"so|and|then|well|hmm+|i\s+think|maybe|please|now|oh|ah|actually|instead)[,.!\s]+)*"
-)
-# A choice's object that names nothing ("let's use it", "we'll go with that").
-_PRONOUN = (
-    r"(?:it|this|that|these|those|them|some|so|what|both|one|another|something|anything|"
-    r"everything|same|all)\b"
-)
-# After "let's make it": a state the work is to reach now, not a property it is to keep.
-_NOT_A_PROPERTY = (
-    r"(?:work|pass|happen|run|compile|build|go|so|better|faster|simpler|cleaner|easier|more|"
-    r"less|right|nicer|prettier|quick|quicker|shorter|smaller|stop|clear)\b"
-)
-# After `do`, anything but a bare name is a task ("let's do the implementation", "let's
-# do a quick pass"); "let's do vite" names a choice.
-_VAGUE_OBJECT = _PRONOUN + r"|(?:the|a|an|more|our|my|your|his|her|their)\b"
-# A word after never/always that shows a description, not an instruction:
-# determiners, "mind", forms of be/have, and third-person verbs ("always fails").
-_DESCRIPTIVE = (
-    r"mind|the|a|an|this|that|these|those|my|your|our|his|her|their|its|so|such|"
-    r"same|was|were|is|are|been|be|has|had|ever|again|there|here|enough|really|"
-    r"[a-z]+(?<!s)s"
-)
-# Words after "not" that make "not … but" / ", not …" something other than a correction.
-_NOT_CONTRAST = r"(?!(?:only|just|sure|yet|really|always|that|bad|quite|exactly)\b)"
-# What a correction's replaced value must hold to name something (a digit, a symbol
-# joining two characters, a capitalised name): "4 GB, not 3 GB", "not Friday but
-# Monday"; not "progress, not perfection".
-_NAMED = r"(?=[^,.;!?]*?(?:\d|\w[_/.:@\-]\w|`|(?-i:[A-Z])))"
-# Past forms: "never tried it", "always wanted to" tell a story, they instruct nothing.
-# (-eed verbs such as "exceed" are present tense.)
-_PAST = (
-    r"[a-z]*[^\We]ed|saw|seen|went|gone|had|did|done|got|gotten|knew|known|thought|found|"
-    r"made|took|taken|came|said|told|heard|felt|met|left|won|lost|ate|ran|wrote|written|"
-    r"forgot|forgotten|bought|brought|caught|taught|meant|sent|spent|understood"
-)
-# Verbs of feeling and knowing: "you must love it", "we always look forward to it".
-_STATIVE = (
-    r"feel|felt|love|like|enjoy|know|think|mean|miss|hate|look|seem|sound|remind|wonder|"
-    r"wish|hope|imagine|believe|reali[sz]e|appreciate|adore|admire|want"
-)
-# Life advice, not work: "don't give up", "never lose hope", "don't let it stop you".
-_ENCOURAGE = (
-    r"give\s+(?:up|in)|quit|let|lose|stop|limit|doubt|settle|underestimate|compare|beat|"
-    r"overthink|hesitate|worry|panic|sweat|fear|regret|rush|"
-    r"take\s+(?:it|things)\s+personally"
-)
-# What the work is made of: an obligation whose subject is none of these (and not "we",
-# "you", the agent) is about someone else's world ("the owner must pay", "all pets must
-# be on a leash", "the player must avoid them").
-_WORK_NOUNS = (
-    r"code|files?|tests?|functions?|methods?|class(?:es)?|modules?|packages?|commits?|"
-    r"branch(?:es)?|prs?|merges?|deploys?|deployments?|releases?|builds?|ci|pipelines?|"
-    r"migrations?|schemas?|tables?|columns?|index(?:es)?|quer(?:y|ies)|databases?|dbs?|apis?|"
-    r"endpoints?|services?|servers?|requests?|responses?|logs?|config(?:uration)?s?|settings?|"
-    r"secrets?|keys?|tokens?|passwords?|credentials?|dependenc(?:y|ies)|versions?|scripts?|"
-    r"commands?|librar(?:y|ies)|cach(?:e|es)|queues?|jobs?|workers?|containers?|images?|"
-    r"clusters?|directory|directories|folders?|paths?|output|answers?|repl(?:y|ies)|text|"
-    r"articles?|essays?|stor(?:y|ies)|summar(?:y|ies)|emails?|posts?|titles?|headings?|"
-    r"sections?|paragraphs?|sentences?|words?|lists?|bullets?|formats?|tone|style|json|"
-    r"yaml|values?|fields?|variables?|names?|ids?|strings?|lines?|pages?|turns?|messages?|"
-    r"prompts?|chapters?|translations?|documents?|docs?|readme|comments?|changes?|features?|"
-    r"bugs?|errors?|exceptions?|data|inputs?|ui|components?|screens?|latency|timeouts?|"
-    r"limits?|budgets?|repo(?:sitor(?:y|ies))?|projects?|app(?:lication)?s?|site|website|"
-    r"table|report|slides?|diagrams?|charts?|options?|approach(?:es)?|plans?|designs?|"
-    r"architecture|stack|frameworks?|providers?|vendors?|solutions?|implementations?|"
-    r"interfaces?|models?|algorithms?|parameters?|tickets?|issues?|questions?|deadlines?|"
-    r"ship(?:ping)?|launch(?:es)?"
-)
-# The rest of the sentence names the work: one of those nouns, "this", a number or a
-# code-shaped token. Weak cues (an imperative "always", "we decided", "the goal is")
-# need it: "we decided to do doggy playdates" is about a life, not a project.
-_NOT_ABOUT_WORK = r"(?![^.!?]*(?:\b(?:this|these|" + _WORK_NOUNS + r")\b|\d|\w[_./]\w|`))"
-# "…, and we always make a big deal of it": a habit told inside a longer sentence. A
-# team's rule opens its sentence ("We never deploy on Fridays").
-_STORY_JOIN = r"\b(?:and|but|so|which|that|where|when|because|since|as)\s+$"
-# After "must be": something a reviewer could check (a bound, a number, a state an
-# artefact is put in) rather than how something feels ("must be so rewarding").
-_CHECKABLE = (
-    r"(?!(?:thrilled|excited|stoked|pleased|relieved|exhausted|tired|amazed|surprised|"
-    r"impressed|interested|bored|scared|worried|disappointed|satisfied|delighted|"
-    r"overwhelmed|devastated|frustrated|motivated|inspired|blessed|loved|missed)\b)"
-    r"(?:(?:always|strictly|fully|at\s+(?:least|most)|no\s+(?:more|longer|less|larger)|less|"
-    r"more|fewer|under|below|above|over|within|between|exactly|in|on|inside|outside|"
-    r"one\s+of|equal|identical|consistent|compatible|backwards?|idempotent|deterministic|"
-    r"unique|immutable|private|public|non-\w+|lower-?case|upper-?case|empty|valid|present|"
-    r"absolute|relative|[a-z]+ed|set|run|done|kept|made|put|sent|held|read|shown|built|"
-    r"written|given|bound)\b|[\d<>≤≥=`\"'])"
-)
-
-# Verbs that act on a piece of work: "you must include a short explanation" is aimed at
-# an essay, "you must try the pasta" at a person. What people mostly say to friends
-# ("you must send me pictures", "check out the café", "keep in touch") is left out.
-_WORK_VERBS = (
-    r"use|keep(?!\s+in\s+touch)|write|add|run|build|check(?!\s+out)|update|save|include|"
-    r"mention|cite|explain|avoid|respond|answer|reply|format|list|provide|test|commit|"
-    r"deploy|log|print|describe|summari[sz]e|translate|validate|verify|implement|store|"
-    r"delete|remove|document|review|quote|output|limit|return|release|skip|cover|push|"
-    r"pull|merge|rebase|ship|compile|lint|refactor|install|upgrade|pin|encrypt|hash|"
-    r"expose|hardcode|mock|disable|enable|modify|edit|rename|import|export|migrate|cache|"
-    r"back\s+up|rotate|leak|upload|download|overwrite|drop(?!\s+by)|change"
-)
-# A review verdict opening pasted review text ("Request Changes - …", "LGTM:"): what
-# follows judges one change; it is no standing rule.
-_REVIEW_VERDICT = (
-    r"^\W*(?:request(?:ed|ing)?\s+changes|changes\s+requested|approved?|lgtm|"
-    r"reject(?:ed)?|needs\s+(?:work|changes))\s*(?:[-–—:|]|$)"
-)
-
-# What may open a reply that picks an option ("ok, B", "yes, the second one").
-_PICK_FILL = (
-    r"^(?:(?:ok(?:ay)?|yes|yeah|yep|yup|sure|fine|alright|hmm+|so|then|actually|no)[,.!\s]+)*"
-)
 
 # fmt: off
 RULES: tuple[Rule, ...] = (
@@ -326,105 +128,7 @@ RULES: tuple[Rule, ...] = (
              ("Here are some recommendations:", None, "assistant"),
              ("**Other Recommendations**", None, "assistant")),
          strip=True, label=True, priority=10, roles=("assistant",)),
-    # -- task state ----------------------------------------------------------------------
-    Rule("en.task.goal", 1, "goal", "en",
-         "`Goal:` / `Objective:` sets the session's goal (the previous goal is kept as"
-         " superseded).",
-         _rx(_LEAD + r"(?:goals?|objectives?)\s*[:：]\s*"),
-         _ex(("Goal: make checkout p95 under 200 ms.", "goal"),
-             ("Objective: cut the CI time in half.", "goal"),
-             ("He scored a goal.", None),
-             ("I'm still a bit unclear about how to set up goals and conversions in Google"
-              " Analytics.", None),
-             ("When setbacks come my way, I remind myself why I'm passionate about my"
-              " goals.", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.goal_is", 2, "goal", "en",
-         "`Our goal is …` / `The goal is …` at the start of a sentence (`my goal is …` is"
-         " a person's own aim, not the session's task).",
-         _rx(_LEAD + r"(?:our|the)\s+(?:main\s+)?goal\s+(?:here\s+)?is\s+(?:to\s+)?"),
-         _ex(("Our goal is to cut p95 latency below 200 ms.", "goal"),
-             ("Was the goal reached?", None),
-             ("My goal is to give kids a loving home.", None),
-             ("My goal is to do a sprint triathlon, and I think I have around 12 weeks to"
-              " prepare.", None),
-             ("Reaching that goal is what keeps me going.", None)),
-         strip=True, priority=10, not_after=_rx(_NOT_ABOUT_WORK)),
-    Rule("zh.task.goal", 1, "goal", "zh",
-         "以 `目标：` 或 `目标是` 开头（`目标文件` 之类不算）。",
-         _rx(r"^(?:我们的|这次的?|本次的?)?目标\s*(?:[：:]|是)\s*"),
-         _ex(("目标：把结账接口的p95降到200毫秒以下。", "goal"),
-             ("目标文件不存在。", None),
-             ("遇到挫折时，我会提醒自己为什么热爱我的目标。", None),
-             ("我还不太清楚怎么在Google Analytics里设置目标和转化。", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.done", 1, "progress", "en",
-         "`Done:` / `Finished:` / `Completed:` / `Progress:` records progress and closes"
-         " the open item with the same text.",
-         _rx(_LEAD + r"(?:done|finished|completed|progress)\s*[:：]\s*"),
-         _ex(("Done: added the index on orders.created_at", "progress"),
-             ("I'm done for today.", None),
-             ("Done.", None),
-             ("I'll definitely keep you posted on my progress.", None)),
-         strip=True, label=True, priority=10),
-    Rule("zh.task.done", 1, "progress", "zh",
-         "以 `已完成：`、`完成：` 或 `进展：` 开头。",
-         _rx(r"^(?:已完成|完成|进展)\s*[：:]\s*"),
-         _ex(("已完成：订单表加了索引。", "progress"),
-             ("完成这个任务需要两天。", None),
-             ("我会随时告诉你我的进展。", None),
-             ("我已经看完了前四季，真的很喜欢。", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.blocked", 1, "blocker", "en",
-         "`Blocked:` / `Blocker:` at the start of a sentence adds a blocker.",
-         _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"),
-         _ex(("Blocked: waiting for the Stripe sandbox key.", "blocker"),
-             ("Blocked requests are logged.", None),
-             ("I have a shipping block.", None),
-             ("I've tried website blockers before and found them helpful.", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.blocked_on", 1, "blocker", "en",
-         "`I'm blocked on …` / `we're blocked by …` at the start of a sentence.",
-         _rx(_LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
-         _ex(("We're blocked on the payments API keys.", "blocker"),
-             ("The port is blocked by the firewall.", None),
-             ("I've never blocked a lace project before, and I want to make sure I do it"
-              " right.", None),
-             ("I have a shipping block.", None)),
-         priority=10),
-    Rule("zh.task.blocked", 1, "blocker", "zh",
-         "以 `阻塞：`、`受阻：` 或 `卡住：` 开头。",
-         _rx(r"^(?:阻塞|受阻|卡住|阻碍)\s*[：:]\s*"),
-         _ex(("阻塞：还在等Stripe的沙箱密钥。", "blocker"),
-             ("网络阻塞了一会儿。", None),
-             ("我的快递被卡在海关了。", None),
-             ("交通阻塞让我迟到了半小时。", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.unblocked", 1, "unblocked", "en",
-         "`Unblocked:` removes the blocker with the same text.",
-         _rx(_LEAD + r"unblocked\s*[:：]\s*"),
-         _ex(("Unblocked: waiting for the Stripe sandbox key.", "unblocked"),
-             ("The queue is unblocked now.", None),
-             ("Task `spotter-dov.1` is done and unblocked `spotter-dov.2`.", None),
-             ("I've tried website blockers before and found them helpful.", None)),
-         strip=True, label=True, priority=10),
-    Rule("en.task.next", 1, "open_item", "en",
-         "`Next:` / `Next steps:` / `TODO:` adds an open item.",
-         _rx(_LEAD + r"(?:next(?:\s+steps?)?|to-?\s?dos?)\s*[:：]\s*"),
-         _ex(("Next: load test the checkout endpoint.", "open_item"),
-             ("TODO: rotate the API keys.", "open_item"),
-             ("Next, we looked at the logs.", None),
-             ("Next time, ask first.", None),
-             ("Let's get planning for next month!", None)),
-         strip=True, label=True, priority=10),
-    Rule("zh.task.next", 1, "open_item", "zh",
-         "以 `下一步：`、`待办：` 或 `接下来：` 开头。",
-         _rx(r"^(?:下一步|待办|接下来)\s*[：:]\s*"),
-         _ex(("下一步：对结账接口做压测。", "open_item"),
-             ("接下来，我们看看日志。", None),
-             ("下一步怎么走，我还在想。", None),
-             ("我每天都会列一个待办清单。", None)),
-         strip=True, label=True, priority=10),
+    *TASK_RULES,  # -- task state (task_rules.py)
     # -- inline cues -----------------------------------------------------------------------
     Rule("en.decision.we_decided", 2, "decision", "en",
          "`we decided` / `we've decided` opening a statement (not after `if`, `whether`,"
@@ -723,215 +427,7 @@ RULES: tuple[Rule, ...] = (
              ("我记不住这么多端口。", None),
              ("我还记得那场比赛，他进了两个球。", None)),
          strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$")),
-    # -- said to a coding agent (issue 24) ----------------------------------------------------
-    # People do not label what they tell an agent: "let's do vite", "we explicitly don't
-    # want hardcoded visual tests", "A". These rules read only where an agent is listening
-    # (a coding host's event, a session with tool calls): in chat the same words are
-    # chatter. A task for now ("let's fix the test", "let's push") names no choice verb.
-    Rule("en.decision.lets", 1, "decision", "en",
-         "Said to an agent: `let's use X` / `let's go with X` / `let's go for X` / `let's"
-         " stick with X` / `let's switch to X` / `let's drop X` / `let's not have X` / `let's"
-         " do X` / `let's make it <a property>` opening a sentence, X naming something"
-         " (`let's do it`, `let's do the implementation`, `let's make it work`, `let's fix"
-         " the test`, `let's push` are tasks, not choices).",
-         _rx(_FILL + r"(?P<keep>let(?:'|’)?s|let\s+us)\s+(?:(?:just|all|now|then|definitely)\s+)?"
-             r"(?:(?:use|go\s+(?:with|for)|stick\s+with|switch\s+to|standardi[sz]e\s+on|drop|"
-             r"not\s+(?:have|use|add|support|keep|include|ship|expose|store))\s+(?!" + _PRONOUN
-             + r")|do\s+(?!" + _VAGUE_OBJECT + r")|make\s+it\s+(?!" + _NOT_A_PROPERTY + r"))"
-             r"(?=[\w`'\"])"),
-         _agent(("ok, fine, let's do vite", "decision"),
-                ("Let's use PostgreSQL 16 for the orders service.", "decision"),
-                ("yeah let's go for date on every line", "decision"),
-                ("Let's do it in 91 - I want to merge 90 now", None),
-                ("yeah let's push and re-test", None),
-                ("Yes, let's fix the gaps.", None),
-                ("yeah so maybe let's not have CONDENSE looking like a state in the plan",
-                 "decision"),
-                ("if it's compatible then let's not spend too much time on it", None),
-                ("Lets do the implementation too", None),
-                ("yes please, and let's make it cross-browser", "decision"),
-                ("let's make it work first", None),
-                ("- let's drop the '-' before each commit", "decision"))
-         + _chat("Let's go for a walk after lunch."),
-         priority=25, contexts=("agent",)),
-    Rule("en.decision.we_use", 1, "decision", "en",
-         "Said to an agent: `we'll use X` / `we're going to use X` / `we'll go with X` /"
-         " `we're going with X` / `we're getting rid of X` / `we do X-first` (not after `if`,"
-         " `when`, `how`, …; a plain `we use X` describes the code, it chooses nothing).",
-         _rx(r"\bwe(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to)\s+"
-             r"(?:use|go\s+with|stick\s+with|switch\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
-             r"|\bwe(?:'re|\s+are)\s+(?:going\s+with|getting\s+rid\s+of|dropping|ditching|"
-             r"sticking\s+with|switching\s+to)\s+(?!" + _PRONOUN + r")(?=[\w`'\"])"
-             r"|\bwe\s+do\s+[\w-]+-first\b"),
-         _agent(("We'll use Redis for the session cache.", "decision"),
-                ("we do container-first.", "decision"),
-                ("okay, so it sounds like we're getting rid of TTL.", "decision"),
-                ("If we use Redis, the tests get slower.", None),
-                ("We use `parse_header()` to read the trailer.", None),
-                ("We use it everywhere.", None))
-         + _chat("We'll use the big tent for the party."),
-         priority=25, contexts=("agent",),
-         not_before=_rx(r"\b(?:if|whether|when|how|what|which|that|where|because|since|do|can|"
-                        r"could|should|would|might|and|once|until|unless)\s+$")),
-    Rule("en.decision.switch", 1, "decision", "en",
-         "Said to an agent: `switch (X) to Y` / `migrate (X) to Y` opening a sentence: a"
-         " choice that replaces what X was (with `Actually,` or `instead` it supersedes it).",
-         _rx(_FILL + r"(?P<keep>switch|migrate)\s+(?:(?!to\b)[^\s,.;?]+\s+){0,6}?to\s+"
-             r"(?!(?:it|this|that|there|here)\b)(?=[\w`'\"])"),
-         _agent(("Actually, switch the orders service to MySQL 8 instead.", "decision"),
-                ("Switch the CI to Node 20.", "decision"),
-                ("Switch to it.", None),
-                ("oh whoops, accidentally switched branches, my bad", None))
-         + _chat("Switch the lights to the warm setting."),
-         priority=25, contexts=("agent",)),
-    Rule("en.decision.use_instead", 1, "decision", "en",
-         "Said to an agent: `use X instead (of Y)` / `go with X instead` opening a sentence:"
-         " a choice that replaces another (without `instead`, `use the debugger` is a task).",
-         _rx(_FILL + r"(?P<keep>(?:use|go\s+with|pick|choose)\s+(?!" + _PRONOUN + r"))"
-             r"(?=[^.;!?]*\binstead\b)"),
-         _agent(("Use uv instead of pip-tools.", "decision"),
-                ("ok, use the builtin subagent teams instead.", "decision"),
-                ("Use the debugger to find it.", None),
-                ("Use it instead.", "correction"))
-         + _ex(("Use butter instead of oil.", "correction")),
-         priority=25, contexts=("agent",)),
-    Rule("en.decision.proceed", 1, "decision", "en",
-         "Said to an agent: `proceed with X` / `go ahead with X` opening a sentence, X naming"
-         " a choice (`proceed with this plan`, `go ahead with the implementation` are tasks).",
-         _rx(_FILL + r"(?P<keep>(?:let(?:'|’)?s\s+)?(?:proceed|go\s+ahead)\s+with)\s+"
-             r"(?!" + _PRONOUN + r"|the\s+(?:plan|implementation|changes?|fix|next|rest|above|"
-             r"task)\b|implementation|implementing|fixing|fix)(?=[\w`'\"])"),
-         _agent(("Proceed with Redis for the session cache.", "decision"),
-                ("OK, proceed with Redis.", "decision"),
-                ("Proceed with the implementation.", None),
-                ("then proceed with this new plan", None))
-         + _chat("Proceed with caution on the icy road."),
-         priority=25, contexts=("agent",)),
-    Rule("en.decision.on_purpose", 1, "decision", "en",
-         "Said to an agent: `we <did> X on purpose` / `deliberately` / `intentionally`: a"
-         " choice that was made, kept so that nobody undoes it.",
-         _rx(r"\bwe(?:'ve|\s+have)?\s+(?:\w+\s+){0,8}?(?:on\s+purpose|deliberately|"
-             r"intentionally)\b"),
-         _agent(("no, we removed the session commands on purpose", "decision"),
-                ("We deliberately keep the v1 endpoint for mobile clients.", "decision"),
-                ("I didn't do it on purpose.", None),
-                ("Did we remove it on purpose?", None))
-         + _chat("We left the door open on purpose."),
-         priority=25, contexts=("agent",)),
-    Rule("en.decision.i_want", 1, "decision", "en",
-         "Said to an agent: `I want X to …` / `I'd like X to …` where X names a thing (`I"
-         " want to …` and `I want you to …` are requests for now).",
-         _rx(r"\bi\s+(?:want|'d\s+like|would\s+like)\s+(?!(?:to|you|it|this|that|them|some|"
-             r"more|better|something|everything|anything|us|me)\b)(?:[\w`'\"./-]+\s+){1,5}?to\s+"
-             r"(?!(?:be\s+(?:able|sure|clear)|know|see|understand|check|look|try|ask)\b)"),
-         _agent(("I want the review to run on every push.", "decision"),
-                ("I want to merge 90 now.", None),
-                ("I want you to fix the test.", None),
-                ("I'd like it to do B.", None))
-         + _chat("I want the kids to have fun at the party."),
-         priority=45, contexts=("agent",)),
-    Rule("en.decision.option_pick", 2, "decision", "en",
-         "Said to an agent: a reply that picks one of the options the assistant's previous"
-         " message offered, one a line or inline (`Option 1: … . Option 2: … .`): `A`, `B)`,"
-         " `option 2`, `yes, version B`, `let's do 2`, `go with the second`, or a reply that"
-         " is only `the second one`. The item is the chosen option's text, its sources both"
-         " messages. A pick of an option that was not offered is nothing.",
-         _rx(r"(?:" + _PICK_FILL +
-             r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
-             r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
-             r"(?P<pick>(?-i:[A-H])|[1-9])(?=[).:,;!]|\s*$|\s+(?:for\s+now|please|then|first|"
-             r"and|but|now|instead|it\s+is)\b)"
-             r"|(?:\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+|" + _PICK_FILL
-             + r"(?=the\s+\w+(?:\s+(?:one|option|approach))?(?:\s+please)?\s*[.!]?\s*$))the\s+"
-             r"(?P<nth>first|second|third|fourth|last)\b(?:\s+(?:one|option|approach))?"),
-         (Example("A", "decision", agent=True,
-                  offered="Which one?\n\nA) Poll every 30 s\nB) Push from a webhook"),
-          Example("let's do 2 for now", "decision", agent=True,
-                  offered="1. **Do it now** - refactor\n2. **Quick fix** - duplicate the"
-                          " helper\n3. **Separate branch** - park it"),
-          Example("yes, version B", "decision", agent=True,
-                  offered="Version A: keep the cron job\nVersion B: use a queue"),
-          Example("go with the second", "decision", agent=True,
-                  offered="Option A: keep the cron job\nOption B: use a queue"),
-          Example("let's do 2 for now, can you file the follow-up?", "decision", agent=True,
-                  offered="1. Do it now\n2. Quick fix\n3. Separate branch"),
-          Example("the second one", "decision", agent=True,
-                  offered="Option 1: keep the cron job. Option 2: use a queue. Which one?"),
-          Example("option 2", "decision", agent=True,
-                  offered="Two ways: Option 1: keep the cron job. Option 2: use a queue."),
-          Example("the second one is broken", None, agent=True,
-                  offered="Option 1: keep the cron job. Option 2: use a queue."),
-          Example("B?", None, agent=True, offered="A) Poll every 30 s\nB) Push from a webhook"),
-          Example("A", None, agent=True, offered="Does this match your intuition?"),
-          Example("A", None, offered="A) Poll every 30 s\nB) Push from a webhook"),
-          Example("Plan A is fine by me.", None, agent=True,
-                  offered="A) Poll every 30 s\nB) Push from a webhook")),
-         priority=1, contexts=("agent",)),
-    Rule("en.constraint.from_now_on", 1, "constraint", "en",
-         "Said to an agent: a sentence that opens with `From now on` / `Going forward` /"
-         " `Moving forward` / `From here on`: a standing rule.",
-         _rx(_FILL + r"(?:from\s+now\s+on|going\s+forward|moving\s+forward|"
-             r"from\s+here\s+on(?:\s+out)?|henceforth)\b[,:]?\s*(?=[\w`'\"])"),
-         _agent(("From now on, always run the linter before committing.", "constraint"),
-                ("Going forward, every migration gets a down script.", "constraint"),
-                ("Going forward.", None),
-                ("Moving forward?", None))
-         + _chat("From now on, I'm going to the gym every morning."),
-         priority=28, contexts=("agent",), not_after=_rx(r"[^.!?]*\bi(?:'m|\s+am|\s+will)\b")),
-    Rule("en.constraint.dont_want", 1, "constraint", "en",
-         "Said to an agent: `we (explicitly) don't want …` / `I don't want …` / `we never"
-         " want …`: a prohibition with its object kept.",
-         _rx(r"\b(?:we|i)\s+(?:(?:really|explicitly|definitely|absolutely|just|also|certainly)\s+)?"
-             r"(?:don't|do\s+not|never)\s+want\b"),
-         _agent(("we explicitly don't want hardcoded visual tests.", "constraint"),
-                ("I don't want to make assumptions about people's env.", "constraint"),
-                ("I don't want to know.", None),
-                ("If we don't want that, say so.", None))
-         + _chat("We don't want to miss the sunset."),
-         priority=30, contexts=("agent",),
-         not_before=_rx(r"\b(?:if|whether|when|because|since|unless|what|why)\b[^,]*$"),
-         not_after=_rx(r"\s+(?:to\s+)?(?:know|see|hear|bother|wait|miss|be\s+rude|that|this|"
-                       r"it)\b\s*[.!]?$")),
-    Rule("en.constraint.should_never", 1, "constraint", "en",
-         "Said to an agent: `X should never …` / `X must never …` / `X can never …` with any"
-         " subject (`we never`, `you should never` are `en.constraint.never`).",
-         _rx(r"\b(?:should|must|shall|can)\s+never\b"),
-         _agent(("Card numbers should never reach the logs.", "constraint"),
-                ("The migration job should never run twice.", "constraint"),
-                ("That should never have happened.", None),
-                ("I can never remember the flag.", None))
-         + _chat("The kids should never miss breakfast."),
-         priority=30, contexts=("agent",),
-         not_after=_rx(r"\s+(?:have|be\s+(?:so|too|that)|" + _STATIVE + r"|remember|forget)\b"),
-         not_before=_rx(r"\b(?:i|it|that|this|you|he|she|they)\s+$")),
-    Rule("en.fact.anchor", 1, "fact", "en",
-         "Said to an agent: a project fact anchored on something structural: `you can"
-         " test/run/build it with `cmd``, `it's at <path or URL>`, `the parent/base/default"
-         " branch is X`, `CI runs on Node 20`.",
-         _rx(r"\byou\s+can\s+(?:test|run|build|start|check|try|debug|deploy|lint|verify|"
-             r"reproduce|find)\b[^.?!]{0,80}?(?:`[^`]+`|'[^'\s]+'|\"[^\"\s]+\")"
-             r"|\b(?:it(?:'s|\s+is)|it\s+lives|(?:is|are)\s+(?:located|hosted|deployed|cloned))"
-             r"\s+(?:at|in|under|on)\s+`?(?=https?://|git@|~/|/[\w.-]+/|\.\.?/|[\w.-]+/[\w.-])"
-             r"|\bthe\s+(?:parent|base|default|main|target|release|upstream)\s+branch\s+is\s+(?=\S)"
-             r"|\b(?:ci|the\s+ci|the\s+build|the\s+tests)\s+runs?\s+on\s+(?=[^.?!]*\d)"),
-         _agent(("You can test it with `act`.", "fact"),
-                ("I cloned it and it's at https://github.com/daaain/online-llm-tokenizer", "fact"),
-                ("The parent branch is soph/one-to-one-checkpoints.", "fact"),
-                ("CI runs on Node 20.", "fact"),
-                ("You can test it yourself.", None),
-                ("It's at the top of the file.", None))
-         + _chat("You can run 'home' to see the help."),
-         priority=55, contexts=("agent",)),
-    Rule("en.preference.rather", 1, "preference", "en",
-         "Said to an agent: `I'd rather X (than Y)` / `I would rather …` (`I'd rather not`"
-         " is no preference of a way of working).",
-         _rx(r"\bi(?:'d|\s+would)\s+(?:much\s+|really\s+)?rather\b(?!\s+not\b)"),
-         _agent(("I'd rather implement it as computer use tools than playwright tools.",
-                 "preference"),
-                ("I'd rather not.", None),
-                ("Would you rather use Go?", None))
-         + _chat("I'd rather stay in tonight and read."),
-         priority=40, contexts=("agent",)),
+    *AGENT_RULES,  # -- said to a coding agent (agent_rules.py)
     # -- assistant proposals -----------------------------------------------------------------
     Rule("en.proposal.suggest", 1, "proposal", "en",
          "An assistant's `I suggest` / `I propose` / `I recommend` / `I'd recommend` /"

@@ -1,0 +1,113 @@
+"""The cues that fill the task state (goal, progress, blocker, open item, unblocked).
+
+They update ``task_state``, not ``memory_items``; ``rules.RULES`` holds them in place,
+after the labels.
+"""
+
+from __future__ import annotations
+
+from memplug.cues.rule_model import _LEAD, _NOT_ABOUT_WORK, Rule, _ex, _rx
+
+# fmt: off
+TASK_RULES: tuple[Rule, ...] = (
+    # -- task state ----------------------------------------------------------------------
+    Rule("en.task.goal", 1, "goal", "en",
+         "`Goal:` / `Objective:` sets the session's goal (the previous goal is kept as"
+         " superseded).",
+         _rx(_LEAD + r"(?:goals?|objectives?)\s*[:：]\s*"),
+         _ex(("Goal: make checkout p95 under 200 ms.", "goal"),
+             ("Objective: cut the CI time in half.", "goal"),
+             ("He scored a goal.", None),
+             ("I'm still a bit unclear about how to set up goals and conversions in Google"
+              " Analytics.", None),
+             ("When setbacks come my way, I remind myself why I'm passionate about my"
+              " goals.", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.goal_is", 2, "goal", "en",
+         "`Our goal is …` / `The goal is …` at the start of a sentence (`my goal is …` is"
+         " a person's own aim, not the session's task).",
+         _rx(_LEAD + r"(?:our|the)\s+(?:main\s+)?goal\s+(?:here\s+)?is\s+(?:to\s+)?"),
+         _ex(("Our goal is to cut p95 latency below 200 ms.", "goal"),
+             ("Was the goal reached?", None),
+             ("My goal is to give kids a loving home.", None),
+             ("My goal is to do a sprint triathlon, and I think I have around 12 weeks to"
+              " prepare.", None),
+             ("Reaching that goal is what keeps me going.", None)),
+         strip=True, priority=10, not_after=_rx(_NOT_ABOUT_WORK)),
+    Rule("zh.task.goal", 1, "goal", "zh",
+         "以 `目标：` 或 `目标是` 开头（`目标文件` 之类不算）。",
+         _rx(r"^(?:我们的|这次的?|本次的?)?目标\s*(?:[：:]|是)\s*"),
+         _ex(("目标：把结账接口的p95降到200毫秒以下。", "goal"),
+             ("目标文件不存在。", None),
+             ("遇到挫折时，我会提醒自己为什么热爱我的目标。", None),
+             ("我还不太清楚怎么在Google Analytics里设置目标和转化。", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.done", 1, "progress", "en",
+         "`Done:` / `Finished:` / `Completed:` / `Progress:` records progress and closes"
+         " the open item with the same text.",
+         _rx(_LEAD + r"(?:done|finished|completed|progress)\s*[:：]\s*"),
+         _ex(("Done: added the index on orders.created_at", "progress"),
+             ("I'm done for today.", None),
+             ("Done.", None),
+             ("I'll definitely keep you posted on my progress.", None)),
+         strip=True, label=True, priority=10),
+    Rule("zh.task.done", 1, "progress", "zh",
+         "以 `已完成：`、`完成：` 或 `进展：` 开头。",
+         _rx(r"^(?:已完成|完成|进展)\s*[：:]\s*"),
+         _ex(("已完成：订单表加了索引。", "progress"),
+             ("完成这个任务需要两天。", None),
+             ("我会随时告诉你我的进展。", None),
+             ("我已经看完了前四季，真的很喜欢。", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.blocked", 1, "blocker", "en",
+         "`Blocked:` / `Blocker:` at the start of a sentence adds a blocker.",
+         _rx(_LEAD + r"(?:blocked|blockers?)\s*[:：]\s*"),
+         _ex(("Blocked: waiting for the Stripe sandbox key.", "blocker"),
+             ("Blocked requests are logged.", None),
+             ("I have a shipping block.", None),
+             ("I've tried website blockers before and found them helpful.", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.blocked_on", 1, "blocker", "en",
+         "`I'm blocked on …` / `we're blocked by …` at the start of a sentence.",
+         _rx(_LEAD + r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:still\s+)?blocked\s+(?:on|by)\b"),
+         _ex(("We're blocked on the payments API keys.", "blocker"),
+             ("The port is blocked by the firewall.", None),
+             ("I've never blocked a lace project before, and I want to make sure I do it"
+              " right.", None),
+             ("I have a shipping block.", None)),
+         priority=10),
+    Rule("zh.task.blocked", 1, "blocker", "zh",
+         "以 `阻塞：`、`受阻：` 或 `卡住：` 开头。",
+         _rx(r"^(?:阻塞|受阻|卡住|阻碍)\s*[：:]\s*"),
+         _ex(("阻塞：还在等Stripe的沙箱密钥。", "blocker"),
+             ("网络阻塞了一会儿。", None),
+             ("我的快递被卡在海关了。", None),
+             ("交通阻塞让我迟到了半小时。", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.unblocked", 1, "unblocked", "en",
+         "`Unblocked:` removes the blocker with the same text.",
+         _rx(_LEAD + r"unblocked\s*[:：]\s*"),
+         _ex(("Unblocked: waiting for the Stripe sandbox key.", "unblocked"),
+             ("The queue is unblocked now.", None),
+             ("Task `spotter-dov.1` is done and unblocked `spotter-dov.2`.", None),
+             ("I've tried website blockers before and found them helpful.", None)),
+         strip=True, label=True, priority=10),
+    Rule("en.task.next", 1, "open_item", "en",
+         "`Next:` / `Next steps:` / `TODO:` adds an open item.",
+         _rx(_LEAD + r"(?:next(?:\s+steps?)?|to-?\s?dos?)\s*[:：]\s*"),
+         _ex(("Next: load test the checkout endpoint.", "open_item"),
+             ("TODO: rotate the API keys.", "open_item"),
+             ("Next, we looked at the logs.", None),
+             ("Next time, ask first.", None),
+             ("Let's get planning for next month!", None)),
+         strip=True, label=True, priority=10),
+    Rule("zh.task.next", 1, "open_item", "zh",
+         "以 `下一步：`、`待办：` 或 `接下来：` 开头。",
+         _rx(r"^(?:下一步|待办|接下来)\s*[：:]\s*"),
+         _ex(("下一步：对结账接口做压测。", "open_item"),
+             ("接下来，我们看看日志。", None),
+             ("下一步怎么走，我还在想。", None),
+             ("我每天都会列一个待办清单。", None)),
+         strip=True, label=True, priority=10),
+)
+# fmt: on
