@@ -79,7 +79,7 @@ def item_mentions(item: ItemFact, cwd: str | None) -> Mentions:
 class GraphDeriver:
     """Entities and edges of each event (an extraction follower)."""
 
-    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    # Recorded with the derived rows; raise it with a change to them (rederive.Follower).
     name = "graph"
     version = 1
 

@@ -53,7 +53,15 @@ UPGRADE_STEP_MS = 500.0
 # The files that define the versions derived state records (the cue rules, the
 # extractor, its followers). Their bytes are recorded beside the versions, so a command
 # tells that nothing changed without importing (and compiling) the rules.
-_DERIVING_SOURCES: tuple[str, ...] = ("cues", "extract.py", "timeline.py", "graph.py", "work.py")
+_DERIVING_SOURCES: tuple[str, ...] = (
+    "cues",
+    "extract.py",
+    "rederive.py",
+    "dialogue.py",
+    "timeline.py",
+    "graph.py",
+    "work.py",
+)
 
 
 class ImportSummary(Struct):

@@ -72,7 +72,7 @@ class _Entry(Struct, frozen=True):
 class TimelineDeriver:
     """Timeline entries of each event (an extraction follower)."""
 
-    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    # Recorded with the derived rows; raise it with a change to them (rederive.Follower).
     name = "timeline"
     version = 1
 

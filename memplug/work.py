@@ -166,10 +166,10 @@ def words(tool: str, action: str, target: str, outcome: str | None) -> str:
 
 class WorkDeriver:
     """Derives a session's work records from its tool calls and results: an extraction
-    follower (:class:`memplug.extract.Follower`), so it sees every event once, in seq
+    follower (:class:`memplug.rederive.Follower`), so it sees every event once, in seq
     order, and is cleared whenever the session is derived again."""
 
-    # Recorded with the derived rows; raise it with a change to them (extract.Follower).
+    # Recorded with the derived rows; raise it with a change to them (rederive.Follower).
     name = "work"
     version = 2
 

@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("graph", ("memplug.graph",)),
     ("scopes", ("memplug.scopes",)),
     ("services", ("memplug.retrieve.*", "memplug.extract", "memplug.skills")),
+    ("rederive", ("memplug.rederive",)),
+    ("dialogue", ("memplug.dialogue",)),
     ("semantic", ("memplug.semantic.*",)),
     ("capture", ("memplug.capture", "memplug.work")),
     ("store", ("memplug.store.*",)),

@@ -17,6 +17,7 @@ from derived_state import conversation, dump, ev, statuses
 from freezegun import freeze_time
 
 import memplug.extract
+import memplug.rederive
 from memplug.memory import Memory
 from memplug.models import parse_event
 
@@ -256,7 +257,7 @@ def test_a_late_event_rederives_its_session(tmp_path: Path) -> None:
 def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.extract.analyse
+    real = memplug.rederive.analyse
 
     def flaky(text: str, role: str, **context: Any):
         if "poison" in text:
@@ -270,7 +271,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         clean.ingest(events)
         want = dump(clean, row_numbers=True)
     with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
-        monkeypatch.setattr(memplug.extract, "analyse", flaky)
+        monkeypatch.setattr(memplug.rederive, "analyse", flaky)
         memory.ingest(events)
         [pending] = memory.store.items.pending()
         assert (pending["seq"], pending["attempts"]) == (2, 1)
@@ -282,7 +283,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         memory.ingest([ev("s", 4, "hello")])
         assert memory.store.items.pending()[0]["attempts"] == 2
         # Fixed: the next capture retries, succeeds and re-derives in seq order.
-        monkeypatch.setattr(memplug.extract, "analyse", real)
+        monkeypatch.setattr(memplug.rederive, "analyse", real)
         memory.ingest([ev("s", 5, "thanks")])
         assert memory.store.items.pending() == []
         after = dump(memory, row_numbers=True)
@@ -295,14 +296,14 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
 def test_live_retries_stop_after_a_bound_and_rebuild_still_retries(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.extract.analyse
+    real = memplug.rederive.analyse
 
     def broken(text: str, role: str, **context: Any):
         if text.startswith("Decision"):
             raise ValueError("always")
         return real(text, role, **context)
 
-    monkeypatch.setattr(memplug.extract, "analyse", broken)
+    monkeypatch.setattr(memplug.rederive, "analyse", broken)
     memory.ingest([ev("s", 1, "Decision: x.")])
     for seq in range(2, memplug.extract.LIVE_RETRIES + 5):
         memory.ingest([ev("s", seq, "more")])

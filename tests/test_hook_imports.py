@@ -44,6 +44,8 @@ NEVER = (
     "memplug.cli.app",
     "memplug.plugins",
     "memplug.extract",
+    "memplug.rederive",
+    "memplug.dialogue",
     "memplug.cues",
     "memplug.numbers",
     "memplug.capture",

@@ -24,6 +24,7 @@ from hook_race import assert_quiet, fire_hooks, tool_hook_payload
 
 import memplug.extract
 import memplug.memory
+import memplug.rederive
 from memplug.db import code_schema_version
 from memplug.diagnostics import status
 from memplug.extract import ACTOR_CLI
@@ -105,7 +106,8 @@ def test_an_old_database_migrates_keeps_its_events_and_derives_like_a_fresh_impo
 def stale_by_a_new_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process runs as a memplug whose extractor logic changed (in its source too,
     which a command's cheap check reads)."""
-    monkeypatch.setattr(memplug.extract, "EXTRACTOR_VERSION", memplug.extract.EXTRACTOR_VERSION + 1)
+    version = memplug.rederive.EXTRACTOR_VERSION
+    monkeypatch.setattr(memplug.rederive, "EXTRACTOR_VERSION", version + 1)
     monkeypatch.setattr(memplug.memory, "_source_digest", lambda: "edited")
 
 
@@ -204,10 +206,11 @@ def many_sessions(path: Path, sessions: int = 8) -> None:
 KILL_AFTER = """
 import os, sys
 import memplug.extract as extract
+import memplug.rederive
 import memplug.memory as memory
 from memplug.memory import Memory
 
-extract.EXTRACTOR_VERSION += 1
+memplug.rederive.EXTRACTOR_VERSION += 1
 memory._source_digest = lambda: "edited"
 real = extract.Extractor.rederive
 done = []
@@ -312,7 +315,7 @@ def test_a_hook_takes_what_fits_its_step_and_leaves_a_big_session_to_a_command(
         )
     stale_by_a_new_extractor(monkeypatch)
     code = (
-        "import sys, memplug.extract as e, memplug.memory as m; e.EXTRACTOR_VERSION += 1; "
+        "import sys, memplug.rederive as e, memplug.memory as m; e.EXTRACTOR_VERSION += 1; "
         "m._source_digest = lambda: 'edited'; from memplug.cli import main; "
         "main(['--db', sys.argv[1], 'hook', 'claude-code'])"
     )
