@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import run_cli
+
 REPO = Path(__file__).resolve().parent.parent
 NOHASH = REPO / "tests" / "nohash"
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
@@ -25,14 +27,7 @@ def _env(hidden: bool) -> dict[str, str]:
 
 
 def _memory(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "memplug.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    done = run_cli(*args, input=stdin, env=env)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     return done.stdout
 
