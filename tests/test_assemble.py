@@ -612,6 +612,18 @@ def test_findings_come_before_narration_and_what_says_nothing_is_dropped() -> No
     assert run(Candidates(events=(narration, cut, finding))).text == result.text
 
 
+def test_an_acknowledgement_is_not_a_finding() -> None:
+    said = "assistant/message"
+    agreed = ev(20, "You're right - let me update the card numbers script.", said)
+    cut = ev(21, "That makes sense. … card numbers …", said)
+    finding = ev(22, "You're right: the card numbers log is the cause.", said, score=0.9)
+    result = run(Candidates(events=(agreed, cut, finding)))
+    why = reasons(result)
+    assert why[agreed.ref] == NARRATION
+    assert why[cut.ref] == CUT_EMPTY
+    assert "the card numbers log is the cause" in result.text
+
+
 def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() -> None:
     said = "assistant/message"
     output = ev(30, "ERROR card numbers found in payload.log", "tool/result", score=2.0)
