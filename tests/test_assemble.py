@@ -617,9 +617,11 @@ def test_an_acknowledgement_is_not_a_finding() -> None:
     agreed = ev(20, "You're right - let me update the card numbers script.", said)
     cut = ev(21, "That makes sense. … card numbers …", said)
     finding = ev(22, "You're right: the card numbers log is the cause.", said, score=0.9)
-    result = run(Candidates(events=(agreed, cut, finding)))
+    offer = ev(23, "Want me to merge the card numbers fix, or move on?", said)
+    result = run(Candidates(events=(agreed, cut, finding, offer)))
     why = reasons(result)
     assert why[agreed.ref] == NARRATION
+    assert why[offer.ref] == NARRATION
     assert why[cut.ref] == CUT_EMPTY
     assert "the card numbers log is the cause" in result.text
 

@@ -45,8 +45,12 @@ _FILLERS = (
     r"understood|sure|i see(?: the (?:issue|problem))?|you'?re (?:right|correct)|"
     r"(?:that )?makes sense|that's helpful context|absolutely|yes)\s*[,.!:—–-]?\s*)*"
 )
+# Announcements: a plan, an instruction to itself ("Now fix X:"), an offer ("Want me to
+# merge it?", "Should I keep it at 50?").
 _PLANS = (
-    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to)"
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|"
+    r"time to|(?:do you )?want me to|should i|shall i|would you like me to|"
+    r"(?:fix|update|add|remove|write|create|edit|implement|apply|rename|move|wire))"
 )
 _GERUNDS = r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
 _INTENT = re.compile(_FILLERS + r"(?:(?:" + _PLANS + "|" + _GERUNDS + r")\b.*)?", re.I | re.S)
