@@ -7,10 +7,11 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import CliResult, run_cli_here
 
-from memplug.config import env_name, load_config, validate_config
+from memplug.config import Config, config_key, env_name, load_config, validate_config
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
@@ -204,3 +205,12 @@ def test_a_snake_case_key_names_the_same_field_and_source() -> None:
     assert loaded.config.retrieval.min_score == 0.25
     assert loaded.sources["retrieval.minScore"] == "api"
     assert "retrieval.min_score" not in loaded.sources
+
+
+def test_a_key_is_spelled_as_msgspec_spells_the_field() -> None:
+    """``config_key`` (variables, snake_case keys) and msgspec's camelCase renaming (what
+    files are checked against) must agree, or a variable would name an unknown key."""
+    for section in msgspec.structs.fields(Config):
+        for info in msgspec.structs.fields(section.type):
+            assert config_key(info.name) == info.encode_name
+            assert config_key(info.encode_name) == info.encode_name
