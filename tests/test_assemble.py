@@ -422,7 +422,7 @@ def test_healthy_empty_result_injects_nothing() -> None:
 
 def test_incomplete_empty_result_injects_nothing() -> None:
     # A degradation notice qualifies evidence; alone it would be a hollow injection.
-    result = run(Candidates(coverage=Coverage(False, ("truncated_events",))))
+    result = run(Candidates(coverage=Coverage(complete=False, reasons=["truncated_events"])))
     assert not result.injected
     assert result.text == ""
     assert {o.reason for o in result.omitted if o.section == "notice"} == {NOTHING_TO_QUALIFY}
@@ -430,7 +430,7 @@ def test_incomplete_empty_result_injects_nothing() -> None:
 
 def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> None:
     port = ev(14, "The staging port is 5433 for the card numbers service.", turn=3)
-    gap = Coverage(False, ("truncated_events",))
+    gap = Coverage(complete=False, reasons=["truncated_events"])
     alone = run(Candidates(events=(CARD_EVENT,), coverage=gap))
     assert "## Notice" not in alone.text  # one line is a match, not a search's gaps
     found = Candidates(events=(CARD_EVENT, port), coverage=gap)

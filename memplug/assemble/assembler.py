@@ -111,7 +111,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             budget=self.config.assembly.budget_tokens,
             used_tokens=0,
             token_source="exact" if request.token_meter is not None else "estimate",
-            coverage=Coverage(False, ("assembly failed",)),
+            coverage=Coverage(complete=False, reasons=["assembly failed"]),
             query_text=request.query or "",
             errors=[message],
             turn=request.turn,

@@ -45,7 +45,7 @@ def load_embedder(name: str) -> Embedder:
     """The provider registered as ``name``, constructed; a clear error when it cannot be."""
     if name == BUILTIN[0]:
         return _builtin()
-    from memplug.plugins import PluginError, entry_points, load
+    from memplug.extensions import PluginError, entry_points, load
 
     points = entry_points(ENTRY_POINT_GROUP)
     found = [point for point in points if point.name == name]
