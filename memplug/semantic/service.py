@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 # Scores are rounded before ranking, so a last-bit difference between two machines'
 # arithmetic cannot reorder results; ties then break by event id.
 SCORE_DECIMALS = 5
+# At most this many candidates from one session: a static model finds a whole session
+# on its topic alike (a chat about dogs is all "dogs"), and twenty of its turns would
+# crowd out the other sessions where the evidence may be (docs/semantic.md).
+PER_SESSION = 2
 
 
 class EmbedReport(Struct):
@@ -254,5 +258,23 @@ def _top(
     ]
     # Best score first, ties by the events' own (session, seq): a total order, the same
     # in every database.
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], found.keys[i]))[:limit]
-    return [(found.ids[i], scores[i]) for i in order if scores[i] >= config.min_similarity]
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], found.keys[i]))
+    return per_session(
+        [(found.ids[i], found.keys[i][0], scores[i]) for i in order], limit, config.min_similarity
+    )
+
+
+def per_session(
+    ranked: list[tuple[int, str, float]], limit: int, min_similarity: float
+) -> list[tuple[int, float]]:
+    """The first ``limit`` of ``ranked`` (event id, session, similarity; best first) at or
+    above ``min_similarity``, at most :data:`PER_SESSION` from one session."""
+    out: list[tuple[int, float]] = []
+    taken: dict[str, int] = {}
+    for event_id, session, score in ranked:
+        if score < min_similarity or len(out) >= limit:
+            break
+        if taken.get(session, 0) < PER_SESSION:
+            taken[session] = taken.get(session, 0) + 1
+            out.append((event_id, score))
+    return out
