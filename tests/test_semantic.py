@@ -29,10 +29,9 @@ from memplug.config import load_config
 from memplug.memory import Memory
 from memplug.purge import purge
 from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
-from memplug.semantic.builtin import Builtin
+from memplug.semantic.builtin import Builtin, tokenizer
 from memplug.semantic.service import cell_groups
-from memplug.semantic.vecmath import Cells, PackedVectors, quantize, signed
-from memplug.semantic.wordpiece import WordPiece, basic_words
+from memplug.semantic.vecmath import Cells, dots, int8_rows, quantize
 from memplug.store.records import EventScope
 
 ON = {"semantic": {"provider": "builtin"}}
@@ -67,6 +66,10 @@ CHAT = [
     event("s2", 1, "My sister adopted a puppy named Biscuit last week."),
     event("s2", 2, "We cooked pasta with tomatoes from the garden."),
 ]
+
+
+def signed(data: bytes) -> list[int]:
+    return list(memoryview(data).cast("b"))
 
 
 def jsonl(events: Sequence[dict[str, Any]]) -> io.BytesIO:
@@ -146,7 +149,7 @@ def test_the_builtin_provider_is_found_by_its_entry_point_and_loads_the_packaged
     # Meaning, not spelling: the paraphrase (no word in common) is nearer than the
     # unrelated sentence.
     assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.2
-    assert embedder.embed([""]) == [[0.0] * 256]
+    assert embedder.embed([""]).tolist() == [[0.0] * 256]
 
 
 def test_the_builtin_shortcut_names_the_registered_entry_point() -> None:
@@ -171,26 +174,51 @@ def test_a_provider_whose_package_is_missing_says_so(providers) -> None:
         load_embedder("gone")
 
 
-def test_the_builtin_provider_needs_no_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(sys.modules, "memplug.semantic.builtin", raising=False)
-    monkeypatch.setitem(sys.modules, "numpy", None)  # as if numpy were not installed
-    assert load_embedder("builtin").embed(["a walk helps"])[0] != [0.0] * 256
+@pytest.mark.parametrize("missing", ["numpy", "tokenizers"])
+def test_without_the_extra_the_provider_is_unavailable_and_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """Configured but not installed (``pip install memplug-local`` without
+    ``[semantic]``): status, the search's coverage and the injected message say so, and
+    lexical search goes on."""
+    from memplug.assemble import AssemblyRequest
+    from memplug.diagnostics import status
+
+    for module in ("memplug.semantic.vecmath", "memplug.semantic.builtin"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    hint = f"semantic search needs {missing} (not installed): pip install 'memplug-local[semantic]'"
+    with pytest.raises(SemanticUnavailable) as raised:
+        load_embedder("builtin")
+    assert str(raised.value) == hint
+    with imported(tmp_path / "m.sqlite", PETS) as memory:
+        assert status(memory)["semantic"] | {"models": []} == {
+            "provider": "builtin",
+            "models": [],
+            "state": "semantic_unavailable",
+            "reason": hint,
+        }
+        page = memory.retriever.search("dog")
+        assert page.coverage.reasons == ["semantic_unavailable"] and page.hits
+        result = memory.assemble(AssemblyRequest(session_id="p1", query="my dog"))
+        assert "Memory search was incomplete (semantic_unavailable)" in result.text
 
 
-def test_wordpiece_matches_bert_uncased_on_known_words() -> None:
+def test_the_tokenizer_is_bert_uncased_wordpiece() -> None:
+    """Lower case, accents stripped, punctuation and CJK ideographs split, greedy longest
+    word pieces with ``##``, unknown words as ``[UNK]``, no ``[CLS]``/``[SEP]``."""
     vocab = ["[PAD]", "[UNK]", "un", "##aff", "##able", "hello", ",", "北", "naive", "!"]
-    tokenizer = WordPiece(vocab)
-    assert basic_words("Hello, NAÏVE 北京!") == ["hello", ",", "naive", "北", "京", "!"]
-    assert tokenizer.encode("Hello, unaffable naïve 北京!") == [5, 6, 2, 3, 4, 8, 7, 1, 9]
+    found = tokenizer({token: i for i, token in enumerate(vocab)})
+    ids = found.encode("Hello, unaffable NAÏVE 北京!", add_special_tokens=False).ids
+    assert ids == [5, 6, 2, 3, 4, 8, 7, 1, 9]
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
-def test_wordpiece_never_fails_and_stays_in_the_vocabulary(text: str) -> None:
-    tokenizer = _builtin()._tokenizer
-    ids = tokenizer.encode(text)
-    assert all(0 <= i < len(tokenizer.ids) for i in ids)
-    assert ids == tokenizer.encode(text)
+def test_tokens_never_fail_and_stay_in_the_vocabulary(text: str) -> None:
+    (ids,) = _builtin().token_ids([text])
+    assert all(0 <= i < len(_builtin()._scale) for i in ids)
+    assert len(ids) <= 512 and _builtin().token_ids([text]) == [ids]
 
 
 _CACHE: dict[str, Builtin] = {}
@@ -503,11 +531,12 @@ def test_equal_similarities_break_ties_by_session_and_seq_in_any_database(
         )
     )
 )
-def test_packed_dot_products_equal_the_plain_ones(case: tuple[bytes, list[bytes]]) -> None:
+def test_int8_dot_products_are_exact(case: tuple[bytes, list[bytes]]) -> None:
+    """No int8 overflow: 256 products of ±128 sum far past what int8 or int16 hold."""
     query, rows = case
-    packed = PackedVectors(b"".join(rows), len(query))
+    found = dots(int8_rows(b"".join(rows), len(query)), query).tolist()
     plain = [sum(a * b for a, b in zip(signed(query), signed(row), strict=True)) for row in rows]
-    assert packed.dots(query) == plain
+    assert found == plain
 
 
 @settings(max_examples=200, deadline=None)
