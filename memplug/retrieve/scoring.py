@@ -503,22 +503,45 @@ class _FullPass:
                 self.base[event_id], self.bonus[event_id], self.own[event_id] = 0.0, 0.0, 0.0
                 self.info[event_id] = ([], [], None)
 
-    def scored(self, *, spread: bool) -> list[Scored]:
-        """Base + bonus (+ the session's best base, when spreading) for each event."""
-        ranking, events = self.ctx.ranking, self.events
+    def _scores(self, *, spread: bool) -> dict[int, float]:
+        """Base + bonus (+ the session's best base, when spreading) for each event, then
+        its semantic bonus, which lifts it at most to the best lexical score outside the
+        anchor session (whose recent lines the host already shows): the provider
+        reorders what the words found and brings in what they missed, but never raises
+        the best line, which the page's relevance cut is measured from (raising it cut
+        lexical evidence off the page: docs/semantic.md)."""
+        ranking, events, anchor = self.ctx.ranking, self.events, self.ctx.anchor
         session_best: dict[str, float] = {}
         if spread:
             for event_id, value in self.base.items():
                 session = events[event_id].session_id
                 if value > session_best.get(session, 0.0):
                     session_best[session] = value
-        out = []
-        for event_id in self.base:
-            event = events[event_id]
-            matched, pinned_by, needle = self.info[event_id]
-            score = self.base[event_id] + self.bonus[event_id] + self.own[event_id]
+        lexical: dict[int, float] = {}
+        ceiling = 0.0
+        for event_id, value in self.base.items():
+            session = events[event_id].session_id
+            value += self.bonus[event_id]
             if spread:
-                score += ranking.session_weight * session_best.get(event.session_id, 0.0)
+                value += ranking.session_weight * session_best.get(session, 0.0)
+            lexical[event_id] = value
+            if session != anchor:
+                ceiling = max(ceiling, value)
+        scores = {}
+        for event_id, value in lexical.items():
+            own = self.own[event_id]
+            if ceiling > 0:
+                own = min(own, max(0.0, ceiling - value))
+            scores[event_id] = value + own
+        return scores
+
+    def scored(self, *, spread: bool) -> list[Scored]:
+        """Every scored event, with the reason it was found."""
+        scores = self._scores(spread=spread)
+        out = []
+        for event_id, score in scores.items():
+            event = self.events[event_id]
+            matched, pinned_by, needle = self.info[event_id]
             if score <= 0 and not pinned_by:
                 continue
             regex_mode = event_id in self.ctx.pool.regex_counts
