@@ -38,8 +38,13 @@ MAX_TOKENS = 512
 def tokenizer(vocab: Path | dict[str, int]) -> Tokenizer:
     """BERT's uncased WordPiece (the MiniLM tokenizer's settings) over ``vocab`` (a file
     of one token a line in id order, or the map), cutting at :data:`MAX_TOKENS`."""
-    ids = vocab if isinstance(vocab, dict) else models.WordPiece.read_file(str(vocab))
-    found = Tokenizer(models.WordPiece(ids, unk_token="[UNK]", max_input_chars_per_word=100))
+    options = {"unk_token": "[UNK]", "max_input_chars_per_word": 100}
+    found = Tokenizer(
+        models.WordPiece(vocab, **options)
+        if isinstance(vocab, dict)
+        # Read by the library itself: a third of the time of a map built in Python.
+        else models.WordPiece.from_file(str(vocab), **options)
+    )
     found.normalizer = normalizers.BertNormalizer(
         clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
     )
