@@ -440,6 +440,22 @@ GARDEN = [
 ]
 
 
+def test_at_most_two_candidates_come_from_one_session(tmp_path: Path) -> None:
+    """A session on the query's topic gives its two nearest turns; the other slots go to
+    other sessions, however near that session's other turns are."""
+    garden = [event("a", n, f"{TOPICS[4]} Day {n}.") for n in range(1, 7)]
+    other = [event("b", 1, "We pruned the roses in the garden."), *MANY[:40]]
+    config = {"provider": "builtin", "candidates": 5}
+    with imported(tmp_path / "m.sqlite", garden + other, semantic=config) as memory:
+        scope, snap = EventScope(include_generated=False), memory.store.search.snapshot()
+        hits = memory.semantic.similar(TOPICS[4], scope, snap, 5).hits
+        sessions = dict(memory.db.conn.execute("SELECT id, session_id FROM events"))
+        found = [sessions[i] for i, _ in hits]
+        assert len(found) == 5 and found[:2] == ["a", "a"] and found.count("a") == 2
+        scores = [score for _, score in hits]
+        assert scores == sorted(scores, reverse=True)
+
+
 def test_the_semantic_bonus_reorders_below_the_best_line_and_never_raises_it(
     tmp_path: Path,
 ) -> None:
