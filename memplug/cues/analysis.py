@@ -156,8 +156,38 @@ _TRIGGERS: tuple[str, ...] = (
 )
 
 
-# An ASCII text can hold none of the others (most sentences of an import are ASCII).
-_ASCII_TRIGGERS = tuple(t for t in _TRIGGERS if t.isascii())
+class _Triggers:
+    """A trigger table tested word by word, each word once: a trigger with no space in
+    it occurs in a whitespace-normalised text exactly when it occurs in one of its words,
+    and an import repeats the same few thousand words in every message. Only the
+    triggers that span words ("do not") are looked for in the whole text."""
+
+    # Words remembered per table: a bound on what an import of pasted walls can hold.
+    WORDS = 50_000
+
+    def __init__(self, triggers: tuple[str, ...]) -> None:
+        self.spanning = tuple(t for t in triggers if " " in t)
+        self.inner = tuple(t for t in triggers if " " not in t)
+        self.hits: set[str] = set()
+        self.misses: set[str] = set()
+
+    def any_in(self, lowered: str) -> bool:
+        """Whether a trigger occurs in ``lowered``: lower case, words one space apart."""
+        words = set(lowered.split(" "))
+        if not words.isdisjoint(self.hits):
+            return True
+        for word in words - self.misses:
+            # `map` over `__contains__` spares a generator step per trigger.
+            found = any(map(word.__contains__, self.inner))
+            known = self.hits if found else self.misses
+            if len(known) >= self.WORDS:
+                known.clear()
+            known.add(word)
+            if found:
+                return True
+        return any(map(lowered.__contains__, self.spanning))
+
+
 # What the rules read only where an agent is listening need besides.
 # Phrases stay whole: a lone "it" or "branch" would let nearly every sentence of a
 # coding session through to the whole table (bulk import measured 25% slower).
@@ -174,19 +204,15 @@ _AGENT_TRIGGERS = (
     "it is",
     "it\u2019s",
 )
-_ASCII_AGENT_TRIGGERS = tuple(t for t in _AGENT_TRIGGERS if t.isascii())
+_CUES = _Triggers(_TRIGGERS)
+_AGENT_CUES = _Triggers(_AGENT_TRIGGERS)
 
 
 def _maybe_cue(text: str, agent: bool = False) -> bool:
-    lowered = " ".join(text.lower().split())
     # Substring tests, not one alternation regex: `re` tries every branch at every
     # position, which measured 2-3x slower on import text (the prefilter runs on every
-    # sentence of an import). `map` over `__contains__` spares a generator step each.
-    if agent:
-        triggers = _ASCII_AGENT_TRIGGERS if lowered.isascii() else _AGENT_TRIGGERS
-    else:
-        triggers = _ASCII_TRIGGERS if lowered.isascii() else _TRIGGERS
-    return any(map(lowered.__contains__, triggers))
+    # sentence of an import).
+    return (_AGENT_CUES if agent else _CUES).any_in(" ".join(text.lower().split()))
 
 
 def _correction_frame(

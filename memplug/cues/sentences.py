@@ -66,6 +66,17 @@ _AGENT_SENTENCE_END = re.compile(
 )
 
 
+# What every split point of both patterns above needs: a sentence's end mark before
+# blank space, a CJK end mark, or an emoji before blank space. Led by one character
+# class, it is scanned for far faster than the splits' lookbehinds are tried at every
+# position, and most lines of an import hold none (tests/test_cues.py checks that a
+# line it passes over splits into itself).
+_MAY_END = re.compile(
+    r"[.!?。！？；;\U0001F300-\U0001FAFF\u2600-\u27BF]"
+    r"(?:(?<=[.!?])[\"”’']?\s|(?<=[。！？；;])|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s)"
+)
+
+
 class Sentence(Struct, frozen=True):
     text: str
     # A label that stood alone on the line above a bullet list ("Decisions:").
@@ -127,7 +138,7 @@ def split_sentences(text: str, *, agent: bool = False) -> list[Sentence]:
         if not bullet:
             header = None
         quoted = False
-        for piece in ends.split(body):
+        for piece in ends.split(body) if _MAY_END.search(body) else (body,):
             # A sentence that starts inside a quotation is someone else's words.
             inside, quoted = quoted, quoted ^ (len(_QUOTE_MARK.findall(piece)) % 2 == 1)
             piece = piece.strip()
