@@ -377,6 +377,8 @@ _BEFORE = (
 _WORD = r"[^\s\"']+"
 
 
+# A pure function of one identifier, and the names a text uses recur (TOKEN, api_key).
+@lru_cache(maxsize=4096)
 def _name_kind(name: str) -> str | None:
     """The kind of credential an identifier, flag, header or word names, if it holds one:
     ``PGPASSWORD`` and ``dbPassword`` do, ``PASSWORD_MIN_LENGTH`` and ``get_password``
