@@ -29,7 +29,7 @@ from memplug.cues import (
 )
 from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
 from memplug.cues.options import _INLINE, _INLINE_WORDS
-from memplug.cues.sentences import _AGENT_SENTENCE_END, _MAY_END, _SENTENCE_END
+from memplug.cues.sentences import _AGENT_SENTENCE_END, _BOLD_LABEL, _SENTENCE_END, _may_end
 from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"
@@ -429,9 +429,19 @@ END_SOUP = st.lists(
 @given(END_SOUP)
 def test_a_line_the_end_filter_passes_over_splits_into_itself(parts) -> None:
     line = "".join(parts)
-    if _MAY_END.search(line) is None:
+    if not _may_end(line):
         assert _SENTENCE_END.split(line) == [line]
         assert _AGENT_SENTENCE_END.split(line) == [line]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["*", "_", "**", "Decision", ":", "：", " ", "x", "\n"]), max_size=8)
+)
+def test_only_a_line_opening_with_markup_has_a_bold_label(parts) -> None:
+    line = "".join(parts)
+    if not line.startswith(("*", "_")):
+        assert _BOLD_LABEL.sub(r"\1 ", line) == line
 
 
 @settings(max_examples=500, deadline=None)
