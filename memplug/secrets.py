@@ -686,23 +686,35 @@ _HINTLESS: set[str] = set()
 _WORD_HINTS: dict[str, frozenset[str]] = {}
 # How many words each remembers: a bound on what a stream of random tokens can hold.
 _WORDS_KEPT = 50_000
+# New words learned per text: together they cost about one scan of a short command.
+_LEARN = 16
 
 
 def _present(lowered: str) -> set[str]:
     """The hints ``lowered`` holds: ``{h for h in _HINTS if h in lowered}``."""
     present = {hint for hint in _SPANNING_HINTS if hint in lowered}
+    new = []
     for word in set(lowered.split()).difference(_HINTLESS):
         hints = _WORD_HINTS.get(word)
         if hints is None:
-            hints = frozenset(hint for hint in _INNER_HINTS if hint in word)
-            if len(_HINTLESS) >= _WORDS_KEPT or len(_WORD_HINTS) >= _WORDS_KEPT:
-                _HINTLESS.clear()
-                _WORD_HINTS.clear()
-            if hints:
-                _WORD_HINTS[word] = hints
-            else:
-                _HINTLESS.add(word)
+            new.append(word)
+        else:
+            present.update(hints)
+    # Learning a word costs about what scanning 25 characters for every hint does: a
+    # text with more new words than that (every text, in a fresh hook process) is
+    # scanned whole, and only a few of its words are learned.
+    for word in new[:_LEARN]:
+        hints = frozenset(hint for hint in _INNER_HINTS if hint in word)
+        if len(_HINTLESS) >= _WORDS_KEPT or len(_WORD_HINTS) >= _WORDS_KEPT:
+            _HINTLESS.clear()
+            _WORD_HINTS.clear()
+        if hints:
+            _WORD_HINTS[word] = hints
+        else:
+            _HINTLESS.add(word)
         present.update(hints)
+    if len(new) > _LEARN:
+        return {hint for hint in _HINTS if hint in lowered}
     return present
 
 

@@ -412,13 +412,16 @@ def test_the_prefilter_finds_every_agent_trigger(parts, agent) -> None:
 @given(st.lists(TRIGGER_SOUP, min_size=1, max_size=6))
 def test_words_remembered_never_change_the_answer(texts) -> None:
     # A table that has seen other texts (and forgot them when full) answers as a new one.
+    # Learning one new word per text, most texts are scanned whole while words pile up.
     table = _Triggers(_AGENT_TRIGGERS)
-    table.WORDS = 3
+    table.WORDS, table.LEARN = 3, 1
     for parts in texts:
         words = "".join(parts).lower().split()
         lowered = " ".join(words)
-        fresh = _Triggers(_AGENT_TRIGGERS).any_in(words)
-        assert table.any_in(words) == fresh == any(t in lowered for t in _AGENT_TRIGGERS)
+        fresh = _Triggers(_AGENT_TRIGGERS)
+        fresh.LEARN = 1
+        expected = any(t in lowered for t in _AGENT_TRIGGERS)
+        assert table.any_in(words) == fresh.any_in(words) == expected
 
 
 # What sentence ends are made of, and what sits around them.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import islice
 
 from msgspec import Struct
 
@@ -164,6 +165,8 @@ class _Triggers:
 
     # Words remembered per table: a bound on what an import of pasted walls can hold.
     WORDS = 50_000
+    # New words learned per text: together they cost about one scan of a sentence.
+    LEARN = 4
 
     def __init__(self, triggers: tuple[str, ...]) -> None:
         self.inner = tuple(t for t in triggers if " " not in t)
@@ -186,7 +189,11 @@ class _Triggers:
         distinct = set(words)
         if not distinct.isdisjoint(self.hits):
             return True
-        for word in distinct - self.misses:
+        new = distinct - self.misses
+        # Learning a word costs about what scanning a short text for every trigger does:
+        # a text with more new words than that (every text, in a fresh hook process) is
+        # scanned whole, and only a few of its words are learned.
+        for word in islice(new, self.LEARN):
             # `map` over `__contains__` spares a generator step per trigger.
             found = any(map(word.__contains__, self.inner))
             known = self.hits if found else self.misses
@@ -195,7 +202,10 @@ class _Triggers:
             known.add(word)
             if found:
                 return True
-        return self.spanning.search(" ".join(words)) is not None
+        lowered = " ".join(words)
+        if len(new) > self.LEARN and any(map(lowered.__contains__, self.inner)):
+            return True
+        return self.spanning.search(lowered) is not None
 
 
 # What the rules read only where an agent is listening need besides.
