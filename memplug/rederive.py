@@ -221,7 +221,8 @@ class Deriving:
         The broad catch is the point: whatever goes wrong with one event (a bug in a
         rule, an odd text) must not stop its session, and it is recorded, not hidden.
         """
-        local = ExtractReport()
+        # Made only for an event with candidates: most events have none.
+        local: ExtractReport | None = None
         try:
             role = self.role_of(event)
             if role is None:
@@ -235,6 +236,7 @@ class Deriving:
                 offered=[self.store.events.full_text(e) for e in offered],
             )
             if candidates:
+                local = ExtractReport()
                 with self.store.transaction():
                     self._apply(event, candidates, local, tuple(e.ref for e in offered))
         except Exception as error:
@@ -245,7 +247,7 @@ class Deriving:
             )
             return
         report.events += 1
-        if candidates:
+        if local is not None:
             report.merge(local)
         if event.seq in pending:
             self.items.clear_pending(event.session_id, event.seq)

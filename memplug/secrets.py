@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from msgspec import Struct
 
@@ -233,18 +233,31 @@ RULES: tuple[_Rule, ...] = (
 # when none occurs.
 _NAME_HINTS = ("pass", "pw", "secret", "token", "key", "auth", "pin", "密码", "口令", "密钥",
                "秘钥", "令牌", "パスワード")  # fmt: skip
-_KEYWORD = (
-    r"pass[ ](?:phrase|code|word)|(?:api|access|auth|secret|private)[ ](?:key|token)"
-    r"|pin[ ](?:code|number)|pin码|pass|pwd|pw|secret|token|key|auth|pin"
-    r"|密码|口令|密钥|秘钥|令牌|パスワード"
+# The keyword's alternatives in order, each with the strings one of which it needs. A
+# text holding none of a form's strings cannot match it, and the scan is made of the
+# other forms alone (:func:`_keyword`): a lone literal ("token") is searched for in C,
+# while the whole alternation is tried position by position.
+_KEY_OWNERS = ("api", "access", "auth", "secret", "private")
+_KEY_WORDS = ("pin码", "pass", "pwd", "pw", "secret", "token", "key", "auth", "pin", "密码",
+              "口令", "密钥", "秘钥", "令牌", "パスワード")  # fmt: skip
+_KEYWORD_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"pass[ ](?:phrase|code|word)", ("pass phrase", "pass code", "pass word")),
+    (
+        rf"(?:{'|'.join(_KEY_OWNERS)})[ ](?:key|token)",
+        tuple(f"{owner} {name}" for owner in _KEY_OWNERS for name in ("key", "token")),
+    ),
+    (r"pin[ ](?:code|number)", ("pin code", "pin number")),
+    *((word, (word,)) for word in _KEY_WORDS),
 )
+_KEYWORD = "|".join(form for form, _ in _KEYWORD_FORMS)
 # What a code that opens something opens: "the door code is 4711" names a pin; "the
 # error code", "the zip code" and "the area code" do not. Looked for only when one is
 # named: in the keyword pattern, their first letters slow every scan by over a quarter.
 _CODE_PLACES = ("door", "alarm", "safe", "gate", "garage", "keypad", "lock", "locker",
                 "entry", "unlock", "phone", "access")  # fmt: skip
 _CODE_HINTS = tuple(f"{place} code" for place in _CODE_PLACES)
-_CODE_KEYWORD = rf"(?:{'|'.join(_CODE_PLACES)})[ ]code|{_KEYWORD}"
+_CODE_FORM = rf"(?:{'|'.join(_CODE_PLACES)})[ ]code"
+_CODE_KEYWORD = f"{_CODE_FORM}|{_KEYWORD}"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PARTS = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+"
 _PASSWORD_PARTS = frozenset({"pwd", "pw", "pass", "pswd", "passphrase", "passcode"})
@@ -364,6 +377,8 @@ _BEFORE = (
 _WORD = r"[^\s\"']+"
 
 
+# A pure function of one identifier, and the names a text uses recur (TOKEN, api_key).
+@lru_cache(maxsize=4096)
 def _name_kind(name: str) -> str | None:
     """The kind of credential an identifier, flag, header or word names, if it holds one:
     ``PGPASSWORD`` and ``dbPassword`` do, ``PASSWORD_MIN_LENGTH`` and ``get_password``
@@ -400,9 +415,30 @@ def _name_kind(name: str) -> str | None:
     return None
 
 
-def _named_values(text: str, lowered: str, codes: bool) -> Iterator[_Found]:
+def _keyword(text: str, lowered: str, present: set[str], codes: bool) -> str:
+    """The keyword pattern less the forms ``lowered`` holds nothing of: it finds the
+    same names in the same places. A string that is a hint is known present or not
+    from ``present``; another is looked for only when every name hint in it is present.
+    When lowering moved offsets the scan is of ``text`` under (?i), where other letters
+    match too (``ſ`` matches ``s``): the whole pattern, then."""
+    if len(lowered) != len(text):
+        return _CODE_KEYWORD if codes else _KEYWORD
+    held = present.intersection(_HINT_NEEDS)
+    held.update(need for need, hints in _NEED_HINTS.items() if hints <= present and need in lowered)
+    return _keyword_of(frozenset(held), codes)
+
+
+@lru_cache(maxsize=256)
+def _keyword_of(held: frozenset[str], codes: bool) -> str:
+    forms = [_CODE_FORM] if codes else []
+    forms.extend(form for form, needs in _KEYWORD_FORMS if not held.isdisjoint(needs))
+    # Nothing left: a pattern that matches nowhere (an empty one would match everywhere).
+    return "|".join(forms) or "(?!)"
+
+
+def _named_values(text: str, lowered: str, present: set[str], codes: bool) -> Iterator[_Found]:
     done = 0
-    for hit in _scan(_CODE_KEYWORD if codes else _KEYWORD, text, lowered):
+    for hit in _scan(_keyword(text, lowered, present, codes), text, lowered):
         if hit.start() < done:
             continue
         start, end = hit.start(), hit.end()
@@ -627,6 +663,59 @@ def _mixed_segment(value: str) -> bool:
 
 # Every hint, tested once per text.
 _HINTS = frozenset(_NAME_HINTS).union(*(rule.hints for rule in RULES))
+# The keyword strings that are hints, and per one that is not, the name hints it holds
+# (all of which a text holding it holds too).
+_HINT_NEEDS = frozenset(need for _, needs in _KEYWORD_FORMS for need in needs) & _HINTS
+_NEED_HINTS = {
+    need: frozenset(hint for hint in _NAME_HINTS if hint in need)
+    for _, needs in _KEYWORD_FORMS
+    for need in needs
+    if need not in _HINTS
+}
+# The rules (by position, to keep their order) that each hint lets be tried.
+_RULES_BY_HINT: dict[str, tuple[int, ...]] = {
+    hint: tuple(i for i, rule in enumerate(RULES) if hint in rule.hints) for hint in _HINTS
+}
+# Hints that hold no blank space can only occur inside one of a text's blank-separated
+# words: those are looked for in each distinct word once (:func:`_present`).
+_INNER_HINTS = tuple(sorted(hint for hint in _HINTS if hint.split() == [hint]))
+_SPANNING_HINTS = tuple(sorted(_HINTS.difference(_INNER_HINTS)))
+# Words seen with no hint in them, and the hints of those seen with some: most words
+# of commands and messages recur, and a word's hints are then one set operation away.
+_HINTLESS: set[str] = set()
+_WORD_HINTS: dict[str, frozenset[str]] = {}
+# How many words each remembers: a bound on what a stream of random tokens can hold.
+_WORDS_KEPT = 50_000
+# New words learned per text: together they cost about one scan of a short command.
+_LEARN = 16
+
+
+def _present(lowered: str) -> set[str]:
+    """The hints ``lowered`` holds: ``{h for h in _HINTS if h in lowered}``."""
+    present = {hint for hint in _SPANNING_HINTS if hint in lowered}
+    new = []
+    for word in set(lowered.split()).difference(_HINTLESS):
+        hints = _WORD_HINTS.get(word)
+        if hints is None:
+            new.append(word)
+        else:
+            present.update(hints)
+    # Learning a word costs about what scanning 25 characters for every hint does: a
+    # text with more new words than that (every text, in a fresh hook process) is
+    # scanned whole, and only a few of its words are learned.
+    for word in new[:_LEARN]:
+        hints = frozenset(hint for hint in _INNER_HINTS if hint in word)
+        if len(_HINTLESS) >= _WORDS_KEPT or len(_WORD_HINTS) >= _WORDS_KEPT:
+            _HINTLESS.clear()
+            _WORD_HINTS.clear()
+        if hints:
+            _WORD_HINTS[word] = hints
+        else:
+            _HINTLESS.add(word)
+        present.update(hints)
+    if len(new) > _LEARN:
+        return {hint for hint in _HINTS if hint in lowered}
+    return present
 
 
 # -- the scan ---------------------------------------------------------------------------
@@ -649,15 +738,14 @@ def _find(text: str) -> list[_Found]:
     if not text:
         return []
     lowered = text.lower()
-    present = {hint for hint in _HINTS if hint in lowered}
+    present = _present(lowered)
     # One test for the twelve code names in the texts that name none (nearly all).
     codes = " code" in lowered and any(hint in lowered for hint in _CODE_HINTS)
     if not present and not codes:
         return []
     found: list[_Found] = []
-    for rule in RULES:
-        if present.isdisjoint(rule.hints):
-            continue
+    for index in sorted({i for hint in present for i in _RULES_BY_HINT[hint]}):
+        rule = RULES[index]
         if rule.anycase:
             matches = _scan(rule.pattern, text, lowered)
         else:
@@ -673,7 +761,7 @@ def _find(text: str) -> list[_Found]:
                 continue
             found.append((SecretSpan(start, end, rule.kind), reach, match.end()))
     if codes or not present.isdisjoint(_NAME_HINTS):
-        found.extend(_named_values(text, lowered, codes))
+        found.extend(_named_values(text, lowered, present, codes))
     return found
 
 

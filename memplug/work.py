@@ -23,6 +23,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from msgspec.structs import replace
@@ -87,6 +88,10 @@ CALL_SESSIONS = 4
 def arguments_of(text: str, tool: str) -> dict[str, Any] | None:
     """The call's input object from its stored text (``NAME {json}``), or None."""
     body = text[len(tool) :] if text.startswith(tool) else text
+    # Only an object is wanted, and it opens with "{" after blanks: plain text (a host
+    # that stores the command as it was typed) skips the parser and its exception.
+    if not body.lstrip().startswith("{"):
+        return None
     try:
         value = json.loads(body)
     except ValueError:
@@ -98,7 +103,7 @@ def describe(tool: str, text: str, cwd: str | None) -> tuple[str, str]:
     """``(action, target)`` for a call: the action word and its one structural field,
     read from the call's JSON input, or — a host that stores the input as plain text —
     from the text itself (a command, or the path it starts with)."""
-    action, keys = TOOL_ACTIONS.get(re.sub(r"[_\s-]", "", tool.lower()), ("called", ()))
+    action, keys = _tool_action(tool)
     arguments = arguments_of(text, tool)
     if arguments is not None:
         found = (arguments[k] for k in keys if isinstance(arguments.get(k), str))
@@ -116,6 +121,12 @@ def describe(tool: str, text: str, cwd: str | None) -> tuple[str, str]:
     # Withheld before the clip, which could cut a secret short of its recognisable shape;
     # the record, its index words and every line quoting it then never hold the value.
     return action, clip(redact_secrets(" ".join(value.split()), named=True))
+
+
+@lru_cache(maxsize=256)
+def _tool_action(tool: str) -> tuple[str, tuple[str, ...]]:
+    """The action word and target fields of a tool, by its name in any spelling."""
+    return TOOL_ACTIONS.get(re.sub(r"[_\s-]", "", tool.lower()), ("called", ()))
 
 
 def _plain_value(text: str, path: bool) -> str | None:
@@ -157,7 +168,9 @@ def words(tool: str, action: str, target: str, outcome: str | None) -> str:
     and outcome's words."""
     # The trigram index finds `subagent` and `live` inside `subagent_live.ex` already;
     # `ash_computer` is also written joined, so that "AshComputer" (lower-cased) finds it.
-    joined = [w.replace("_", "").replace("-", "") for w in _JOINED.findall(target)]
+    # A joined name holds a "_" or "-": most targets hold neither and skip the scan.
+    names = _JOINED.findall(target) if "_" in target or "-" in target else []
+    joined = [w.replace("_", "").replace("-", "") for w in names]
     out = [" ".join(joined), tool, ACTION_WORDS.get(action, action)]
     if outcome:
         out.append(OUTCOME_WORDS.get(outcome, outcome))

@@ -27,7 +27,9 @@ from memplug.cues import (
     split_sentences,
     subject_key,
 )
-from memplug.cues.analysis import _TRIGGERS, _maybe_cue
+from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
+from memplug.cues.options import _INLINE, _INLINE_WORDS
+from memplug.cues.sentences import _AGENT_SENTENCE_END, _BOLD_LABEL, _SENTENCE_END, _may_end
 from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"
@@ -379,3 +381,89 @@ def test_the_prefilter_finds_every_trigger_in_any_script(parts) -> None:
     text = "".join(parts)
     lowered = " ".join(text.lower().split())
     assert _maybe_cue(text) == any(trigger in lowered for trigger in _TRIGGERS)
+
+
+# Words of the trigger tables cut up, glued to others and spaced in other scripts: a
+# trigger inside a word, across two words, or split by a blank that is no space.
+# The halves of the phrases come as often as whole triggers, so that a half without the
+# other ("x is", "it isn't") is tried too.
+TRIGGER_SOUP = st.lists(
+    st.one_of(
+        st.sampled_from(_AGENT_TRIGGERS),
+        st.sampled_from(
+            [*sorted({w for t in _AGENT_TRIGGERS if " " in t for w in t.split(" ")}), "K", "İ", "x",
+             " ", " ", " ", "  ", "\n", "\u3000", "\x1c", "Do", "NOT", "ab", "-", "n't"]
+        ),
+    ),
+    max_size=8,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(TRIGGER_SOUP, st.booleans())
+def test_the_prefilter_finds_every_agent_trigger(parts, agent) -> None:
+    text = "".join(parts)
+    lowered = " ".join(text.lower().split())
+    triggers = _AGENT_TRIGGERS if agent else _TRIGGERS
+    assert _maybe_cue(text, agent) == any(trigger in lowered for trigger in triggers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TRIGGER_SOUP, min_size=1, max_size=6))
+def test_words_remembered_never_change_the_answer(texts) -> None:
+    # A table that has seen other texts (and forgot them when full) answers as a new one.
+    # Learning one new word per text, most texts are scanned whole while words pile up.
+    table = _Triggers(_AGENT_TRIGGERS)
+    table.WORDS, table.LEARN = 3, 1
+    for parts in texts:
+        words = "".join(parts).lower().split()
+        lowered = " ".join(words)
+        fresh = _Triggers(_AGENT_TRIGGERS)
+        fresh.LEARN = 1
+        expected = any(t in lowered for t in _AGENT_TRIGGERS)
+        assert table.any_in(words) == fresh.any_in(words) == expected
+
+
+# What sentence ends are made of, and what sits around them.
+END_SOUP = st.lists(
+    st.sampled_from(
+        [".", "!", "?", ";", "。", "！", "？", "；", '"', "”", "’", "'", " ", "\t", "\u3000", "a",
+         "B", "e.g.", "etc.", "vs.", "😅", "☀", "Z", "x"]
+    ),
+    max_size=10,
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(END_SOUP)
+def test_a_line_the_end_filter_passes_over_splits_into_itself(parts) -> None:
+    line = "".join(parts)
+    if not _may_end(line):
+        assert _SENTENCE_END.split(line) == [line]
+        assert _AGENT_SENTENCE_END.split(line) == [line]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["*", "_", "**", "Decision", ":", "：", " ", "x", "\n"]), max_size=8)
+)
+def test_only_a_line_opening_with_markup_has_a_bold_label(parts) -> None:
+    line = "".join(parts)
+    if not line.startswith(("*", "_")):
+        assert _BOLD_LABEL.sub(r"\1 ", line) == line
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["option", "Option", "OPTION", "approach", "choice", "opt", "ion", "A", "2", ":", ")",
+             " ", ".", "x", "İ", "ı", "optıon"]
+        ),
+        max_size=10,
+    )
+)  # fmt: skip
+def test_an_ascii_text_without_an_offer_word_has_no_inline_offer(parts) -> None:
+    text = "".join(parts)
+    if text.isascii() and not any(word in text.lower() for word in _INLINE_WORDS):
+        assert list(_INLINE.finditer(text)) == []

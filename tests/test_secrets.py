@@ -10,7 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.secrets import Labelled, caught, load_corpus, score
-from memplug.secrets import clear_cut, find_secrets, redact_secrets, secret_lines, withhold
+from memplug.secrets import (
+    _CODE_HINTS,
+    _CODE_KEYWORD,
+    _HINTS,
+    _KEYWORD,
+    _KEYWORD_FORMS,
+    _keyword,
+    _present,
+    _scan,
+    clear_cut,
+    find_secrets,
+    redact_secrets,
+    secret_lines,
+    withhold,
+)
 
 CORPUS = load_corpus()
 
@@ -363,3 +377,40 @@ FRAGMENTS = [row.text for row in CORPUS] + ["\n", " ", ", ", "。", "and then"]
 def test_redacted_text_holds_nothing_more_to_redact(parts: list[str]) -> None:
     once = redact_secrets(" ".join(parts), named=True)
     assert redact_secrets(once, named=True) == once
+
+
+# -- the prefilters: what they pass over, the full scan finds nothing in ----------------
+
+# Hints and keywords cut up and glued together, in other cases and scripts, with blanks
+# that are no space: a hint inside a word, across two, or split by a blank.
+HINT_PIECES = st.sampled_from(
+        [*sorted(_HINTS), *(need for _, needs in _KEYWORD_FORMS for need in needs),
+         "door code", "api", "access", "private", "pass", "word", "to", "ken", " ", "  ", "\n",
+         "\u3000", "\x1c", "İ", "ſ", "K", "x", "=", ":", "_", "-", "Token", "PASS"]
+)  # fmt: skip
+HINT_SOUP = st.lists(HINT_PIECES, max_size=10)
+# Texts with more new words than are learned at once: scanned whole.
+LONG_HINT_SOUP = st.lists(HINT_PIECES, min_size=20, max_size=80)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.one_of(HINT_SOUP, LONG_HINT_SOUP), min_size=1, max_size=4))
+def test_the_hints_found_word_by_word_are_every_hint_in_the_text(texts) -> None:
+    # Several texts in a row: words remembered from one must not change the next's.
+    for parts in texts:
+        lowered = "".join(parts).lower()
+        assert _present(lowered) == {hint for hint in _HINTS if hint in lowered}
+
+
+@settings(max_examples=1000, deadline=None)
+@given(HINT_SOUP)
+def test_the_narrowed_keyword_finds_what_the_whole_one_finds(parts) -> None:
+    text = "".join(parts)
+    lowered = text.lower()
+    present = _present(lowered)
+    codes = " code" in lowered and any(hint in lowered for hint in _CODE_HINTS)
+    narrowed = _keyword(text, lowered, present, codes)
+    whole = _CODE_KEYWORD if codes else _KEYWORD
+    assert [m.span() for m in _scan(narrowed, text, lowered)] == [
+        m.span() for m in _scan(whole, text, lowered)
+    ]

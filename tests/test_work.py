@@ -33,7 +33,7 @@ from memplug.models import HostEvent, Message
 from memplug.query import parse_query
 from memplug.store.records import WorkRow
 from memplug.store.work import WorkStore
-from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
+from memplug.work import TARGET_CHARS, WorkDeriver, arguments_of, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude_code"
@@ -184,6 +184,29 @@ def test_joined_names_are_the_runs_a_backtracking_search_finds(target: str) -> N
         words("Bash", "ran", target, None)
         == " ".join(p for p in (joined, "Bash", "ran run command") if p).lower()
     )
+
+
+def _parsed_object(body: str) -> object:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=" \t\n\r\u3000\x1c\ufeff", max_size=3),
+    st.sampled_from(['{"command": "ls"}', "{}", "[1]", "1", '"x"', "{", "ls -la", "Bash {}"]),
+    st.text(alphabet=" \n}x", max_size=2),
+)
+def test_a_call_input_is_read_exactly_when_it_parses_as_an_object(
+    blanks: str, payload: str, tail: str
+) -> None:
+    # Leading blanks of every kind (JSON's, other Unicode ones, a BOM) before objects,
+    # other JSON values and plain commands.
+    body = blanks + payload + tail
+    assert arguments_of("Bash" + body, "Bash") == _parsed_object(body)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 8])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import islice
 
 from msgspec import Struct
 
@@ -156,8 +157,57 @@ _TRIGGERS: tuple[str, ...] = (
 )
 
 
-# An ASCII text can hold none of the others (most sentences of an import are ASCII).
-_ASCII_TRIGGERS = tuple(t for t in _TRIGGERS if t.isascii())
+class _Triggers:
+    """A trigger table tested word by word, each word once: a trigger with no space in
+    it occurs in a whitespace-normalised text exactly when it occurs in one of its words,
+    and an import repeats the same few thousand words in every message. Only the
+    triggers that span words ("do not") are looked for in the whole text."""
+
+    # Words remembered per table: a bound on what an import of pasted walls can hold.
+    WORDS = 50_000
+    # New words learned per text: together they cost about one scan of a sentence.
+    LEARN = 4
+
+    def __init__(self, triggers: tuple[str, ...]) -> None:
+        self.inner = tuple(t for t in triggers if " " not in t)
+        # Each phrase is looked for from the blank inside it, and then behind that: a
+        # pattern led by a literal is scanned for in C, where the phrases as substrings
+        # cost a scan of the text each.
+        halves = [t.split(" ", 1) for t in triggers if " " in t]
+        self.spanning = re.compile(
+            " (?:"
+            + "|".join(f"{re.escape(b)}(?<={re.escape(f'{a} {b}')})" for a, b in halves)
+            + ")"
+            if halves
+            else "(?!)"
+        )
+        self.hits: set[str] = set()
+        self.misses: set[str] = set()
+
+    def any_in(self, words: list[str]) -> bool:
+        """Whether a trigger occurs in the text of ``words`` (lower case) one space apart."""
+        distinct = set(words)
+        if not distinct.isdisjoint(self.hits):
+            return True
+        new = distinct - self.misses
+        # Learning a word costs about what scanning a short text for every trigger does:
+        # a text with more new words than that (every text, in a fresh hook process) is
+        # scanned whole, and only a few of its words are learned.
+        for word in islice(new, self.LEARN):
+            # `map` over `__contains__` spares a generator step per trigger.
+            found = any(map(word.__contains__, self.inner))
+            known = self.hits if found else self.misses
+            if len(known) >= self.WORDS:
+                known.clear()
+            known.add(word)
+            if found:
+                return True
+        lowered = " ".join(words)
+        if len(new) > self.LEARN and any(map(lowered.__contains__, self.inner)):
+            return True
+        return self.spanning.search(lowered) is not None
+
+
 # What the rules read only where an agent is listening need besides.
 # Phrases stay whole: a lone "it" or "branch" would let nearly every sentence of a
 # coding session through to the whole table (bulk import measured 25% slower).
@@ -174,19 +224,15 @@ _AGENT_TRIGGERS = (
     "it is",
     "it\u2019s",
 )
-_ASCII_AGENT_TRIGGERS = tuple(t for t in _AGENT_TRIGGERS if t.isascii())
+_CUES = _Triggers(_TRIGGERS)
+_AGENT_CUES = _Triggers(_AGENT_TRIGGERS)
 
 
 def _maybe_cue(text: str, agent: bool = False) -> bool:
-    lowered = " ".join(text.lower().split())
     # Substring tests, not one alternation regex: `re` tries every branch at every
     # position, which measured 2-3x slower on import text (the prefilter runs on every
-    # sentence of an import). `map` over `__contains__` spares a generator step each.
-    if agent:
-        triggers = _ASCII_AGENT_TRIGGERS if lowered.isascii() else _AGENT_TRIGGERS
-    else:
-        triggers = _ASCII_TRIGGERS if lowered.isascii() else _TRIGGERS
-    return any(map(lowered.__contains__, triggers))
+    # sentence of an import).
+    return (_AGENT_CUES if agent else _CUES).any_in(text.lower().split())
 
 
 def _correction_frame(

@@ -31,6 +31,10 @@ _INLINE = re.compile(
     r"(?=[.;]?\s*\b(?:option|approach|choice)\s+(?:[A-H]|[1-9])\s*[:)]|[.;!?](?:\s|$)|$)",
     re.IGNORECASE,
 )
+# The words an inline offer needs. A text that is ASCII and holds none (most messages)
+# has no inline offer; under IGNORECASE a dotted or dotless i (İ, ı) matches "i" too,
+# so any other text is scanned in full.
+_INLINE_WORDS = ("option", "approach", "choice")
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
 _MARKUP = re.compile(r"\*\*|__")
 
@@ -41,8 +45,10 @@ def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:
     fewer than two options is no choice at all."""
     found: dict[str, tuple[int, str]] = {}
     for index, text in enumerate(texts):
+        lowered = text.lower()
+        offers = not text.isascii() or any(map(lowered.__contains__, _INLINE_WORDS))
         for line in text.splitlines():
-            inline = list(_INLINE.finditer(line))
+            inline = list(_INLINE.finditer(line)) if offers else []
             if len(inline) >= 2:
                 for option in inline:
                     found[option.group("label").upper()] = (index, _plain(option.group("text")))

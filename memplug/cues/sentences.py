@@ -66,6 +66,26 @@ _AGENT_SENTENCE_END = re.compile(
 )
 
 
+# What every split point of both patterns above needs: a sentence's end mark before
+# blank space, a CJK end mark, or an emoji before blank space. Led by one character
+# class, it is scanned for far faster than the splits' lookbehinds are tried at every
+# position, and most lines of an import hold none (tests/test_cues.py checks that a
+# line it passes over splits into itself).
+_MAY_END = re.compile(
+    r"[.!?。！？；;\U0001F300-\U0001FAFF\u2600-\u27BF]"
+    r"(?:(?<=[.!?])[\"”’']?\s|(?<=[。！？；;])|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s)"
+)
+# The ASCII characters of its class: an ASCII line holding none of them is not scanned.
+_ASCII_ENDS = ".!?;"
+
+
+def _may_end(line: str) -> bool:
+    """Whether ``line`` may hold a split point (False: it splits into itself)."""
+    if line.isascii() and not any(map(line.__contains__, _ASCII_ENDS)):
+        return False
+    return _MAY_END.search(line) is not None
+
+
 class Sentence(Struct, frozen=True):
     text: str
     # A label that stood alone on the line above a bullet list ("Decisions:").
@@ -119,7 +139,8 @@ def split_sentences(text: str, *, agent: bool = False) -> list[Sentence]:
             continue
         pasted = pasted or _introduces(stripped)
         body = stripped[bullet.end() :] if bullet else stripped
-        body = _BOLD_LABEL.sub(r"\1 ", body)
+        if body.startswith(("*", "_")):  # what the label pattern needs at its start
+            body = _BOLD_LABEL.sub(r"\1 ", body)
         alone = _header_rule(body)
         if alone is not None:
             header = alone
@@ -127,9 +148,9 @@ def split_sentences(text: str, *, agent: bool = False) -> list[Sentence]:
         if not bullet:
             header = None
         quoted = False
-        for piece in ends.split(body):
+        for piece in ends.split(body) if _may_end(body) else (body,):
             # A sentence that starts inside a quotation is someone else's words.
-            inside, quoted = quoted, quoted ^ (len(_QUOTE_MARK.findall(piece)) % 2 == 1)
+            inside, quoted = quoted, quoted ^ (sum(map(piece.count, _QUOTE_MARKS)) % 2 == 1)
             piece = piece.strip()
             if piece and not inside:
                 sentence = piece[:MAX_SENTENCE_CHARS]
@@ -157,7 +178,7 @@ _SIGN_OFF = re.compile(
     r"best\s+wishes)\b[,.!]?$",
     re.IGNORECASE,
 )
-_QUOTE_MARK = re.compile(r"[\"“”]")
+_QUOTE_MARKS = ('"', "“", "”")
 _WRAP_END = re.compile(r"[\w,\-–—]")
 
 
