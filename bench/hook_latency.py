@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 from msgspec import Struct
 
 from bench.report import machine, percentiles, synthetic_events, write_section
@@ -118,7 +119,7 @@ class Setup(Struct):
 
 
 def _transcripts(shape: Shape, projects: Path, shared: Path) -> None:
-    if shape is OTHER:
+    if shape.session_id != SHARED_SESSION:
         shutil.copytree(FIXTURE, projects)
         return
     source = shared / "data" / "claude-code" / f"{SHARED_SESSION}.jsonl"
@@ -202,7 +203,7 @@ def _restore(setup: Setup) -> None:
             path.write_bytes(data)
 
 
-def _payload(projects: Path, shape: Shape, event: str, **fields: object) -> str:
+def payload(projects: Path, shape: Shape, event: str, **fields: object) -> str:
     return json.dumps(
         {
             "session_id": shape.session_id,
@@ -219,7 +220,7 @@ def _hook(
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [MEMORY, "--db", str(db), "hook", "claude-code"],
-        input=_payload(projects, shape, event, **fields),
+        input=payload(projects, shape, event, **fields),
         capture_output=True,
         text=True,
         check=True,
@@ -253,17 +254,14 @@ class Timed:
 
 
 def _repeat(command: list[str], stdin: str, runs: int, env: dict[str, str]) -> dict[str, float]:
-    timed = Timed()
-    for _ in range(runs):
-        timed.run(command, stdin, env)
-    return timed.stats()
+    return _stats(_timed(command, stdin, runs, env))
 
 
 def prompt_runs(setup: Setup, runs: int, baseline: Path | None) -> dict[str, dict[str, float]]:
     """The prompt hook on the first-captured database, ``runs`` times (interleaved with
     the baseline checkout's runs when there is one); every run's answer is checked."""
     shape = setup.shape
-    stdin = _payload(setup.projects, shape, "UserPromptSubmit", prompt=shape.prompt)
+    stdin = payload(setup.projects, shape, "UserPromptSubmit", prompt=shape.prompt)
     env = {**os.environ, "MEMPLUG_DB": str(setup.db)}
     sides = {"": (env, Timed())}
     if baseline is not None:
@@ -293,7 +291,7 @@ def measure(
             if index:
                 continue
             env = {**os.environ, "MEMPLUG_DB": str(setup.db)}
-            idle = _payload(setup.projects, shape, "PostToolUse")
+            idle = payload(setup.projects, shape, "PostToolUse")
             search = [MEMORY, "search", "checkout API port", "--scope", "global"]
             others = {
                 "PostToolUse, nothing new (memory hook claude-code)": _repeat(
@@ -307,6 +305,38 @@ def measure(
             }
             rows.extend((shape.title, name, figures) for name, figures in others.items())
     return rows
+
+
+# -- the single-shape helpers bench.hook_events, bench.semantic and bench.sync time with --
+# Their database: the synthetic events in the fixture session's project, which shares
+# few of their words (the shape this benchmark measured before it had two).
+SID = OTHER.session_id
+PROMPT = OTHER.prompt
+FIXTURE_SHAPE = msgspec.structs.replace(OTHER, events_cwd=OTHER.cwd)
+
+
+def _populate(root: Path, count: int) -> tuple[Path, Path]:
+    setup = populate(root, FIXTURE_SHAPE, count, root)
+    return setup.db, setup.projects
+
+
+def _payload(projects: Path, event: str, **fields: object) -> str:
+    return payload(projects, FIXTURE_SHAPE, event, **fields)
+
+
+def _timed(
+    command: list[str], stdin: str, runs: int, env: dict[str, str]
+) -> tuple[list[float], list[float]]:
+    timed = Timed()
+    for _ in range(runs):
+        timed.run(command, stdin, env)
+    return timed.wall, timed.cpu
+
+
+def _stats(samples: tuple[list[float], list[float]]) -> dict[str, float]:
+    timed = Timed()
+    timed.wall, timed.cpu = samples
+    return timed.stats()
 
 
 def _row(count: int, shape: str, name: str, p: dict[str, float], floor: dict[str, float]) -> str:
