@@ -214,24 +214,26 @@ class SearchStore:
         wanted = sorted({n for n in needles if n})
         if not wanted or (session_ids is not None and not session_ids):
             return False
-        # A needle found in the head is found by the index; only the tail is unseen.
-        tests = " OR ".join(
-            "(instr(lower(a.text), ?) > 0 AND instr(lower(e.text), ?) = 0)" for _ in wanted
-        )
-        params: list[Any] = [n for needle in wanted for n in (needle, needle)]
+        scope, params = "", list[Any]()
+        if session_ids is not None:
+            scope = f"WHERE a.session_id IN ({', '.join('?' for _ in session_ids)})"
+            params = list(session_ids)
         # CROSS JOIN keeps the archive (capped events only, usually none) as the outer
         # loop, each row finding its event by key: left to the planner, the query walked
         # every in-scope event (140 ms at 100k events).
-        sql = (
-            "SELECT 1 FROM archive a CROSS JOIN events e "
+        rows = self.conn.execute(
+            "SELECT lower(a.text), lower(e.text) FROM archive a CROSS JOIN events e "
             "ON e.session_id = a.session_id AND e.seq = CAST(substr(a.ref, 5) AS INTEGER) "
-            "AND a.ref = 'seq:' || e.seq "
-            f"WHERE ({tests})"
+            f"AND a.ref = 'seq:' || e.seq {scope}",
+            params,
         )
-        if session_ids is not None:
-            sql += f" AND a.session_id IN ({', '.join('?' for _ in session_ids)})"
-            params.extend(session_ids)
-        return self.conn.execute(sql + " LIMIT 1", params).fetchone() is not None
+        # A needle found in the head is found by the index; only the tail is unseen.
+        # Tested here, not with SQL's instr(), which compares at every offset: ten
+        # needles over seven archived texts cost it 3 ms.
+        return any(
+            any(needle in archived and needle not in head for needle in wanted)
+            for archived, head in rows
+        )
 
     def last_seq_at(self, session_id: str, snap: Snapshot) -> int | None:
         """The session's last sequence number as of ``snap`` (appends after it do not
