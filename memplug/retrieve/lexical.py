@@ -16,6 +16,9 @@ Plan = list[tuple[list[tuple[str, Term, float, float]], float]]
 
 _ALNUM_RUN = re.compile(r"[a-z0-9]+")
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+# Texts whose scan is remembered (see TermCounter._scan): one step's candidates.
+SCANS_KEPT = 512
+_SCANS: dict[tuple[tuple[str | None, ...], str], tuple[list[tuple[str, str]], list[str]]] = {}
 
 
 class TermCounter:
@@ -70,6 +73,9 @@ class TermCounter:
             else None
         )
         self.other_rx = re.compile(_alternation(others)) if others else None
+        self._patterns = tuple(
+            rx and rx.pattern for rx in (self.word_rx, self.padded_rx, self.other_rx)
+        )
 
     def prepare(self, idf: dict[str, float], group_idf: list[float], ranking: Ranking) -> Plan:
         """Per group: each term's (text, term, idf, CJK window weight) and the group's
@@ -108,22 +114,34 @@ class TermCounter:
         words the word needles began."""
         found: dict[str, float] = {}
         whole: set[str] = set()
-        if self.word_rx is not None:
-            judged = self._words
-            for match in self._word_matches(self.word_rx, text):
-                seen = judged.get(match)
-                if seen is None:
-                    seen = judged[match] = self._judge(*match)
-                weight, word = seen
-                if weight:
-                    found[match[0]] = found.get(match[0], 0.0) + weight
-                whole.add(word)
-        for rx in (self.padded_rx, self.other_rx):
-            if rx is None:
-                continue
-            for needle in rx.findall(text):
-                found[needle] = found.get(needle, 0) + 1
+        words, needles = self._scan(text)
+        judged = self._words
+        for match in words:
+            seen = judged.get(match)
+            if seen is None:
+                seen = judged[match] = self._judge(*match)
+            weight, word = seen
+            if weight:
+                found[match[0]] = found.get(match[0], 0.0) + weight
+            whole.add(word)
+        for needle in needles:
+            found[needle] = found.get(needle, 0) + 1
         return found, whole
+
+    def _scan(self, text: str) -> tuple[list[tuple[str, str]], list[str]]:
+        """What the patterns find in ``text``: (stem, rest of its word) per word that
+        begins with a stem, and the other needles. Remembered per patterns and text:
+        ranking and the relevance bar count the same candidates with counters that
+        differ only in how they weigh a match."""
+        key = (self._patterns, text)
+        scan = _SCANS.get(key)
+        if scan is None:
+            if len(_SCANS) >= SCANS_KEPT:
+                _SCANS.clear()
+            words = [] if self.word_rx is None else self._word_matches(self.word_rx, text)
+            needles = [n for rx in (self.padded_rx, self.other_rx) if rx for n in rx.findall(text)]
+            scan = _SCANS[key] = (words, needles)
+        return scan
 
     def _word_matches(self, word_rx: re.Pattern[str], text: str) -> list[tuple[str, str]]:
         """(stem, rest of its word) for each word of ``text`` that begins with a stem."""
@@ -179,10 +197,12 @@ def pin_patterns(signals: QuerySignals) -> list[tuple[str, re.Pattern[str]]]:
 
 
 def word_boundaries(signals: QuerySignals) -> dict[str, re.Pattern[str]]:
+    """Whole-word patterns of the query's words that the word scan does not judge: the
+    non-ASCII ones (a :class:`TermCounter` tells of the others from its own scan)."""
     return {
         t.origin: re.compile(rf"(?<![a-z0-9]){re.escape(t.origin)}(?![a-z0-9])")
         for t in signals.ranking_terms
-        if t.kind == "word"
+        if t.kind == "word" and not t.text.isascii()
     }
 
 
