@@ -37,6 +37,7 @@ import compileall
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -253,13 +254,33 @@ class Timed:
         return {"p50": wall["p50"], "p95": wall["p95"], "cpu50": cpu["p50"], "cpu95": cpu["p95"]}
 
 
+def instructions(command: list[str], stdin: str, env: dict[str, str]) -> float:
+    """Millions of instructions one run of ``command`` executes, counted by valgrind's
+    callgrind: unlike time, the count does not move with the machine's load."""
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out", *command],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or found is None:
+        raise SystemExit(f"valgrind failed: {done.stderr[-400:]}")
+    return int(found[1]) / 1e6
+
+
 def _repeat(command: list[str], stdin: str, runs: int, env: dict[str, str]) -> dict[str, float]:
     return _stats(_timed(command, stdin, runs, env))
 
 
-def prompt_runs(setup: Setup, runs: int, baseline: Path | None) -> dict[str, dict[str, float]]:
+def prompt_runs(
+    setup: Setup, runs: int, baseline: Path | None, counted: bool
+) -> dict[str, dict[str, float]]:
     """The prompt hook on the first-captured database, ``runs`` times (interleaved with
-    the baseline checkout's runs when there is one); every run's answer is checked."""
+    the baseline checkout's runs when there is one); every run's answer is checked.
+    ``counted``: one more run of each under valgrind, for its instruction count."""
     shape = setup.shape
     stdin = payload(setup.projects, shape, "UserPromptSubmit", prompt=shape.prompt)
     env = {**os.environ, "MEMPLUG_DB": str(setup.db)}
@@ -274,19 +295,30 @@ def prompt_runs(setup: Setup, runs: int, baseline: Path | None) -> dict[str, dic
                 raise SystemExit(
                     f"the {shape.name} shape's prompt hook did not inject {shape.expect!r}"
                 )
+    out = {}
+    for label, (side_env, timed) in sides.items():
+        out[f"{PROMPT_ROW}{label}"] = figures = timed.stats()
+        if counted:
+            _restore(setup)
+            figures["instr"] = instructions([MEMORY, "hook", "claude-code"], stdin, side_env)
     _restore(setup)
-    return {f"{PROMPT_ROW}{label}": timed.stats() for label, (_, timed) in sides.items()}
+    return out
 
 
 def measure(
-    count: int, runs: int, shapes: tuple[Shape, ...], shared: Path, baseline: Path | None
+    count: int,
+    runs: int,
+    shapes: tuple[Shape, ...],
+    shared: Path,
+    baseline: Path | None,
+    counted: bool = False,
 ) -> list[tuple[str, str, dict[str, float]]]:
     """(shape, process, figures) rows; the shape-independent ones once, on the first."""
     rows: list[tuple[str, str, dict[str, float]]] = []
     for index, shape in enumerate(shapes):
         with tempfile.TemporaryDirectory() as tmp:
             setup = populate(Path(tmp), shape, count, shared)
-            for name, figures in prompt_runs(setup, runs, baseline).items():
+            for name, figures in prompt_runs(setup, runs, baseline, counted).items():
                 rows.append((shape.title, name, figures))
             if index:
                 continue
@@ -303,6 +335,9 @@ def measure(
                 ),
                 FLOOR: _repeat([sys.executable, "-c", "import apsw"], "", runs, env),
             }
+            if counted:
+                floor = [sys.executable, "-c", "import apsw"]
+                others[FLOOR]["instr"] = instructions(floor, "", env)
             rows.extend((shape.title, name, figures) for name, figures in others.items())
     return rows
 
@@ -340,9 +375,10 @@ def _stats(samples: tuple[list[float], list[float]]) -> dict[str, float]:
 
 
 def _row(count: int, shape: str, name: str, p: dict[str, float], floor: dict[str, float]) -> str:
+    counted = f"{p['instr']:.0f}" if "instr" in p else "–"
     return (
         f"| {count:,} | {shape} | {name} | {p['p50']:.0f} | {p['p95']:.0f} | {p['cpu50']:.0f} | "
-        f"{p['cpu95']:.0f} | {p['cpu50'] / floor['cpu50']:.1f}× |"
+        f"{p['cpu95']:.0f} | {p['cpu50'] / floor['cpu50']:.1f}× | {counted} |"
     )
 
 
@@ -353,6 +389,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="both")
     parser.add_argument("--baseline", help="another memplug checkout to time beside this one")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each prompt hook's instructions too (one more run under valgrind)",
+    )
     parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -365,17 +406,21 @@ def main() -> None:
     lines = []
     for count in sizes:
         started = time.perf_counter()
-        rows = measure(count, args.runs, SHAPES[args.shape], Path(args.shared), baseline)
+        rows = measure(
+            count, args.runs, SHAPES[args.shape], Path(args.shared), baseline, args.instructions
+        )
         print(f"{count:,} events ({time.perf_counter() - started:.0f} s)")
         floor = next(p for _, name, p in rows if name == FLOOR)
         for shape, name, p in rows:
             print(
                 f"  {shape:<31} {name:<53} wall p50 {p['p50']:>6.1f} p95 {p['p95']:>6.1f}  "
                 f"cpu p50 {p['cpu50']:>6.1f} p95 {p['cpu95']:>6.1f} ms"
+                + (f"  {p['instr']:.0f} M instructions" if "instr" in p else "")
             )
             lines.append(_row(count, shape, name, p, floor))
     load = os.getloadavg()[0]
-    body = f"""Command: `python -m bench.hook_latency --runs {args.runs} --sizes {args.sizes} --shape {args.shape}`
+    flags = " --instructions" if args.instructions else ""
+    body = f"""Command: `python -m bench.hook_latency --runs {args.runs} --sizes {args.sizes} --shape {args.shape}{flags}`
 (part of `make bench`). Machine: {machine()}; load average at the end {load:.1f}.
 Each row is {args.runs} runs of a whole process, spawn to exit: wall time, the process's
 CPU time (user + system), and its CPU time as a multiple of the interpreter floor
@@ -385,12 +430,14 @@ projects* — the synthetic events in four other projects, the fixture session p
 in its own; *same project as the transcript* — the events in the transcript's project
 and the prompt sharing their words (the real session and question of
 `../shared/acceptance/claude-code`). Each prompt run starts from the database as first
-captured, so each one injects. Bytecode is compiled first, as a pip install does.
+captured, so each one injects. Bytecode is compiled first, as a pip install does. With
+`--instructions`, one more run of each prompt hook (and of the floor) under valgrind
+counts the instructions it executes (millions), a figure the machine's load leaves alone.
 Targets: UserPromptSubmit p95 ≤ 100 ms at 100k events in both shapes; PostToolUse with
 nothing new ≤ 30 ms; `memory search` p50 ≤ 120 ms.
 
-| events | shape | process | wall p50 ms | wall p95 ms | CPU p50 ms | CPU p95 ms | CPU p50 × floor |
-| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |
+| events | shape | process | wall p50 ms | wall p95 ms | CPU p50 ms | CPU p95 ms | CPU p50 × floor | instructions (M) |
+| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 """ + "\n".join(lines)
     if not args.no_write:
         write_section("Claude Code hook latency", body)
