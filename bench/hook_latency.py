@@ -57,6 +57,7 @@ from memplug.memory import Memory
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "claude_code"
 MEMORY = str(Path(sys.executable).parent / "memory")
+PAGE = 4096
 FLOOR = 'floor: python -c "import apsw"'
 PROMPT_ROW = "UserPromptSubmit (memory hook claude-code)"
 IMPORTS = (
@@ -190,18 +191,32 @@ def populate(root: Path, shape: Shape, count: int, shared: Path) -> Setup:
 
 
 def _files(db: Path) -> dict[str, bytes | None]:
-    """The database's files (the WAL's too) as they are now."""
+    """The database's files (the WAL's too) as they are now, flushed to the disk."""
+    os.sync()
     names = (db.name, f"{db.name}-wal", f"{db.name}-shm")
     return {n: (db.parent / n).read_bytes() if (db.parent / n).exists() else None for n in names}
 
 
 def _restore(setup: Setup) -> None:
+    """Put the files back as the snapshot holds them, rewriting only the pages a run
+    changed, on the disk: a database file rewritten whole would leave every page dirty
+    for the next hook's checkpoint to flush — a cost no real prompt pays."""
     for name, data in setup.snapshot.items():
         path = setup.db.parent / name
         if data is None:
             path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(data)
+            continue
+        if not path.exists():
+            path.touch()
+        with open(path, "r+b") as stream:
+            now, was = memoryview(stream.read()), memoryview(data)
+            for start in range(0, len(data), PAGE):
+                if now[start : start + PAGE] != was[start : start + PAGE]:
+                    stream.seek(start)
+                    stream.write(was[start : start + PAGE])
+            stream.truncate(len(data))
+            stream.flush()
+            os.fsync(stream.fileno())
 
 
 def payload(projects: Path, shape: Shape, event: str, **fields: object) -> str:
