@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memplug.semantic.wordpiece import WordPiece
+from memplug.semantic.builtin import tokenizer
 
 # Upstream sentence-transformers/all-MiniLM-L6-v2 @ 1110a243fdf4706b3f48f1d95db1a4f5529b4d41.
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -81,7 +81,7 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 class MiniLM:
     def __init__(self, weights: dict[str, np.ndarray], vocab: list[str]) -> None:
         self.w = weights
-        self.tokenizer = WordPiece(vocab)
+        self.tokenizer = tokenizer({token: i for i, token in enumerate(vocab)})
 
     def _p(self, name: str) -> np.ndarray:
         for key in (name, "bert." + name):
@@ -147,7 +147,8 @@ class MiniLM:
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
     def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
-        encoded = [[101, *self.tokenizer.encode(t)[: MAX_TOKENS - 2], 102] for t in texts]
+        found = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        encoded = [[101, *e.ids[: MAX_TOKENS - 2], 102] for e in found]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         out = np.zeros((len(texts), 384), dtype=np.float32)
         for start in range(0, len(order), batch):

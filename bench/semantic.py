@@ -1,6 +1,7 @@
 """What the semantic provider costs: import rate, file bytes, query time, load time.
 
-    python -m bench.semantic --shared ../shared [--events 100000]
+    python -m bench.semantic --shared ../shared [--events 100000] [--hook-runs N]
+    python -m bench.semantic --shared ../shared --coding
 
 Two databases get the same synthetic events (``../shared/acceptance/gen_events.py``):
 one lexical only, one with ``semantic.provider = "builtin"`` (vectors embedded at
@@ -25,13 +26,14 @@ from typing import Any
 
 from bench.report import machine, percentiles
 from bench.retrieval import _generate, _queries
+from memplug.config import SemanticConfig
 from memplug.diagnostics import database_bytes
 from memplug.memory import Memory
 from memplug.retrieve import Retriever
 from memplug.semantic.builtin import Builtin
-from memplug.semantic.service import cell_groups
-from memplug.semantic.vecmath import Cells, PackedVectors, quantize
-from memplug.store.records import EventScope
+from memplug.semantic.service import best, cell_groups
+from memplug.semantic.vecmath import Cells, quantize
+from memplug.store.records import EventScope, VectorScan
 
 
 def _import(path: Path, data: bytes, config: dict[str, Any]) -> tuple[Memory, float]:
@@ -95,16 +97,23 @@ def _vector_table(path: Path, count: int, cells: int) -> Any:
 
 
 def _score(rows: list[Any], query: bytes) -> None:
-    dots = PackedVectors(b"".join(r[1] for r in rows), 256).dots(query)
-    sorted(range(len(dots)), key=lambda i: (-dots[i] * rows[i][2], i))[:20]
+    """What ``Semantic.similar`` does with the vectors it read: the best 20."""
+    found = VectorScan(
+        ids=[r[0] for r in rows],
+        keys=[(r[3], r[0]) for r in rows],
+        blobs=[r[1] for r in rows],
+        scales=[r[2] for r in rows],
+    )
+    best(query, 0.008, found, 256, 20, SemanticConfig())
 
 
 def _exact(conn: Any, count: int, query: bytes) -> None:
-    # In chunks, as a real scan would have to: a million vectors packed at once would
-    # hold gigabytes of big integers.
+    # In chunks, as a real scan would have to: a million vectors at once would be a
+    # gigabyte as the int32 the dot products are taken in.
     for start in range(0, count, 20_000):
         rows = conn.execute(
-            "SELECT event_id, vector, scale FROM v WHERE event_id >= ? AND event_id < ?",
+            "SELECT event_id, vector, scale, session_id FROM v "
+            "WHERE event_id >= ? AND event_id < ?",
             (start, start + 20_000),
         ).fetchall()
         _score(rows, query)
@@ -115,7 +124,7 @@ def _probed(conn: Any, cells: Cells, reads: int, query: bytes) -> None:
     rows: list[Any] = []
     for group in cell_groups(cells.ranked(query)):
         rows += conn.execute(
-            "SELECT event_id, vector, scale FROM v WHERE model_id = 1 AND cell IN "
+            "SELECT event_id, vector, scale, session_id FROM v WHERE model_id = 1 AND cell IN "
             f"({', '.join('?' for _ in group)}) ORDER BY cell, session_id, seq LIMIT ?",
             (*group, reads - len(rows)),
         ).fetchall()
@@ -171,6 +180,34 @@ def hook_cost(events: int, runs: int) -> dict[str, dict[str, float]]:
             return interleaved(db, projects, runs)
     finally:
         del os.environ["MEMPLUG_SEMANTIC__PROVIDER"]
+
+
+def coding(shared: Path) -> dict[str, dict[str, Any]]:
+    """``bench.coding``'s questions over one capture of the real transcripts, answered
+    with the provider off and on (vectors embedded first): share answered, per question."""
+    from bench import coding as bench_coding
+
+    questions = bench_coding.load_questions(bench_coding.QUESTIONS)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "m.sqlite"
+        with Memory.open(db) as memory:
+            sessions = set(bench_coding.capture(memory, shared / "data" / "claude-code"))
+        asked = [q for q in questions if q.session in sessions]
+        gold = bench_coding.Gold(db)
+        for name, config in (("lexical", {}), ("builtin", {"semantic": {"provider": "builtin"}})):
+            copy = Path(tmp) / f"{name}.sqlite"
+            copy.write_bytes(db.read_bytes())
+            if config:
+                with Memory.open(copy, config=config) as memory:
+                    memory.embed_vectors()
+            figures = bench_coding.run_memplug(copy, asked, gold, name, config)
+            out[name] = {
+                "share": round(figures.share, 3),
+                "answered": sorted(q for q, o in figures.outcomes.items() if o.answered),
+                "median_tokens": figures.median_tokens,
+            }
+    return out
 
 
 def run(
@@ -263,7 +300,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--hook-runs", type=int, default=0, help="also time the prompt hook")
     parser.add_argument("--scaling", default="100000,1000000", help="vector counts to scan")
+    parser.add_argument(
+        "--coding", action="store_true", help="only the coding-session bench, provider off and on"
+    )
     args = parser.parse_args()
+    if args.coding:
+        print(coding(Path(args.shared)))
+        return
     scaling = tuple(int(n) for n in args.scaling.split(",") if n)
     result = run(Path(args.shared), args.events, args.hook_runs, scaling)
     print(result)

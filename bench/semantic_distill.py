@@ -38,7 +38,7 @@ def token_rows(model: MiniLM, cache: Path | None) -> np.ndarray:
     """The teacher's vector of every vocabulary token alone (the slow part: cached)."""
     if cache is not None and cache.exists():
         return np.load(cache)
-    vocab_size = len(model.tokenizer.ids)
+    vocab_size = model.tokenizer.get_vocab_size()
     rows = np.zeros((vocab_size, 384), dtype=np.float64)
     for start in range(0, vocab_size, 512):
         ids = [[101, i, 102] for i in range(start, min(start + 512, vocab_size))]
@@ -179,7 +179,8 @@ def lab(
 def _static(table: np.ndarray, model: MiniLM) -> Any:
     def embed(texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float64)
-        for row, ids in enumerate(model.tokenizer.encode_many(texts)):
+        for row, found in enumerate(model.tokenizer.encode_batch(texts, add_special_tokens=False)):
+            ids = found.ids
             if ids:
                 out[row] = table[ids].mean(0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)

@@ -5,11 +5,12 @@ variable names a key as ``MEMPLUG_<SECTION>__<KEY>`` in upper snake case
 (``MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS=2000``). Unknown keys are errors that name the
 key; numbers are clamped to sane bounds rather than trusted.
 
-Sections are frozen records (docs/architecture.md "Records") checked by
-:func:`validate_config` below, not pydantic models: every Claude Code hook is a fresh
-process that loads the configuration, and importing pydantic and building its validators
-cost that process more than the dozen scalar and list types here need
-(docs/benchmarks.md).
+Sections are frozen msgspec records (docs/architecture.md "Records") that msgspec's
+conversion checks (``msgspec.convert``, lax as TOML and environment strings need), not
+pydantic models: every Claude Code hook is a fresh process that loads the
+configuration, and importing pydantic (or pydantic-settings, for its environment
+mapping) costs that process more than the dozen scalar and list types here need
+(docs/benchmarks.md, "Config and records (round 6)").
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import Struct, field
 
 from memplug.errors import ValidationError
@@ -35,25 +35,30 @@ _ENV_NOT_CONFIG = frozenset({"MEMPLUG_DB", "MEMPLUG_HOME", "MEMPLUG_CONFIG"})
 
 class Clamp(Struct, frozen=True):
     """Marks a number key (``Annotated[int, Clamp(1, 100)]``) whose value is clamped
-    into ``[low, high]`` rather than refused."""
+    into ``[low, high]`` rather than refused (msgspec's own ``Meta(ge=, le=)`` refuses,
+    and the documented bounds clamp, with a warning)."""
 
     low: float
     high: float
 
 
-class CaptureConfig(Struct, frozen=True):
+class Section(Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
+    """A config table: its keys are its fields' camelCase names, and any other is an error."""
+
+
+class CaptureConfig(Section, frozen=True):
     index_thinking: bool = False
     index_tool_output: bool = True
     max_text_chars: Annotated[int, Clamp(1_000, 1_000_000)] = 20_000
     generated_source_kinds: tuple[str, ...] = ()
 
 
-class ExtractionConfig(Struct, frozen=True):
+class ExtractionConfig(Section, frozen=True):
     enabled: bool = True
     extract_proposals: bool = True
 
 
-class RetrievalConfig(Struct, frozen=True):
+class RetrievalConfig(Section, frozen=True):
     limit: Annotated[int, Clamp(1, 100)] = 24
     min_score: float = 0.5
     candidate_budget: Annotated[int, Clamp(10, 100_000)] = 400
@@ -118,7 +123,7 @@ class RetrievalConfig(Struct, frozen=True):
     regex_max_haystack_chars: int = 2_000_000
 
 
-class AssemblyConfig(Struct, frozen=True):
+class AssemblyConfig(Section, frozen=True):
     min_budget_tokens: Annotated[int, Clamp(50, 200_000)] = 600
     soft_budget_tokens: Annotated[int, Clamp(0, 200_000)] = 3000
     # Event types quoted as raw evidence; assistant text is labelled "assistant said"
@@ -173,12 +178,12 @@ class AssemblyConfig(Struct, frozen=True):
         return max(self.min_budget_tokens, self.soft_budget_tokens)
 
 
-class DiagnosticsConfig(Struct, frozen=True):
+class DiagnosticsConfig(Section, frozen=True):
     assembly_log_retention: Annotated[int, Clamp(1, 1_000_000)] = 1000
     error_log_retention: int = 500
 
 
-class HookConfig(Struct, frozen=True):
+class HookConfig(Section, frozen=True):
     max_context_chars: Annotated[int, Clamp(500, 100_000)] = 9_000
     deadline_ms: int = 4_000
 
@@ -187,7 +192,7 @@ class HookConfig(Struct, frozen=True):
 RULE_CATEGORIES: tuple[str, ...] = ("workflow", "constraint", "style", "current_state", "reference")
 
 
-class SkillsConfig(Struct, frozen=True):
+class SkillsConfig(Section, frozen=True):
     include: tuple[str, ...] = ("**/SKILL.md",)
     exclude: tuple[str, ...] = ("**/.git/**", "**/node_modules/**")
     # Workflow lines per skill in the resident core; the rest are omitted "over limit".
@@ -205,7 +210,7 @@ class SkillsConfig(Struct, frozen=True):
     )
 
 
-class PreconditionConfig(Struct, frozen=True):
+class PreconditionConfig(Section, frozen=True):
     """Before a tool touches a path matching a pattern, that path must (not) exist."""
 
     name: str = ""
@@ -215,7 +220,7 @@ class PreconditionConfig(Struct, frozen=True):
     reason: str | None = None
 
 
-class ValidationConfig(Struct, frozen=True):
+class ValidationConfig(Section, frozen=True):
     # Run the checks on each committed assistant message (hosts and hooks).
     enabled: bool = True
     # Each check is a table with a `type`; unknown types are reported and skipped when
@@ -227,7 +232,7 @@ class ValidationConfig(Struct, frozen=True):
     reminder_max_chars: Annotated[int, Clamp(80, 4_000)] = 600
 
 
-class SemanticConfig(Struct, frozen=True):
+class SemanticConfig(Section, frozen=True):
     # "off", or the name of a provider registered under the `memplug.embedders` entry
     # points ("builtin" with `pip install 'memplug-local[semantic]'`).
     provider: str = "off"
@@ -247,7 +252,7 @@ class SemanticConfig(Struct, frozen=True):
     scan_limit: Annotated[int, Clamp(100, 10_000_000)] = 3_000
 
 
-class Config(Struct, frozen=True):
+class Config(Section, frozen=True):
     capture: CaptureConfig = field(default_factory=CaptureConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
@@ -260,20 +265,8 @@ class Config(Struct, frozen=True):
 
     def to_dict(self) -> dict[str, Any]:
         """``{section: {camelKey: value}}`` as JSON types (tuples become lists)."""
-        data: dict[str, Any] = _as_json(self)
+        data: dict[str, Any] = msgspec.to_builtins(self)
         return data
-
-
-def _as_json(value: Any) -> Any:
-    if isinstance(value, Struct):
-        return {
-            config_key(name): _as_json(getattr(value, name)) for name in value.__struct_fields__
-        }
-    if isinstance(value, tuple | list):
-        return [_as_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _as_json(v) for k, v in value.items()}
-    return value
 
 
 class LoadedConfig(Struct, frozen=True):
@@ -295,8 +288,9 @@ class LoadedConfig(Struct, frozen=True):
 
 
 def config_key(name: str) -> str:
-    """A field's key in files and docs: ``soft_budget_tokens`` → ``softBudgetTokens``."""
-    first, *rest = name.lower().split("_")
+    """A field's key in files and docs: ``soft_budget_tokens`` → ``softBudgetTokens``
+    (a camelCase key is its own)."""
+    first, *rest = name.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
@@ -318,128 +312,60 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, str, Any]
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        section_name, key_name = section.lower(), config_key(key)
+        section_name, key_name = section.lower(), config_key(key.lower())
         found[f"{section_name}.{key_name}"] = (section_name, key_name, value)
     return found
 
 
-class _Invalid(Exception):
-    """A value that failed validation, where (``loc``) and why."""
-
-    def __init__(self, loc: tuple[str, ...], message: str = "") -> None:
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
-
-
-_TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
-_FALSE = frozenset({"false", "f", "no", "n", "off", "0"})
-
-
 def validate_config(data: Mapping[str, Any], sources: Mapping[str, str] | None = None) -> Config:
-    """A :class:`Config` from a nested mapping of sections (camelCase or snake_case keys);
-    :class:`ValidationError` names the first bad key and where it was set."""
+    """A :class:`Config` from a nested mapping of sections (camelCase keys, as in files),
+    its numbers clamped into their bounds; :class:`ValidationError` names the first bad
+    key and where it was set."""
     try:
-        return _section(Config, data, ())
-    except _Invalid as error:
-        raise ValidationError(_describe(error, sources or {})) from None
+        config = msgspec.convert(data, Config, strict=False)
+    except msgspec.ValidationError as error:
+        raise ValidationError(_describe(str(error), sources or {})) from None
+    return msgspec.structs.replace(
+        config, **{section: _clamp(getattr(config, section)) for section in data}
+    )
 
 
-def _section(cls: type[Any], data: Mapping[str, Any], loc: tuple[str, ...]) -> Any:
-    fields = cls.__struct_fields__
-    by_key = {config_key(name): name for name in fields} | {name: name for name in fields}
-    hints = typing.get_type_hints(cls, include_extras=True)
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        name = by_key.get(key)
-        if name is None:
-            raise _Invalid((*loc, str(key)))  # an unknown key: no message
-        hint, clamp = hints[name], None
-        if typing.get_origin(hint) is Annotated:
-            hint, clamp = (
-                hint.__origin__,
-                next(m for m in hint.__metadata__ if isinstance(m, Clamp)),
-            )
-        values[name] = _check(hint, value, (*loc, key))
-        if clamp is not None:
-            values[name] = min(max(values[name], clamp.low), clamp.high)
-    return cls(**values)
+def _clamp(section: Any) -> Any:
+    """``section`` with each :class:`Clamp`-marked number moved into its bounds."""
+    changed: dict[str, Any] = {}
+    for info in msgspec.structs.fields(section):
+        marks = getattr(info.type, "__metadata__", ())
+        bounds = next((m for m in marks if isinstance(m, Clamp)), None)
+        value = getattr(section, info.name)
+        if bounds is not None and not bounds.low <= value <= bounds.high:
+            changed[info.name] = min(max(value, bounds.low), bounds.high)
+    return msgspec.structs.replace(section, **changed)
 
 
-def _check(hint: Any, value: Any, loc: tuple[str, ...]) -> Any:
-    """``value`` as the type ``hint`` names, converted as leniently as TOML and
-    environment variables need (``"yes"`` is a bool, ``3`` a float), or :class:`_Invalid`."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return value
-    if origin is types.UnionType:  # only ``X | None`` is used
-        if value is None and type(None) in args:
-            return None
-        return _check(next(a for a in args if a is not type(None)), value, loc)
-    if isinstance(hint, type) and issubclass(hint, Struct):
-        if not isinstance(value, Mapping):
-            raise _Invalid(loc, "Input should be a table")
-        return _section(hint, value, loc)
-    if origin is Literal:
-        if any(type(value) is type(option) and value == option for option in args):
-            return value
-        shown = [repr(option) for option in args]
-        listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-        raise _Invalid(loc, f"Input should be {listed}")
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise _Invalid(loc, "Input should be a valid list")
-        return tuple(_check(args[0], v, (*loc, str(i))) for i, v in enumerate(value))
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            raise _Invalid(loc, "Input should be a valid table")
-        return {
-            _check(args[0], k, loc): _check(args[1], v, (*loc, str(k))) for k, v in value.items()
-        }
-    return _scalar(hint, value, loc)
+# msgspec's errors end with where the value was, ``- at `$.retrieval.kindWeights[...]```;
+# an unknown key is named in the message instead (the object holding it is the place).
+_AT = re.compile(r"^(?P<why>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>[^`]*)`$")
 
 
-def _scalar(hint: type, value: Any, loc: tuple[str, ...]) -> Any:
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int | str) and str(value).strip().lower() in _TRUE | _FALSE:
-            return str(value).strip().lower() in _TRUE
-        raise _Invalid(loc, "Input should be a valid boolean")
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Invalid(loc, "Input should be a valid string")
-    if not isinstance(value, bool) and isinstance(value, int | float | str):
-        try:
-            number = float(value) if hint is float else _integer(value)
-        except ValueError:
-            pass
-        else:
-            return number
-    kind = "a valid integer" if hint is int else "a valid number"
-    raise _Invalid(loc, f"Input should be {kind}")
-
-
-def _integer(value: int | float | str) -> int:
-    if isinstance(value, str):
-        return int(value.strip())
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(value)
-    return int(value)
-
-
-def _describe(error: _Invalid, sources: Mapping[str, str]) -> str:
-    key = ".".join(error.loc)
+def _describe(message: str, sources: Mapping[str, str]) -> str:
+    """msgspec's error as one line naming the dotted key and where it was set."""
+    found = _AT.match(message)
+    why, path = (found["why"], found["path"] or "") if found else (message, "")
+    loc = re.findall(r"[^.\[\]]+", path.replace("[...]", ""))
+    unknown = _UNKNOWN.match(why)
+    if unknown:
+        loc.append(unknown["key"])
+    key = ".".join(loc)
     # Name where the offending key (or the table holding it) was set, when known.
-    within = (".".join(error.loc[:n]) for n in range(len(error.loc), 0, -1))
+    within = (".".join(loc[:n]) for n in range(len(loc), 0, -1))
     origin = next((sources[k] for k in within if k in sources), None) or next(
         (where for dotted, where in sorted(sources.items()) if dotted.startswith(key + ".")),
         "the configuration",
     )
-    if not error.message:
+    if unknown:
         return f"unknown config key '{key}' in {origin}"
-    return f"config key '{key}' in {origin}: {error.message}"
+    return f"config key '{key}' in {origin}: {why}"
 
 
 def load_config(
@@ -497,14 +423,14 @@ def _value(config: Config, dotted: str) -> Any:
 
 
 def _clamped(config: Config, merged: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The numbers given that validation moved into their bounds (a number the model
+    """The numbers given that validation moved into their bounds (a number msgspec
     only converted, 3 → 3.0, is not clamped)."""
     found: dict[str, Any] = {}
     for section, values in sorted(merged.items()):
         for key, given in sorted(values.items()):
             if isinstance(given, bool) or not isinstance(given, int | float):
                 continue
-            dotted = f"{section}.{config_key(_snake(key))}"
+            dotted = f"{section}.{key}"
             if _value(config, dotted) != given:
                 found[dotted] = given
     return found
@@ -516,17 +442,15 @@ def _merge(
     for section, values in data.items():
         if not isinstance(values, Mapping):
             raise ValidationError(f"config key '{section}' in {origin} must be a table")
-        for key, value in values.items():
+        for given, value in values.items():
+            # A snake_case key (``soft_budget_tokens``, as in Python) names the same field.
+            key = config_key(str(given))
             merged.setdefault(section, {})[key] = value
             sources[f"{section}.{key}"] = origin
 
 
 def _all_keys(config: Config) -> list[str]:
-    return [
-        f"{config_key(section)}.{key}"
-        for section, values in config.to_dict().items()
-        for key in values
-    ]
+    return [f"{section}.{key}" for section, values in config.to_dict().items() for key in values]
 
 
 def config_path_beside(db_path: Path) -> Path:

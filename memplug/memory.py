@@ -613,8 +613,8 @@ class Memory:
 
     def event_text(self, session_id: str, seq: int) -> str:
         """An event's stored (capped) text; empty when there is no such event."""
-        event = self.store.search.event_by_ref(session_id, seq)
-        return (event.text if event is not None else None) or ""
+        found = self.store.search.events_by_refs([(session_id, seq)])
+        return (found[0].text if found else None) or ""
 
     def session_events(
         self, session_id: str, *, after_seq: int = -1, types: Sequence[str] | None = None

@@ -422,7 +422,7 @@ def test_healthy_empty_result_injects_nothing() -> None:
 
 def test_incomplete_empty_result_injects_nothing() -> None:
     # A degradation notice qualifies evidence; alone it would be a hollow injection.
-    result = run(Candidates(coverage=Coverage(False, ("truncated_events",))))
+    result = run(Candidates(coverage=Coverage(complete=False, reasons=["truncated_events"])))
     assert not result.injected
     assert result.text == ""
     assert {o.reason for o in result.omitted if o.section == "notice"} == {NOTHING_TO_QUALIFY}
@@ -430,7 +430,7 @@ def test_incomplete_empty_result_injects_nothing() -> None:
 
 def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> None:
     port = ev(14, "The staging port is 5433 for the card numbers service.", turn=3)
-    gap = Coverage(False, ("truncated_events",))
+    gap = Coverage(complete=False, reasons=["truncated_events"])
     alone = run(Candidates(events=(CARD_EVENT,), coverage=gap))
     assert "## Notice" not in alone.text  # one line is a match, not a search's gaps
     found = Candidates(events=(CARD_EVENT, port), coverage=gap)
@@ -610,6 +610,20 @@ def test_findings_come_before_narration_and_what_says_nothing_is_dropped() -> No
     assert "the cause is the payload log" in result.text
     # Deterministic: the same candidates give the same bytes.
     assert run(Candidates(events=(narration, cut, finding))).text == result.text
+
+
+def test_an_acknowledgement_is_not_a_finding() -> None:
+    said = "assistant/message"
+    agreed = ev(20, "You're right - let me update the card numbers script.", said)
+    cut = ev(21, "That makes sense. … card numbers …", said)
+    finding = ev(22, "You're right: the card numbers log is the cause.", said, score=0.9)
+    offer = ev(23, "Want me to merge the card numbers fix, or move on?", said)
+    result = run(Candidates(events=(agreed, cut, finding, offer)))
+    why = reasons(result)
+    assert why[agreed.ref] == NARRATION
+    assert why[offer.ref] == NARRATION
+    assert why[cut.ref] == CUT_EMPTY
+    assert "the card numbers log is the cause" in result.text
 
 
 def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() -> None:

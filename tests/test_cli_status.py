@@ -41,7 +41,7 @@ def test_a_bad_config_that_silenced_the_hooks_shows_in_status(
     text = memory("--db", str(db), "status")
     assert text.returncode == 0, text.stderr
     assert "hook errors not yet in error_log: 2 (the database could not take them)" in text.stdout
-    assert "MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS: Input should be a valid integer" in text.stdout
+    assert "MEMPLUG_ASSEMBLY__SOFT_BUDGET_TOKENS: Expected `int`, got `str`" in text.stdout
     data = json.loads(memory("--db", str(db), "status", "--json").stdout)
     assert data["exists"] is captured_first
     assert data["hook_pending"]["count"] == 2

@@ -7,10 +7,11 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import CliResult, run_cli_here
 
-from memplug.config import env_name, load_config, validate_config
+from memplug.config import Config, config_key, env_name, load_config, validate_config
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
@@ -125,8 +126,8 @@ def test_defaults_built_without_validation_equal_validated_defaults() -> None:
         ({"retrieval": {"minScore": 1}}, ("retrieval", "min_score"), 1.0),
         ({"retrieval": {"min_score": "0.25"}}, ("retrieval", "min_score"), 0.25),
         ({"retrieval": {"limit": 5.0}}, ("retrieval", "limit"), 5),
-        ({"retrieval": {"limit": " 7 "}}, ("retrieval", "limit"), 7),
-        ({"capture": {"indexThinking": "yes"}}, ("capture", "index_thinking"), True),
+        ({"retrieval": {"limit": "7"}}, ("retrieval", "limit"), 7),
+        ({"capture": {"indexThinking": "True"}}, ("capture", "index_thinking"), True),
         ({"capture": {"indexToolOutput": 0}}, ("capture", "index_tool_output"), False),
         ({"assembly": {"evidenceTypes": ["a", "b"]}}, ("assembly", "evidence_types"), ("a", "b")),
         ({"retrieval": {"kindWeights": {"fact": 2}}}, ("retrieval", "kind_weights"), {"fact": 2.0}),
@@ -135,7 +136,8 @@ def test_defaults_built_without_validation_equal_validated_defaults() -> None:
 def test_values_are_converted_as_toml_and_env_need(
     given: dict[str, dict[str, object]], field: tuple[str, str], kept: object
 ) -> None:
-    value = getattr(getattr(validate_config(given), field[0]), field[1])
+    config = load_config(None, environ={}, overrides=given).config
+    value = getattr(getattr(config, field[0]), field[1])
     assert value == kept
     assert type(value) is type(kept)
 
@@ -143,37 +145,72 @@ def test_values_are_converted_as_toml_and_env_need(
 @pytest.mark.parametrize(
     ("given", "error"),
     [
-        (
-            {"retrieval": {"limit": "many"}},
-            "'retrieval.limit' in api: Input should be a valid integer",
-        ),
-        (
-            {"retrieval": {"limit": True}},
-            "'retrieval.limit' in api: Input should be a valid integer",
-        ),
-        (
-            {"retrieval": {"limit": 2.5}},
-            "'retrieval.limit' in api: Input should be a valid integer",
-        ),
+        ({"retrieval": {"limit": "many"}}, "'retrieval.limit' in api: Expected `int`, got `str`"),
+        ({"retrieval": {"limit": True}}, "'retrieval.limit' in api: Expected `int`, got `bool`"),
+        ({"retrieval": {"limit": 2.5}}, "'retrieval.limit' in api: Expected `int`, got `float`"),
         (
             {"retrieval": {"minScore": "high"}},
-            "'retrieval.minScore' in api: Input should be a valid number",
+            "'retrieval.minScore' in api: Expected `float`, got `str`",
         ),
         (
             {"capture": {"indexThinking": 2}},
-            "'capture.indexThinking' in api: Input should be a valid boolean",
+            "'capture.indexThinking' in api: Expected `bool`, got `int`",
         ),
-        ({"assembly": {"scope": "team"}}, "Input should be 'session', 'project' or 'global'"),
-        ({"assembly": {"evidenceTypes": "user/message"}}, "Input should be a valid list"),
+        # msgspec's booleans: true/false in any case, 1/0 (no longer yes/no, on/off).
+        (
+            {"capture": {"indexThinking": "yes"}},
+            "'capture.indexThinking' in api: Expected `bool`, got `str`",
+        ),
+        ({"assembly": {"scope": "team"}}, "'assembly.scope' in api: Invalid enum value 'team'"),
+        ({"assembly": {"evidenceTypes": "user/message"}}, "Expected `array`, got `str`"),
         (
             {"assembly": {"evidenceTypes": [1]}},
-            "'assembly.evidenceTypes.0' in api: Input should be a valid string",
+            "'assembly.evidenceTypes.0' in api: Expected `str`, got `int`",
         ),
-        ({"retrieval": {"kindWeights": {"fact": "x"}}}, "'retrieval.kindWeights.fact' in api"),
+        ({"retrieval": {"kindWeights": {"fact": "x"}}}, "'retrieval.kindWeights' in api"),
+        (
+            {"validation": {"preconditions": [{"mustExist": "a"}]}},
+            "'validation.preconditions.0.mustExist' in api: Expected `array`, got `str`",
+        ),
+        (
+            {"validation": {"preconditions": [{"mustExist": ["a"], "must": 1}]}},
+            "unknown config key 'validation.preconditions.0.must' in api",
+        ),
     ],
 )
 def test_bad_values_name_the_key_and_the_problem(
     given: dict[str, dict[str, object]], error: str
 ) -> None:
-    with pytest.raises(ValidationError, match=re.escape(error)):
+    with pytest.raises(ValidationError, match=re.escape(error)) as raised:
         load_config(None, environ={}, overrides=given)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_bad_variable_is_named_as_the_source(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as raised:
+        load_config(None, environ={"MEMPLUG_ASSEMBLY__EVIDENCE_TYPES": "[1]"})
+    assert str(raised.value) == (
+        "config key 'assembly.evidenceTypes.0' in env MEMPLUG_ASSEMBLY__EVIDENCE_TYPES: "
+        "Expected `str`, got `int`"
+    )
+    done = show(tmp_path / "m.sqlite", env={"MEMPLUG_RETRIEVAL__LIMT": "3"})
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "Error: unknown config key 'retrieval.limt' in env MEMPLUG_RETRIEVAL__LIMT"
+    )
+
+
+def test_a_snake_case_key_names_the_same_field_and_source() -> None:
+    loaded = load_config(None, environ={}, overrides={"retrieval": {"min_score": 0.25}})
+    assert loaded.config.retrieval.min_score == 0.25
+    assert loaded.sources["retrieval.minScore"] == "api"
+    assert "retrieval.min_score" not in loaded.sources
+
+
+def test_a_key_is_spelled_as_msgspec_spells_the_field() -> None:
+    """``config_key`` (variables, snake_case keys) and msgspec's camelCase renaming (what
+    files are checked against) must agree, or a variable would name an unknown key."""
+    for section in msgspec.structs.fields(Config):
+        for info in msgspec.structs.fields(section.type):
+            assert config_key(info.name) == info.encode_name
+            assert config_key(info.encode_name) == info.encode_name

@@ -230,7 +230,9 @@ def test_inspect_can_find_the_assemblies_that_mentioned_a_ref(
 
 def test_incomplete_coverage_is_shown(tmp_path: Path) -> None:
     with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
-        source = Fixed(Candidates(coverage=Coverage(False, ("candidate budget hit",))))
+        source = Fixed(
+            Candidates(coverage=Coverage(complete=False, reasons=["candidate budget hit"]))
+        )
         data = explain(find_assembly(memory.store, assembly_id=_assemble(memory, source)))
     assert "coverage   INCOMPLETE: candidate budget hit" in render_explain(data)
 

@@ -42,12 +42,12 @@ NEVER = (
     "email",
     "memplug.models",
     "memplug.cli.app",
-    "memplug.plugins",
+    "memplug.extensions",
     "memplug.extract",
     "memplug.rederive",
     "memplug.dialogue",
     "memplug.cues",
-    "memplug.numbers",
+    "memplug.quantities",
     "memplug.capture",
     "memplug.jsonl",
 )
@@ -209,11 +209,11 @@ def test_the_hook_runs_without_the_collector_and_pydantic_plugins_and_gives_them
     assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == before
 
 
-def test_a_prompt_hook_with_the_semantic_provider_imports_no_numpy_and_no_metadata(
+def test_a_prompt_hook_with_the_semantic_provider_imports_its_extra_and_no_metadata(
     hook_run: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The provider on costs the prompt hook its table's rows, not numpy's import or an
-    entry-point scan (docs/semantic.md, "Cost")."""
+    """The provider on costs the prompt hook its extra (numpy, tokenizers) and its
+    table's rows, not an entry-point scan (docs/semantic.md, "Cost")."""
     db, payload = hook_run
     monkeypatch.setenv("MEMPLUG_SEMANTIC__PROVIDER", "builtin")
     stdin = json.dumps(
@@ -221,5 +221,8 @@ def test_a_prompt_hook_with_the_semantic_provider_imports_no_numpy_and_no_metada
     )
     modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
     assert {"memplug.semantic.builtin", "memplug.semantic.vecmath"} <= set(modules)
-    assert under(modules, (*NEVER, "numpy")) == []
-    assert third_party(modules, floor(tmp_path)) == []
+    assert under(modules, NEVER) == []
+    assert {m.split(".")[0] for m in third_party(modules, floor(tmp_path))} == {
+        "numpy",
+        "tokenizers",
+    }

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,6 +64,7 @@ def test_the_hidden_modules_are_hidden() -> None:
     subprocess.run([sys.executable, "-c", probe], env=_env(False), check=True)
 
 
+@pytest.mark.slow
 def test_capture_assembly_and_the_hook_give_the_same_bytes_without_them(
     tmp_path: Path,
 ) -> None:

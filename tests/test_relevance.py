@@ -6,6 +6,7 @@ import io
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
@@ -21,6 +22,8 @@ from memplug.retrieve.precision import (
     WEAK_TERMS,
     QueryTerms,
     Relevance,
+    asks_about_earlier_work,
+    asks_for_steps,
 )
 from memplug.retrieve.ranking import Ranking
 
@@ -171,3 +174,30 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
     before = loose.assemble(AssemblyRequest("s", query="check the stripe key"))
     assert len([e for e in before.included if e.section == "evidence"]) > 10
     assert result.used_tokens * 3 < before.used_tokens
+
+
+@pytest.mark.parametrize(
+    ("request_text", "earlier", "steps"),
+    [
+        ("which command runs just the renderer tests?", True, True),
+        ("where does the AshComputer library live?", True, True),
+        ("how do we reinstall the tool so it picks up the new code?", True, True),
+        ("why did git push fail the first time?", True, False),
+        ("how many tests passed after the renderer change?", True, False),
+        ("is the spotter-dov epic finished?", True, False),
+        ("does AshComputer generate the toggle handler for us?", True, False),
+        ("in scope of what we did since Monday, is anything left?", True, False),
+        # What to do next, not what was done.
+        ("can we check the whole code base for this?", False, False),
+        ("what if the agent commits while a subagent runs?", False, False),
+        ("how does a metadata.json look today?", False, False),
+        ("let's fix it, write the test first", False, False),
+        # A question inside a pasted block is not the person's.
+        ('```\nunknown command "session"\nDid you mean this?\n```\nfix it', False, False),
+    ],
+)
+def test_which_requests_ask_about_earlier_work_and_which_a_step_answers(
+    request_text: str, earlier: bool, steps: bool
+) -> None:
+    assert asks_about_earlier_work(request_text) is earlier
+    assert asks_for_steps(request_text) is steps

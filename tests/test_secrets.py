@@ -305,6 +305,7 @@ def test_clear_cut_moves_an_edge_out_of_a_statement_and_leaves_others() -> None:
 # -- bounds ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hostile",
     [

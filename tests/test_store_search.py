@@ -21,34 +21,34 @@ def _event(session: str, text: str) -> dict[str, object]:
             "text": text, "cwd": f"/p/{session}"}  # fmt: skip
 
 
-def test_has_truncated_answers_for_the_scope_it_is_given(memory: Memory) -> None:
+def test_truncated_without_needles_answers_for_the_scope_it_is_given(memory: Memory) -> None:
     search = memory.store.search
     _import(memory, [_event("small", "a short turn")])
-    assert not search.has_truncated(None)
-    assert not search.has_truncated(("small",))
+    assert not search.truncated(None)
+    assert not search.truncated(("small",))
 
     _import(memory, [_event("big", "kingfisher " + "x " * 15_000)])
-    assert search.has_truncated(None)
-    assert search.has_truncated(("big",))
-    assert search.has_truncated(("small", "big"))
-    assert not search.has_truncated(("small",))
-    assert not search.has_truncated(())
+    assert search.truncated(None)
+    assert search.truncated(("big",))
+    assert search.truncated(("small", "big"))
+    assert not search.truncated(("small",))
+    assert not search.truncated(())
 
 
-def test_truncated_matching_looks_only_at_what_the_index_could_not_see(memory: Memory) -> None:
+def test_truncated_with_needles_looks_only_at_what_the_index_could_not_see(memory: Memory) -> None:
     search = memory.store.search
     head = "kingfisher " + "x " * 10_000
     _import(memory, [_event("big", head + " zebrafinch"), _event("small", "zebrafinch here")])
     # In the tail only: the index cannot find it there.
-    assert search.truncated_matching(None, ["zebrafinch"])
-    assert search.truncated_matching(("big",), ["nothing", "zebrafinch"])
+    assert search.truncated(None, ["zebrafinch"])
+    assert search.truncated(("big",), ["nothing", "zebrafinch"])
     # In the indexed head: the index finds it, the tail changes nothing.
-    assert not search.truncated_matching(None, ["kingfisher"])
+    assert not search.truncated(None, ["kingfisher"])
     # Nowhere, or outside the scope, or no needle at all.
-    assert not search.truncated_matching(None, ["xyzzy"])
-    assert not search.truncated_matching(("small",), ["zebrafinch"])
-    assert not search.truncated_matching((), ["zebrafinch"])
-    assert not search.truncated_matching(None, [])
+    assert not search.truncated(None, ["xyzzy"])
+    assert not search.truncated(("small",), ["zebrafinch"])
+    assert not search.truncated((), ["zebrafinch"])
+    assert not search.truncated(None, [])
 
 
 def test_item_term_search_tests_scope_on_the_rowid_index(memory: Memory) -> None:

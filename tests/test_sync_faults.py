@@ -176,6 +176,7 @@ def test_a_wrong_password_is_one_line(pg_url: str, tmp_path: Path) -> None:
     assert _sync(path).json()["pushed"] == EVENTS
 
 
+@pytest.mark.slow
 def test_the_network_cut_mid_push_and_mid_pull(
     proxy: Proxy, pg_server: PgServer, pg_url: str, tmp_path: Path, fresh_db: Callable[..., Path]
 ) -> None:
@@ -222,6 +223,7 @@ def _start_sync(path: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_kill_9_mid_push_and_mid_pull(
     pg_url: str, tmp_path: Path, fresh_db: Callable[..., Path]
 ) -> None:

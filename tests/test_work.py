@@ -318,8 +318,9 @@ def test_work_still_in_the_hosts_context_is_not_restated(tmp_path: Path) -> None
 
 
 def test_the_work_section_keeps_to_its_budget(tmp_path: Path) -> None:
-    query = AssemblyRequest(session_id=MAIN, query="did we pytest grep config card handling?")
-    for budget, shown in ((0, 0), (20, 0), (400, 3)):
+    asked = "which pytest, grep config, card handling did we run?"
+    query = AssemblyRequest(session_id=MAIN, query=asked)
+    for budget, shown in ((0, 0), (20, 0), (400, 4)):
         config = {"assembly": {"workBudgetTokens": budget}}
         with Memory.open(new_db(tmp_path / f"m{budget}.sqlite"), config=config) as memory:
             capture_fixtures(memory)
@@ -382,3 +383,25 @@ def test_the_latest_compaction_is_found_by_each_compaction_type(tmp_path: Path, 
         memory.ingest(events)
         assert memory.store.work.latest_compaction("s") == 2
         assert memory.store.work.latest_compaction("other") is None
+
+
+@pytest.mark.parametrize(
+    ("prompt", "quoted"),
+    [
+        ("which command searched the port config?", True),
+        ("where did we grep for the port config?", True),
+        ("why did the grep of the port config take so long?", False),
+        ("let's make the grep of the port config faster", False),
+        ("can we grep the port config faster?", False),
+    ],
+)
+def test_a_record_that_only_worked_is_quoted_for_a_question_a_step_answers(
+    session: Memory, prompt: str, quoted: bool
+) -> None:
+    # "ran `grep …` → ok" is the answer to "which command …?"; for anything else it
+    # says only that the agent looked somewhere.
+    result = session.assemble(AssemblyRequest(session_id=MAIN, query=prompt))
+    ref = f"{MAIN}:4"
+    assert (ref in {e.ref for e in result.included if e.section == "work"}) is quoted
+    omitted = {(o.ref, o.reason, o.detail) for o in result.omitted if o.section == "work"}
+    assert ((ref, "says only that it worked", "the request asks for no step") in omitted) != quoted

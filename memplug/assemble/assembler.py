@@ -40,7 +40,7 @@ from memplug.assemble.sections.work import WorkSections
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.retrieve.precision import asks_about_earlier_work, generic_request
+from memplug.retrieve.precision import asks_about_earlier_work, asks_for_steps, generic_request
 from memplug.vocab import GENERATED_SOURCE_KINDS, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             budget=self.config.assembly.budget_tokens,
             used_tokens=0,
             token_source="exact" if request.token_meter is not None else "estimate",
-            coverage=Coverage(False, ("assembly failed",)),
+            coverage=Coverage(complete=False, reasons=["assembly failed"]),
             query_text=request.query or "",
             errors=[message],
             turn=request.turn,
@@ -190,6 +190,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
             core,
             reserve_insufficient=has_query,
             strict=not asks_about_earlier_work(task_text),
+            steps=asks_for_steps(task_text),
         )
         if has_query and packed.answered:
             # The statement is not needed: its room goes to what the budget left out.
@@ -290,10 +291,11 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         *,
         reserve_insufficient: bool,
         strict: bool = False,
+        steps: bool = False,
     ) -> Packed:
-        """``strict``: the request asks no question about earlier work, so the steps
-        taken on the way (plain work records, announcements naming what they touch)
-        are not what it needs."""
+        """``strict``: the request asks no question about earlier work, so the agent's
+        announcements on the way, even naming what they touch, are not what it needs;
+        ``steps``: a step itself may answer it, so records that only worked may too."""
         labels = self.labels
         meter = Meter(request.token_meter)
         budget = self.config.assembly.budget_tokens
@@ -348,7 +350,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         # it is still rendered after it, in section order.
         terms = candidates.terms if self.config.assembly.precise else None
         self._work_section(
-            draft, candidates.work, request.session_id, visible, terms=terms, strict=strict
+            draft, candidates.work, request.session_id, visible, terms=terms, steps=steps
         )
         carried = self._carried(draft, candidates, core, task_state)
         self._evidence_section(draft, candidates, visible, carried, request.query, strict)

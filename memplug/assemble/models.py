@@ -9,6 +9,7 @@ from msgspec import Struct, field
 
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
+from memplug.retrieve.models import Coverage
 from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, NOT_SPECIFIC, WEAK_TERMS
 from memplug.store.records import LogRecord
 from memplug.text import sha256_hex
@@ -174,14 +175,6 @@ class Omission(Struct, frozen=True):
         if self.count is not None:
             out["count"] = self.count
         return out
-
-
-class Coverage(Struct, frozen=True):
-    complete: bool = True
-    reasons: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"complete": self.complete, "reasons": list(self.reasons)}
 
 
 class Candidates(Struct, frozen=True):

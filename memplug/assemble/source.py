@@ -10,7 +10,6 @@ from msgspec.structs import replace
 from memplug.assemble.models import (
     OVER_LIMIT,
     Candidates,
-    Coverage,
     EventCandidate,
     ItemCandidate,
     NumberInfo,
@@ -104,7 +103,7 @@ def from_retrieval(result: RetrievalResult) -> Candidates:
             for e in result.evidence
         ),
         omitted=_retrieval_omissions(result.omitted),
-        coverage=Coverage(result.coverage.complete, tuple(result.coverage.reasons)),
+        coverage=result.coverage,
         signals={
             **result.signals,
             **({"weak": result.terms.weak_terms()} if result.terms is not None else {}),

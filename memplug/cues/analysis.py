@@ -25,7 +25,7 @@ from memplug.cues.rules import (
 )
 from memplug.cues.sentences import Sentence, mask_code, split_sentences
 from memplug.cues.words import content_words
-from memplug.numbers import Number, conditions_of, extract_numbers
+from memplug.quantities import Number, conditions_of, extract_numbers
 from memplug.text import cjk_run
 
 

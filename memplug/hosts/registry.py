@@ -2,7 +2,7 @@
 
 ``BUILTIN`` is a literal table of the hosts shipped in ``memplug/hosts/``; a host in
 another distribution registers a ``HostSpec`` under the entry-point group
-``memplug.hosts`` (see :mod:`memplug.plugins`). Each part is a ``"module:attribute"``
+``memplug.hosts`` (see :mod:`memplug.extensions`). Each part is a ``"module:attribute"``
 string, so nothing is imported before it is used. ``memory hook <name>``, ``memory
 install <name>`` and ``memory uninstall <name>`` are built from these specs.
 
@@ -93,11 +93,11 @@ def all_hosts() -> dict[str, HostSpec]:
     """Every registered host by name: the built-in ones, then entry-point plugins
     (a plugin cannot replace a built-in host)."""
     found = dict(BUILTIN)
-    from memplug.plugins import load_group
+    from memplug.extensions import load_group
 
     for name, obj in load_group("memplug.hosts").items():
         if not isinstance(obj, HostSpec):
-            from memplug.plugins import PluginError
+            from memplug.extensions import PluginError
 
             raise PluginError(
                 f"the memplug.hosts plugin {name!r} is a {type(obj).__name__}, not a HostSpec"

@@ -138,10 +138,8 @@ class Collector:
     def _truncated(self, signals: QuerySignals, resolved: Scope, regex: str | None) -> bool:
         """Coverage is local: a capped event leaves this result incomplete only when its
         unindexed tail holds a term of this query (a regex could match anything there)."""
-        if regex is not None:
-            return self.store.has_truncated(resolved.session_ids)
-        needles = [t.text for t in signals.terms]
-        return self.store.truncated_matching(resolved.session_ids, needles)
+        needles = None if regex is not None else [t.text for t in signals.terms]
+        return self.store.truncated(resolved.session_ids, needles)
 
     def _all(self, plan: MatchPlan, pool: Pool) -> None:
         """``--match all``: one expression over every group, read up to the pool cap."""

@@ -58,7 +58,7 @@ class Expander:
         call = self._call(target, before, after, max_chars, branches)
         if isinstance(call, ExpandResult):
             return call
-        anchor = self.store.event_by_ref(call.session_id, call.seq)
+        anchor = next(iter(self.store.events_by_refs([(call.session_id, call.seq)])), None)
         if anchor is None or (
             call.expected_hash and not anchor.content_hash.startswith(call.expected_hash)
         ):

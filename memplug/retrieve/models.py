@@ -48,6 +48,11 @@ class Coverage(Struct, frozen=True, kw_only=True):
     reasons: list[str] = field(default_factory=list)
     error: ErrorInfo | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """An assembly's coverage (``memory assemble --json``, the assembly log): the
+        error stays with the retrieval result, whose own JSON is :func:`result_json`."""
+        return {"complete": self.complete, "reasons": list(self.reasons)}
+
 
 class Hit(Struct, frozen=True, kw_only=True):
     """One search hit: an event (``session_id`` + ``seq``) or a memory item (``id``)."""

@@ -157,11 +157,23 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 # Where one sentence of a request ends and the next begins.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n")
 _WE_DID = re.compile(r"\b(?:did|have|had) we\b|\bwe (?:did|ran|changed|edited|wrote|used)\b")
-_QUESTION_WORDS = tuple(
-    f"{w} "
-    for w in "which what where when why how who did do does is are was were can could "
-    "should has have".split()
-)
+# A question about what happened: a past or perfect auxiliary anywhere in it ("why was
+# it closed?", "how many tests passed after the change?" has none, but opens below).
+_PAST = re.compile(r"\b(?:did|was|were|had|has|have|ago|earlier|last time)\b")
+# Questions that ask for something that exists or was settled (a file, a command, a
+# cause, a count, the way we do a thing, whether a thing holds): what was done before
+# may be their answer. Modal questions and open ones ("can we …?", "could we detect
+# …?", "what if …?", "how does X look today?") ask what to do next.
+_ASKS_FOR = (
+    "which ", "where ", "why ", "who ", "when ", "how many ", "how much ", "how do we ",
+    "how did ", "what is the ", "what's the ", "what was ", "what were ", "what did ",
+    "is ", "are ", "does ", "do ",
+)  # fmt: skip
+# Questions whose answer may be a step itself: the command that was run, the file that
+# was read or copied, where something lives, how a thing is done here.
+_ASKS_FOR_STEP = ("which ", "where ", "how do we ", "how did we ", "what command ")
+# A pasted block (a log, a diff) is not the person's question, whatever it holds.
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
 @functools.cache
@@ -257,16 +269,31 @@ def generic_request(text: str) -> bool:
 
 
 def asks_about_earlier_work(text: str) -> bool:
-    """A question that opens with a question word or asks what "we did" ("which command
-    runs the tests?", "why did the push fail?", "did we add a test?"): what was done
-    before may be its answer. Any other request (an instruction, a pasted log, "we read
-    the trailer in the hook, yeah?") is served by what was found or decided, not by the
-    steps taken on the way."""
-    if "?" not in text:
-        return False
-    lowered = text.lower()
-    asked = (x.strip() for x in _SENTENCE_BREAK.split(lowered) if x.rstrip().endswith("?"))
-    return _WE_DID.search(lowered) is not None or any(q.startswith(_QUESTION_WORDS) for q in asked)
+    """A question about what was done or found before ("why did the push fail?", "did
+    we add a test?", "how many tests passed?", "is the epic finished?"): what was found
+    on the way may be its answer. Any other request (an instruction, a pasted log, a
+    question about what to do next: "can we detect it?", "what if the agent commits?")
+    is served by what was found or decided, not by the steps taken on the way."""
+    return (
+        any(q.startswith(_ASKS_FOR) or _PAST.search(q) is not None for q in _questions(text))
+        or _WE_DID.search(text.lower()) is not None
+    )
+
+
+def asks_for_steps(text: str) -> bool:
+    """A question a step itself may answer ("which command runs the tests?", "where does
+    the library live?", "which example did we copy?"): records that only say a command
+    ran or a file was read are worth quoting for it, and for nothing else."""
+    return any(q.startswith(_ASKS_FOR_STEP) for q in _questions(text))
+
+
+def _questions(text: str) -> list[str]:
+    """The request's own questions, lowercased: its sentences that end in "?", outside
+    any pasted block."""
+    lowered = _FENCED.sub(" ", text.lower())
+    if "?" not in lowered:
+        return []
+    return [x.strip() for x in _SENTENCE_BREAK.split(lowered) if x.rstrip().endswith("?")]
 
 
 def _specific(group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]) -> bool:

@@ -114,6 +114,14 @@ class ScoringContext(Struct):
         k = self.ranking.semantic_rank_k
         return self.ranking.semantic_weight * k / (k + rank)
 
+    def semantic_bonus(self, event: AnyEvent) -> float:
+        """:meth:`semantic` weighted like the event's lexical score (role, generated)."""
+        bonus = self.semantic(event.id)
+        if not bonus:
+            return 0.0
+        bonus *= self.role_weight(event)
+        return bonus * self.ranking.generated_factor if event.generated else bonus
+
     def lexically(self, event_id: int) -> bool:
         """Whether the index (or the regex) found the event, not only the provider."""
         pool = self.pool
@@ -410,13 +418,13 @@ def _first_order(
 
 def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
     """``(lexical + exact boost) x role weight`` (x the generated factor), plus a share
-    of recency for events of the anchor session; before any spread."""
+    of recency for events of the anchor session; before any spread, and without the
+    semantic bonus (:meth:`_FullPass.scored` adds that to the event's own score)."""
     ranking = ctx.ranking
     found = ctx.match(
         (event.text or "").lower(), ctx.pool.regex_counts.get(event.id), event.text_chars
     )
     base = found.lexical + found.exact_boost if found.lexical else 0.0
-    base += ctx.semantic(event.id)
     base *= ctx.role_weight(event)
     if event.generated:
         base *= ranking.generated_factor
@@ -439,6 +447,11 @@ class _FullPass:
         self.base: dict[int, float] = {}
         self.info: dict[int, tuple[list[str], list[str], str | None]] = {}
         self.bonus: dict[int, float] = {}
+        # The semantic provider's bonus, counted in the event's own score only: passed to
+        # neighbours or to the session's other events, a guess at meaning spread over
+        # whole sessions and pushed down what the words found (LME-S dev r@10 0.865
+        # lexical, 0.849 with it spread; docs/semantic.md).
+        self.own: dict[int, float] = {}
         # A neighbour that matched nothing itself, and the hit it is near.
         self.near: dict[int, str] = {}
 
@@ -450,6 +463,7 @@ class _FullPass:
             self.base[event_id] = value
             self.info[event_id] = (matched, pinned_by, needle)
             self.bonus[event_id] = 0.0
+            self.own[event_id] = self.ctx.semantic_bonus(self.events[event_id])
 
     def spread(self, adjacency: Adjacency, *, neighbours_as_hits: bool) -> None:
         """The best ``spread_top`` hits pass a share of their score to the next and the
@@ -465,13 +479,8 @@ class _FullPass:
             self._join({n.id: n for pair in adjacent.values() for side in pair for n in side})
         for event in top:
             before, after = adjacent.get(event.id, ((), ()))
-            # A candidate only the semantic provider found lends to its adjacent events
-            # alone: with a provider on, whole sessions are candidates, and a guess at
-            # meaning passed two steps on would spread over all of them.
-            matched, pinned_by, _ = self.info[event.id]
-            reach = 2 if matched or pinned_by or event.id in self.ctx.pool.regex_counts else 1
             for side, share in ((after, ranking.next_spread), (before, ranking.prev_spread)):
-                for distance, neighbour in enumerate(side[:reach]):
+                for distance, neighbour in enumerate(side):
                     if neighbour.id not in base:
                         continue
                     # The role prior weighs what a turn receives as well as what it
@@ -491,25 +500,48 @@ class _FullPass:
         self.score(i for i in fresh if i in pooled)
         for event_id in fresh:
             if event_id not in pooled:
-                self.base[event_id], self.bonus[event_id] = 0.0, 0.0
+                self.base[event_id], self.bonus[event_id], self.own[event_id] = 0.0, 0.0, 0.0
                 self.info[event_id] = ([], [], None)
 
-    def scored(self, *, spread: bool) -> list[Scored]:
-        """Base + bonus (+ the session's best base, when spreading) for each event."""
-        ranking, events = self.ctx.ranking, self.events
+    def _scores(self, *, spread: bool) -> dict[int, float]:
+        """Base + bonus (+ the session's best base, when spreading) for each event, then
+        its semantic bonus, which lifts it at most to the best lexical score outside the
+        anchor session (whose recent lines the host already shows): the provider
+        reorders what the words found and brings in what they missed, but never raises
+        the best line, which the page's relevance cut is measured from (raising it cut
+        lexical evidence off the page: docs/semantic.md)."""
+        ranking, events, anchor = self.ctx.ranking, self.events, self.ctx.anchor
         session_best: dict[str, float] = {}
         if spread:
             for event_id, value in self.base.items():
                 session = events[event_id].session_id
                 if value > session_best.get(session, 0.0):
                     session_best[session] = value
-        out = []
-        for event_id in self.base:
-            event = events[event_id]
-            matched, pinned_by, needle = self.info[event_id]
-            score = self.base[event_id] + self.bonus[event_id]
+        lexical: dict[int, float] = {}
+        ceiling = 0.0
+        for event_id, value in self.base.items():
+            session = events[event_id].session_id
+            value += self.bonus[event_id]
             if spread:
-                score += ranking.session_weight * session_best.get(event.session_id, 0.0)
+                value += ranking.session_weight * session_best.get(session, 0.0)
+            lexical[event_id] = value
+            if session != anchor:
+                ceiling = max(ceiling, value)
+        scores = {}
+        for event_id, value in lexical.items():
+            own = self.own[event_id]
+            if ceiling > 0:
+                own = min(own, max(0.0, ceiling - value))
+            scores[event_id] = value + own
+        return scores
+
+    def scored(self, *, spread: bool) -> list[Scored]:
+        """Every scored event, with the reason it was found."""
+        scores = self._scores(spread=spread)
+        out = []
+        for event_id, score in scores.items():
+            event = self.events[event_id]
+            matched, pinned_by, needle = self.info[event_id]
             if score <= 0 and not pinned_by:
                 continue
             regex_mode = event_id in self.ctx.pool.regex_counts

@@ -3,8 +3,10 @@
 Nothing heavy is imported here — no numpy, no model: the default install
 (``semantic.provider = "off"``) imports this module at most, and a hook that does not
 use a provider never pays for one. Providers register under the entry-point group
-``memplug.embedders`` (``builtin`` is memplug's own, standard library only);
-:func:`load_embedder` resolves a name lazily.
+``memplug.embedders`` (``builtin`` is memplug's own); :func:`load_embedder` resolves a
+name lazily. Vectors are stored and scored with numpy, which with ``builtin``'s
+tokenizer is what ``pip install 'memplug-local[semantic]'`` adds: without it every
+provider is unavailable, and says so.
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ class SemanticUnavailable(Exception):
 
 def load_embedder(name: str) -> Embedder:
     """The provider registered as ``name``, constructed; a clear error when it cannot be."""
+    try:
+        import memplug.semantic.vecmath  # noqa: F401  (numpy: every provider's vectors)
+    except ImportError as error:
+        raise SemanticUnavailable(_without_extra(error)) from None
     if name == BUILTIN[0]:
         return _builtin()
-    from memplug.plugins import PluginError, entry_points, load
+    from memplug.extensions import PluginError, entry_points, load
 
     points = entry_points(ENTRY_POINT_GROUP)
     found = [point for point in points if point.name == name]
@@ -78,8 +84,15 @@ def _builtin() -> Embedder:
 
     try:
         embedder: Embedder = getattr(importlib.import_module(BUILTIN[1]), BUILTIN[2])()
+    except ImportError as error:
+        raise SemanticUnavailable(_without_extra(error)) from None
     except Exception as error:  # its table missing or damaged: said, never raised
         raise SemanticUnavailable(
             f"semantic provider 'builtin' failed to start: {type(error).__name__}: {error}"
         ) from None
     return embedder
+
+
+def _without_extra(error: ImportError) -> str:
+    package = (error.name or str(error)).split(".")[0]
+    return f"semantic search needs {package} (not installed): pip install 'memplug-local[semantic]'"

@@ -195,37 +195,37 @@ class SearchStore:
             events=sum(max(1, s) for s in last.values()), sessions=len(last), last_seq=last
         )
 
-    def has_truncated(self, session_ids: Sequence[str] | None) -> bool:
-        """Whether the scope holds an event whose text was capped (its tail is not
-        indexed, so an absent term is not proof of absence). Read from ``archive``,
-        which is small, rather than scanning events."""
-        if session_ids is not None:
-            marks = ", ".join("?" for _ in session_ids)
-            sql = f"SELECT 1 FROM archive WHERE session_id IN ({marks}) LIMIT 1"
-            params: list[Any] = list(session_ids)
-        else:
-            sql, params = "SELECT 1 FROM archive LIMIT 1", []
-        return self.conn.execute(sql, params).fetchone() is not None
-
-    def truncated_matching(self, session_ids: Sequence[str] | None, needles: Sequence[str]) -> bool:
-        """Whether a capped event in scope holds one of ``needles`` (lower case) in its
-        archived text but not in its indexed head: an event the index could not find
-        although it would have matched. Others' tails cannot change this result."""
-        wanted = sorted({n for n in needles if n})
-        if not wanted or (session_ids is not None and not session_ids):
+    def truncated(
+        self, session_ids: Sequence[str] | None, needles: Sequence[str] | None = None
+    ) -> bool:
+        """Whether an event in scope was capped where the index cannot see: with
+        ``needles`` (lower case), one holding a needle in its archived text but not in
+        its indexed head (an event the index missed although it would have matched;
+        others' tails cannot change the answer); without, any capped event (a regex
+        could match anything in a tail). Read from ``archive``, which is small."""
+        if session_ids is not None and not session_ids:
             return False
-        scope, params = "", list[Any]()
-        if session_ids is not None:
-            scope = f"WHERE a.session_id IN ({', '.join('?' for _ in session_ids)})"
-            params = list(session_ids)
+        scoped = (
+            f" AND a.session_id IN ({', '.join('?' for _ in session_ids)})"
+            if session_ids is not None
+            else ""
+        )
+        if needles is None:
+            sql = "SELECT 1 FROM archive a WHERE 1" + scoped
+            return (
+                self.conn.execute(sql + " LIMIT 1", list(session_ids or ())).fetchone() is not None
+            )
+        wanted = sorted({n for n in needles if n})
+        if not wanted:
+            return False
         # CROSS JOIN keeps the archive (capped events only, usually none) as the outer
         # loop, each row finding its event by key: left to the planner, the query walked
         # every in-scope event (140 ms at 100k events).
         rows = self.conn.execute(
             "SELECT CAST(a.text AS BLOB), CAST(e.text AS BLOB) FROM archive a CROSS JOIN events e "
             "ON e.session_id = a.session_id AND e.seq = CAST(substr(a.ref, 5) AS INTEGER) "
-            f"AND a.ref = 'seq:' || e.seq {scope}",
-            params,
+            "AND a.ref = 'seq:' || e.seq WHERE 1" + scoped,
+            list(session_ids or ()),
         )
         # A needle found in the head is found by the index; only the tail is unseen.
         # Tested here, not with SQL's instr(), which compares at every offset (3 ms for
@@ -355,13 +355,6 @@ class SearchStore:
                 )
             )
         return out
-
-    def event_by_ref(self, session_id: str, seq: int) -> SearchEvent | None:
-        row = self.conn.execute(
-            f"SELECT {_EVENT_SELECT} FROM events e WHERE e.session_id = ? AND e.seq = ?",
-            (session_id, seq),
-        ).fetchone()
-        return SearchEvent(*row) if row else None
 
     def events_by_refs(self, refs: Sequence[tuple[str, int]]) -> list[SearchEvent]:
         """The events at ``refs`` that exist, in ``(session, seq)`` order (one query per

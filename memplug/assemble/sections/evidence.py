@@ -41,10 +41,16 @@ _NUMBER = re.compile(r"\d+")
 # ("Let me read X.", "Now I'll check Y.", "Perfect!"), after any filler words.
 _FILLERS = (
     r"(?:(?:ok(?:ay)?|now|great|good|perfect|excellent|right|alright|first|next|then|so|"
-    r"done|all right|good thinking|good question|got it|understood|sure|i see)[,.!:—-]?\s*)*"
+    r"done|all right|good thinking|good question|good point|good catch|fair point|got it|"
+    r"understood|sure|i see(?: the (?:issue|problem))?|you'?re (?:right|correct)|"
+    r"(?:that )?makes sense|that's helpful context|absolutely|yes)\s*[,.!:—–-]?\s*)*"
 )
+# Announcements: a plan, an instruction to itself ("Now fix X:"), an offer ("Want me to
+# merge it?", "Should I keep it at 50?").
 _PLANS = (
-    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|time to)"
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|"
+    r"time to|(?:do you )?want me to|should i|shall i|would you like me to|"
+    r"(?:fix|update|add|remove|write|create|edit|implement|apply|rename|move|wire))"
 )
 _GERUNDS = r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
 _INTENT = re.compile(_FILLERS + r"(?:(?:" + _PLANS + "|" + _GERUNDS + r")\b.*)?", re.I | re.S)
@@ -61,6 +67,8 @@ _LOOKING = re.compile(
     r"make sure))\b.*",
     re.I | re.S,
 )
+# What leads a message in without saying anything ("You're right -", "That makes sense.").
+_LEAD_IN = re.compile(_FILLERS, re.I)
 _SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
 # A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
 _FINDING = re.compile(
@@ -312,7 +320,8 @@ def _cut_empty(line: str, block: str) -> bool:
         quote = quote.split(": ", 1)[1]
     if quote.rstrip(" …").endswith(": " + block) and len(quote) <= LEAD_IN_CHARS:
         return True  # what it introduces is the unquoted block
-    quote = quote.replace(block, " ").replace(ELLIPSIS, " ")
+    quote = quote.replace(block, " ").replace(ELLIPSIS, " ").strip()
+    quote = quote[_LEAD_IN.match(quote).end() :]  # type: ignore[union-attr]
     # CJK runs are not split into words: a quote that can hold them is not judged.
     return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 

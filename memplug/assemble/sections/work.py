@@ -35,19 +35,20 @@ class WorkSections(SectionBase):
         *,
         recent: bool = False,
         terms: QueryTerms | None = None,
-        strict: bool = False,
+        steps: bool = False,
     ) -> None:
         """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
         the ones the query names, or with ``recent``, where the session was. A record
         the query names says something when it changed a file, did not simply work, or
         its target (the file, the command) names what the query does; a request that
-        names nothing specific names no record."""
+        names nothing specific names no record. Records that only worked come in only
+        for ``steps``, a question a step itself may answer (``asks_for_steps``)."""
         if work is None:
             return
         hits = work.recent if recent else work.relevant
         if not recent and terms is not None:
             hits = tuple(h for h in hits if self._says_something(draft, h, terms))
-            hits = _few_plain(draft, hits, 0 if strict else PLAIN_RECORDS)
+            hits = _few_plain(draft, hits, PLAIN_RECORDS if steps else 0)
         if not hits:
             return
         cap = min(draft.remaining, self.config.assembly.work_budget_tokens)
@@ -121,19 +122,21 @@ class WorkSections(SectionBase):
 
 
 def _few_plain(draft: Draft, hits: tuple[WorkHit, ...], most: int) -> tuple[WorkHit, ...]:
-    """At most ``most`` records that only worked, in rank order; every change and every
-    failure. A request that asks nothing about earlier work gets none of them."""
+    """At most ``most`` records that only worked (or were interrupted), in rank order;
+    every change and every failure."""
     kept: list[WorkHit] = []
     plain = 0
     for hit in hits:
         row = hit.row
-        if row.outcome == "succeeded" and row.action not in ("edited", "wrote", "delegated"):
+        # An interrupted call (the person stopped it) found nothing either.
+        only_ran = row.outcome in ("succeeded", "aborted")
+        if only_ran and row.action not in ("edited", "wrote", "delegated"):
             plain += 1
             if plain > most:
                 detail = (
                     f"past the first {most} records that only worked"
                     if most
-                    else "the request asks nothing about earlier work"
+                    else "the request asks for no step"
                 )
                 draft.omit(hit.ref, "work", ONLY_OK, hit.score, detail)
                 continue

@@ -1,8 +1,9 @@
 """Extension points: entry-point groups other distributions register objects under.
 
-Like simonw/llm's ``plugins.py``: nothing is looked up until a group is asked for
-(package metadata is read then, never on the hook's fast path), and a plugin that
-fails to load is named in a :class:`PluginError` instead of failing somewhere later.
+Like simonw/llm's ``plugins.py`` (named apart from ``memplug.plugin``, the API a host
+calls): nothing is looked up until a group is asked for (package metadata is read
+then, never on the hook's fast path), and a plugin that fails to load is named in a
+:class:`PluginError` instead of failing somewhere later.
 
 A distribution registers, in its ``pyproject.toml``::
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memplug import plugins
+from memplug import extensions
 from memplug.cli.app import cli
 from memplug.hosts import all_hosts, builtin, with_part
 from memplug.store.ports import CandidateSourcePlugin
@@ -82,28 +82,28 @@ def good(site: Path) -> Path:
 
 
 def test_every_group_has_a_one_line_contract() -> None:
-    assert set(plugins.GROUPS) == {
+    assert set(extensions.GROUPS) == {
         "memplug.hosts",
         "memplug.candidate_sources",
         "memplug.embedders",
     }
-    assert all(text and "\n" not in text for text in plugins.GROUPS.values())
+    assert all(text and "\n" not in text for text in extensions.GROUPS.values())
 
 
 def test_discovery_finds_entry_points_without_loading_them(good: Path) -> None:
-    points = plugins.entry_points("memplug.candidate_sources")
+    points = extensions.entry_points("memplug.candidate_sources")
     ours = [p for p in points if p.dist is not None and p.dist.name == DIST]
     assert [(p.name, p.value) for p in ours] == [("recent", "mfp_sources:SOURCE")]
     assert "mfp_sources" not in sys.modules
     # memplug registers its own embedder; the test distribution registers none.
-    embedders = plugins.entry_points("memplug.embedders")
+    embedders = extensions.entry_points("memplug.embedders")
     assert [(p.name, p.value) for p in embedders] == [
         ("builtin", "memplug.semantic.builtin:Builtin")
     ]
 
 
 def test_loading_imports_the_plugin_only_when_asked(good: Path) -> None:
-    loaded = plugins.load_group("memplug.candidate_sources")
+    loaded = extensions.load_group("memplug.candidate_sources")
     assert "mfp_sources" in sys.modules
     source = loaded["recent"]
     assert isinstance(source, CandidateSourcePlugin)
@@ -111,14 +111,14 @@ def test_loading_imports_the_plugin_only_when_asked(good: Path) -> None:
 
 
 def test_an_unknown_group_is_refused() -> None:
-    with pytest.raises(plugins.PluginError, match=r"unknown plugin group 'memplug\.nope'"):
-        plugins.entry_points("memplug.nope")
+    with pytest.raises(extensions.PluginError, match=r"unknown plugin group 'memplug\.nope'"):
+        extensions.entry_points("memplug.nope")
 
 
 def test_a_broken_plugin_is_named_in_a_clear_error(site: Path) -> None:
     _write_dist(site, "[memplug.embedders]\nbroken = mfp_broken:EMBEDDER\n")
-    with pytest.raises(plugins.PluginError) as error:
-        plugins.load_group("memplug.embedders")
+    with pytest.raises(extensions.PluginError) as error:
+        extensions.load_group("memplug.embedders")
     assert str(error.value) == (
         f"the memplug.embedders plugin 'broken' from {DIST} (mfp_broken:EMBEDDER) failed "
         "to load: RuntimeError: this plugin is broken on purpose"
