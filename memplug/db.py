@@ -210,6 +210,7 @@ class Database:
             # exactly as it was, byte for byte. The read waits like any other for a
             # process that is switching a brand-new file to WAL.
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            migrations = load_migrations() if migrations is None else migrations  # read once
             self.refuse_newer(migrations)
             _configure(self.conn, readonly=False)
             self.migrate(migrations=migrations)

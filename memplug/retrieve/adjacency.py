@@ -61,7 +61,21 @@ class Adjacency:
     def _along_path(
         self, path: list[int], members: list[AnyEvent], per_side: int
     ) -> dict[int, Neighbours]:
-        rows = {r.id: r for r in self.store.events_by_ids(path)}
+        # Only the stretch of the path around each hit is read: a long session's whole
+        # path, text included, cost more than everything else spread does.
+        index = {event_id: i for i, event_id in enumerate(path)}
+        near = {
+            path[j]
+            for event in members
+            if event.id in index
+            for j in range(
+                max(0, index[event.id] - ADJACENT_REACH),
+                min(len(path), index[event.id] + ADJACENT_REACH + 1),
+            )
+        }
+        rows = {r.id: r for r in self.store.events_by_ids(sorted(near))}
+        if len(rows) < len(near):  # purged meanwhile: the stretch reaches further
+            rows = {r.id: r for r in self.store.events_by_ids(path)}
         ordered = [rows[i] for i in path if i in rows]
         position = {event.id: i for i, event in enumerate(ordered)}
         out: dict[int, Neighbours] = {}

@@ -21,13 +21,13 @@ from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import HARD_LIMIT, Ranking
 from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
-from memplug.retrieve.search import Search
 from memplug.retrieve.tokens import decode_token, unpack_query
 from memplug.retrieve.work import WorkFinder, WorkFound
 from memplug.store.records import EventScope, ItemScope, Snapshot
 
 if TYPE_CHECKING:
     from memplug.config import Config
+    from memplug.retrieve.search import Search
     from memplug.semantic.service import Semantic, SemanticHits
     from memplug.store.ports import SearchPort, Storage, WorkPort
 
@@ -217,4 +217,7 @@ class Retriever:
         return self.semantic.similar(text, scope, snap, self.config.semantic.candidates)
 
     def _search(self) -> Search:
+        # Not imported at the top: the prompt hook retrieves, it does not search.
+        from memplug.retrieve.search import Search
+
         return Search(self.search_store, self.ranking, self._paths, self._similar)
