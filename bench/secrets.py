@@ -26,7 +26,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from bench.report import machine, percentiles
-from memplug.secrets import find_secrets, redact_secrets
+from memplug.redaction import find_secrets, redact_secrets
 from memplug.text import estimate_tokens
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "secrets" / "corpus.jsonl"

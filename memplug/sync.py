@@ -25,8 +25,8 @@ from memplug.capture import event_to_json
 from memplug.errors import UsageError
 from memplug.jsonl import dump_line, parse_line
 from memplug.purge import purge
+from memplug.redaction import redact_secrets
 from memplug.refs import session_key
-from memplug.secrets import redact_secrets
 from memplug.store.postgres import (
     PulledEvent,
     PulledTombstone,

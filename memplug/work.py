@@ -28,7 +28,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from memplug.secrets import redact_secrets
+from memplug.redaction import redact_secrets
 from memplug.store.ports import Storage
 from memplug.store.records import EventRow, WorkRow
 

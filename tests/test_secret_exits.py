@@ -18,7 +18,7 @@ from conftest import run_cli_here
 import memplug.hosts.mcp as server
 from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
-from memplug.secrets import redact_secrets
+from memplug.redaction import redact_secrets
 
 CWD = "/home/ana/shop"
 GITHUB = "ghp_" + "a1B2" * 9

@@ -19,8 +19,8 @@ from memplug.assemble.models import (
 )
 from memplug.assemble.render import Injected, VisibleText
 from memplug.messages import TokenMeter
+from memplug.redaction import withhold
 from memplug.retrieve.precision import CARRIED
-from memplug.secrets import withhold
 from memplug.text import estimate_tokens
 
 # Sections whose lines name one source each: cited once, they are not quoted again.

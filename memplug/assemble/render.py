@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from memplug.assemble.models import OMISSION_REASONS, ItemCandidate, TaskLine
 from memplug.messages import Message
+from memplug.redaction import clear_cut
 from memplug.refs import event_ref
-from memplug.secrets import clear_cut
 from memplug.text import normalize_text
 from memplug.vocab import GENERATED_TEXT_PREFIXES
 

@@ -34,7 +34,7 @@ from pydantic import ValidationError as ArgumentError
 from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
-from memplug.secrets import SecretSpan, find_secrets, redact_secrets
+from memplug.redaction import SecretSpan, find_secrets, redact_secrets
 from memplug.vocab import TIMELINE_KINDS
 
 SERVER_NAME = "memplug"

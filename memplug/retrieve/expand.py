@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
+from memplug.redaction import clear_cut
 from memplug.refs import EventRef, event_ref
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.coverage import PARENT_CYCLE, coverage, stale
@@ -20,7 +21,6 @@ from memplug.retrieve.models import (
     TextRange,
 )
 from memplug.retrieve.tokens import decode_token, encode_token, is_token
-from memplug.secrets import clear_cut
 from memplug.store.records import EventScope, SearchEvent, Snapshot
 from memplug.text import clip
 
