@@ -118,6 +118,10 @@ def _configure(conn: apsw.Connection, readonly: bool) -> None:
         conn.execute("PRAGMA secure_delete = ON")
 
 
+# The page cache of a connection doing a bulk import, in KiB (SQLite's negative form).
+BULK_CACHE_KIB = 65_536
+
+
 def translate_error(error: apsw.Error, path: Path) -> DatabaseError:
     """The memplug error, written for people, for an engine error on ``path``."""
     if isinstance(error, apsw.BusyError):
@@ -349,6 +353,13 @@ class Database:
             (migration.version, migration.name, utc_now()),
         )
         self.conn.execute(f"PRAGMA user_version = {migration.version:d}")
+
+    def for_bulk_writes(self) -> None:
+        """A page cache of BULK_CACHE_KIB for this connection: an import rewrites the same
+        FTS and index pages batch after batch, and with the default 2 MB cache each
+        rewrite is a page spilled and read back (100k events: ~0.35 s of system time,
+        about 4% of the import)."""
+        self.conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB:d}")
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the file after a large write, so it does not linger at

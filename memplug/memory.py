@@ -681,6 +681,7 @@ class Memory:
         from memplug.jsonl import Rejected, read_events
 
         many = len(streams) > 1
+        self.store.for_bulk_writes()
         for name, stream in streams:
             batch: list[HostEvent] = []
             for _, item, size in read_events(stream, file=name if many else None):

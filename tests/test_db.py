@@ -15,7 +15,7 @@ import apsw
 import pytest
 from conftest import FIXTURES, SESSIONS, run_cli, run_cli_here
 
-from memplug.db import Database, load_migrations
+from memplug.db import BULK_CACHE_KIB, Database, load_migrations
 from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew
 
 ALL = load_migrations()
@@ -231,3 +231,13 @@ def test_a_migration_that_fails_part_way_leaves_the_file_as_it_was(
         assert db.schema_version() == len(ALL)
     exported = run_cli_here("--db", str(path), "export").stdout
     assert exported == (FIXTURES / "schemas" / "v02.export.jsonl").read_text()
+
+
+def test_a_bulk_import_widens_only_its_own_page_cache(db_path: Path) -> None:
+    # The import's connection keeps its rewritten FTS pages in memory; any other
+    # connection (a hook's, a reader's) keeps SQLite's default.
+    with Database.open(db_path) as bulk, Database.open(db_path) as other:
+        default = bulk.conn.execute("PRAGMA cache_size").fetchone()[0]
+        bulk.for_bulk_writes()
+        assert bulk.conn.execute("PRAGMA cache_size").fetchone()[0] == -BULK_CACHE_KIB
+        assert other.conn.execute("PRAGMA cache_size").fetchone()[0] == default != -BULK_CACHE_KIB
