@@ -7,9 +7,11 @@ SHARED ?= ../shared
 
 .PHONY: demo check test postgres lint bench compat fuzz accept accept-shared cli-docs clean
 
-$(STAMP): pyproject.toml
+# The semantic extra's table is its own distribution, built from this checkout first.
+$(STAMP): pyproject.toml memplug/semantic/table/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e memplug/semantic/table
 	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench,sync]'
 	touch $(STAMP)
 

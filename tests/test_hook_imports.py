@@ -212,8 +212,8 @@ def test_the_hook_runs_without_the_collector_and_pydantic_plugins_and_gives_them
 def test_a_prompt_hook_with_the_semantic_provider_imports_its_extra_and_no_metadata(
     hook_run: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The provider on costs the prompt hook its extra (numpy, tokenizers) and its
-    table's rows, not an entry-point scan (docs/semantic.md, "Cost")."""
+    """The provider on costs the prompt hook its extra (numpy, tokenizers, the table's
+    package) and its table's rows, not an entry-point scan (docs/semantic.md, "Cost")."""
     db, payload = hook_run
     monkeypatch.setenv("MEMPLUG_SEMANTIC__PROVIDER", "builtin")
     stdin = json.dumps(
@@ -223,6 +223,7 @@ def test_a_prompt_hook_with_the_semantic_provider_imports_its_extra_and_no_metad
     assert {"memplug.semantic.builtin", "memplug.semantic.vecmath"} <= set(modules)
     assert under(modules, NEVER) == []
     assert {m.split(".")[0] for m in third_party(modules, floor(tmp_path))} == {
+        "memplug_table",
         "numpy",
         "tokenizers",
     }

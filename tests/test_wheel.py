@@ -41,13 +41,13 @@ def test_wheel_ships_migrations_and_runs_without_the_checkout(tmp_path: Path) ->
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {Path(n).name for n in names if n.startswith("memplug/migrations/")}
     assert shipped == {p.name for p in (REPO / "migrations").glob("*.sql")}
-    # The builtin semantic provider's table ships inside memplug, registered by name.
-    assert {
-        "memplug/semantic/data/minilm-static-rows.npy",
-        "memplug/semantic/data/minilm-static-scale.npy",
-        "memplug/semantic/data/vocab.txt",
-        "memplug/semantic/data/NOTICE",
-    } <= names
+    # The builtin semantic provider is registered by name; its table is a distribution
+    # of its own, which only the semantic extra brings in.
+    assert not [n for n in names if n.endswith((".npy", "vocab.txt"))]
+    assert not [n for n in names if "semantic/table" in n]
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    requires = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "Requires-Dist: memplug-local-table==3; extra == 'semantic'" in requires
     (points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     registered = zipfile.ZipFile(wheel).read(points).decode()
     assert "[memplug.embedders]\nbuiltin = memplug.semantic.builtin:Builtin" in registered
@@ -87,3 +87,18 @@ def test_wheel_ships_migrations_and_runs_without_the_checkout(tmp_path: Path) ->
     assert out[0].startswith(str(target))
     expected = len(list((REPO / "migrations").glob("*.sql")))
     assert out[1] == f"{expected} {expected}"
+
+
+def test_the_semantic_table_is_a_wheel_of_its_own(tmp_path: Path) -> None:
+    table = REPO / "memplug" / "semantic" / "table"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+         "-w", str(tmp_path), str(table)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("memplug_local_table-3-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = table / "memplug_table" / "data"
+    assert {f"memplug_table/data/{p.name}" for p in data.iterdir()} <= names
+    assert "memplug_table/data/NOTICE" in names

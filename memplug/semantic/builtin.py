@@ -3,10 +3,12 @@
 A text's vector is the weighted sum of its WordPiece tokens' rows, scaled to unit
 length — no model runs. Needs ``memplug-local[semantic]``: numpy for the table (memory
 mapped, so a process reads only the rows of the tokens it embeds) and Hugging Face
-``tokenizers`` for BERT's uncased WordPiece. The table (``data/``, int8 rows with one
-scale each) was made once by ``bench/semantic_distill.py`` from the upstream weights
-(sha256 in ``data/NOTICE``), and so were the coarse cells a large scope is searched
-through; docs/semantic.md has the measurements that chose both.
+``tokenizers`` for BERT's uncased WordPiece. The table (int8 rows with one scale each)
+is the ``memplug-local-table`` distribution that the extra installs (built from
+``memplug/semantic/table``, so ``pip install memplug-local`` stays small); it was made
+once by ``bench/semantic_distill.py`` from the upstream weights (sha256 in its
+``data/NOTICE``), and so were the coarse cells a large scope is searched through;
+docs/semantic.md has the measurements that chose both.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
+import memplug_table
 import numpy as np
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from memplug.semantic.vecmath import Cells
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(memplug_table.__file__).parent / "data"
 ROWS_FILE = "minilm-static-rows.npy"
 SCALE_FILE = "minilm-static-scale.npy"
 CELLS_FILE = "minilm-static-cells.npy"
