@@ -23,6 +23,7 @@ from memplug.assemble import (
     NOT_QUOTABLE,
     NOTHING_TO_QUALIFY,
     OVER_BUDGET,
+    PASTED,
     SUPERSEDED,
     VISIBLE,
     Assembler,
@@ -624,6 +625,22 @@ def test_an_acknowledgement_is_not_a_finding() -> None:
     assert why[offer.ref] == NARRATION
     assert why[cut.ref] == CUT_EMPTY
     assert "the card numbers log is the cause" in result.text
+
+
+def test_a_pasted_log_is_not_quoted_beside_tool_events() -> None:
+    output = ev(30, "ERROR card numbers found in payload.log", "tool/result", score=2.0)
+    log = " ".join(
+        f"2026-02-15T15:0{i}:29Z level=INFO msg=card-numbers path=/srv/app/payload.log id={i}"
+        for i in range(8)
+    )
+    pasted = ev(31, "still failing: " + log, score=1.5)
+    asked = ev(32, "why are card numbers still in payload.log after the fix?", score=1.4)
+    result = run(Candidates(events=(output, pasted, asked)))
+    assert reasons(result)[pasted.ref] == PASTED
+    assert "[ev :32]" in result.text
+    # Without a tool event in the step (a chat), a person's words are never judged so.
+    chat = run(Candidates(events=(pasted, asked)))
+    assert PASTED not in reasons(chat).values()
 
 
 def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() -> None:

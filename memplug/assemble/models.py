@@ -69,6 +69,9 @@ NOTHING_TO_QUALIFY = "nothing to qualify"
 # A message that matched nothing itself, ranked only beside a matched tool call or its
 # output: the agent's talk around the call (assembly.toolNeighbours).
 BESIDE_TOOL = "only beside a tool call"
+# A person's message that is mostly machine output they pasted in (a log, a command's
+# output, JSON), in a step with tool events: what it shows is what a tool printed.
+PASTED = "pasted output"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -93,6 +96,7 @@ OMISSION_REASONS: tuple[str, ...] = (
     CUT_EMPTY,
     ONLY_OK,
     BESIDE_TOOL,
+    PASTED,
     NOT_SPECIFIC,
     NOTHING_TO_QUALIFY,
 )

@@ -16,6 +16,7 @@ from memplug.assemble.models import (
     NARRATION,
     NOT_QUOTABLE,
     OVER_LIMIT,
+    PASTED,
     VISIBLE,
     Candidates,
     EventCandidate,
@@ -89,6 +90,11 @@ SHORT_STATUS_CHARS = 200
 # A lead-in this short to a block that is not quoted ("The message now reads: …").
 LEAD_IN_CHARS = 100
 _WORD = re.compile(r"[^\W\d_]{3,}")
+# A person's message is pasted output when it has this many words and under this share
+# of them are plain lowercase words (set before measuring; 0.3 and 0.5, measured beside
+# it on the replayed sessions, are in docs/benchmarks.md).
+PASTED_MIN_WORDS = 30
+PASTED_PLAIN_SHARE = 0.4
 
 
 class EvidenceSections(SectionBase):
@@ -131,6 +137,8 @@ class EvidenceSections(SectionBase):
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
             elif event.type == "assistant/message" and self._narration(event.text, strict):
                 draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
+            elif cfg.precise and tools and event.role == "user" and _pasted(event.text):
+                draft.omit(ref, "evidence", PASTED, event.score)
             elif (
                 cfg.precise
                 and not cfg.tool_neighbours
@@ -304,6 +312,16 @@ def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     if _LOOKING.fullmatch(sentence):
         return True
     return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
+
+
+def _pasted(text: str) -> bool:
+    """Mostly machine output: at least PASTED_MIN_WORDS words, under PASTED_PLAIN_SHARE of
+    them plain lowercase words (a log line, a path, JSON and a timestamp are none)."""
+    words = text.split()
+    if len(words) < PASTED_MIN_WORDS:
+        return False
+    plain = sum(1 for word in words if word.isalpha() and word.islower())
+    return plain < PASTED_PLAIN_SHARE * len(words)
 
 
 def _tool_refs(candidates: Candidates) -> set[str]:
