@@ -174,9 +174,12 @@ def test_a_provider_whose_package_is_missing_says_so(providers) -> None:
         load_embedder("gone")
 
 
-@pytest.mark.parametrize("missing", ["numpy", "tokenizers"])
+@pytest.mark.parametrize(
+    ("missing", "package"),
+    [("numpy", "numpy"), ("tokenizers", "tokenizers"), ("memplug_table", "memplug-local-table")],
+)
 def test_without_the_extra_the_provider_is_unavailable_and_says_what_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str, package: str
 ) -> None:
     """Configured but not installed (``pip install memplug-local`` without
     ``[semantic]``): status, the search's coverage and the injected message say so, and
@@ -187,7 +190,7 @@ def test_without_the_extra_the_provider_is_unavailable_and_says_what_to_install(
     for module in ("memplug.semantic.vecmath", "memplug.semantic.builtin"):
         monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
-    hint = f"semantic search needs {missing} (not installed): pip install 'memplug-local[semantic]'"
+    hint = f"semantic search needs {package} (not installed): pip install 'memplug-local[semantic]'"
     with pytest.raises(SemanticUnavailable) as raised:
         load_embedder("builtin")
     assert str(raised.value) == hint

@@ -93,6 +93,11 @@ def _builtin() -> Embedder:
     return embedder
 
 
+# The extra's modules whose distribution has another name.
+_DISTRIBUTION = {"memplug_table": "memplug-local-table"}
+
+
 def _without_extra(error: ImportError) -> str:
-    package = (error.name or str(error)).split(".")[0]
+    module = (error.name or str(error)).split(".")[0]
+    package = _DISTRIBUTION.get(module, module)
     return f"semantic search needs {package} (not installed): pip install 'memplug-local[semantic]'"

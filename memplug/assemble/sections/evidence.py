@@ -339,7 +339,7 @@ def _cut_empty(line: str, block: str) -> bool:
     if quote.rstrip(" …").endswith(": " + block) and len(quote) <= LEAD_IN_CHARS:
         return True  # what it introduces is the unquoted block
     quote = quote.replace(block, " ").replace(ELLIPSIS, " ").strip()
-    quote = quote[_LEAD_IN.match(quote).end() :]  # type: ignore[union-attr]
+    quote = _LEAD_IN.sub("", quote, count=1)  # matches at the start, if only emptily
     # CJK runs are not split into words: a quote that can hold them is not judged.
     return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 
