@@ -634,7 +634,7 @@ def test_a_pasted_log_is_not_quoted_beside_tool_events() -> None:
         for i in range(8)
     )
     pasted = ev(31, "still failing: " + log, score=1.5)
-    asked = ev(32, "why are card numbers still in payload.log after the fix?", score=1.4)
+    asked = ev(32, "card numbers are still in payload.log after the fix", score=1.4)
     result = run(Candidates(events=(output, pasted, asked)))
     assert reasons(result)[pasted.ref] == PASTED
     assert "[ev :32]" in result.text

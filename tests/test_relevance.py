@@ -18,12 +18,14 @@ from memplug.retrieve.candidates import Pool
 from memplug.retrieve.precision import (
     CARRIED,
     FELL_OFF,
+    FEW_OWN,
     LITTLE,
     WEAK_TERMS,
     QueryTerms,
     Relevance,
     asks_about_earlier_work,
     asks_for_steps,
+    asks_only,
 )
 from memplug.retrieve.ranking import Ranking
 
@@ -133,6 +135,19 @@ def test_relevance_falls_off_relative_to_the_best_quotable_lines_score() -> None
     assert Relevance(terms, events, events, {}, 0.0, 0.15).reason(far) is None
 
 
+def test_with_own_terms_a_neighbour_must_hold_the_query_itself() -> None:
+    words = "stripe key staging env".split()
+    terms = _terms(" ".join(words), {w: 10 for w in words})
+    anchor = _event(20, "STRIPE_KEY missing from the staging env")
+    after = _event(21, "So we wait for the staging box.")
+    both = _event(22, "The stripe key goes in the env file.")
+    ranked = [anchor, after, both]
+    assert Relevance(terms, ranked, ranked, {}, 0.0, 0.15).reason(after) is None
+    judge = Relevance(terms, ranked, ranked, {}, 0.0, 0.15, own_terms=2)
+    assert judge.reason(after) == (FEW_OWN, "staging: fewer than 2")
+    assert judge.reason(both) is None and judge.reason(anchor) is None
+
+
 @given(st.text(max_size=200))
 def test_judging_any_text_never_fails_and_is_stable(text: str) -> None:
     terms = _terms("stripe key check", {"stripe": 3, "key": 20, "check": 500})
@@ -194,6 +209,14 @@ def test_the_message_quotes_less_and_says_why(memory: Memory) -> None:
         ("let's fix it, write the test first", False, False),
         # A question inside a pasted block is not the person's.
         ('```\nunknown command "session"\nDid you mean this?\n```\nfix it', False, False),
+        # Questions among instructions and thoughts (over 25 words): a discussion.
+        (
+            "okay, UX improvement time. I think we can drop the committed marker and mark "
+            "the temporary ones instead, the list reads like a poor git log right now. why "
+            "do some checkpoints have a prompt and others not?",
+            False,
+            False,
+        ),
     ],
 )
 def test_which_requests_ask_about_earlier_work_and_which_a_step_answers(
@@ -201,3 +224,24 @@ def test_which_requests_ask_about_earlier_work_and_which_a_step_answers(
 ) -> None:
     assert asks_about_earlier_work(request_text) is earlier
     assert asks_for_steps(request_text) is steps
+
+
+@pytest.mark.parametrize(
+    ("text", "only"),
+    [
+        ("how is the pre-commit deciding how to add the trailer?", True),
+        ("does this version write to the v1 branch?", True),
+        ("how do I invoke the migration script? is it documented?", True),
+        ("Q: where is it getting the Author from?", True),
+        # A proposal is the person's idea, not a request for a fact.
+        ("What if we just include both sessions with a checkpoint?", False),
+        ("can we change the message to name both sessions?", False),
+        ("- let's keep both sessions?", False),
+        # A statement beside the question says something itself.
+        ("I checked out the branch with the issue. can you take a look?", False),
+        ("push it with force-with-lease", False),
+        ("", False),
+    ],
+)
+def test_which_messages_only_ask(text: str, only: bool) -> None:
+    assert asks_only(text) is only

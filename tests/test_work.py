@@ -291,8 +291,14 @@ def test_after_the_compaction_the_message_says_where_we_were(session: Memory) ->
         AssemblyRequest(session_id=MAIN, query=prompt, messages=after_compaction(session, prompt))
     )
     work = [e for e in result.included if e.section == "work"]
-    assert [e.ref for e in work] == [f"{MAIN}:{n}" for n in (4, 5, 19, 23)]
+    # What failed and what was handed on; the grep that only worked (:4) is not news.
+    assert [e.ref for e in work] == [f"{MAIN}:{n}" for n in (5, 19, 23)]
     assert {e.kind for e in work} == {"recent"}
+    omitted = {o.ref: (o.reason, o.detail) for o in result.omitted if o.section == "work"}
+    assert omitted[f"{MAIN}:4"] == (
+        "says only that it worked",
+        "where we were is what changed or failed",
+    )
     assert "## Where we were (the last steps before the compaction)" in result.text
     text = render_explain(explain(session.store.logs.get(result.assembly_id or -1)))
     assert "Where we were" in text and f"{MAIN}:19" in text
@@ -408,23 +414,28 @@ def test_the_latest_compaction_is_found_by_each_compaction_type(tmp_path: Path, 
         assert memory.store.work.latest_compaction("other") is None
 
 
+NO_STEP = ("says only that it worked", "the request asks for no step")
+A_TOOL_CALL = ("on the way", "a tool call")
+
+
 @pytest.mark.parametrize(
-    ("prompt", "quoted"),
+    ("prompt", "left_out"),
     [
-        ("which command searched the port config?", True),
-        ("where did we grep for the port config?", True),
-        ("why did the grep of the port config take so long?", False),
-        ("let's make the grep of the port config faster", False),
-        ("can we grep the port config faster?", False),
+        ("which command searched the port config?", None),
+        ("where did we grep for the port config?", None),
+        ("why did the grep of the port config take so long?", NO_STEP),
+        # Requests that ask nothing about earlier work get no work record at all.
+        ("let's make the grep of the port config faster", A_TOOL_CALL),
+        ("can we grep the port config faster?", A_TOOL_CALL),
     ],
 )
 def test_a_record_that_only_worked_is_quoted_for_a_question_a_step_answers(
-    session: Memory, prompt: str, quoted: bool
+    session: Memory, prompt: str, left_out: tuple[str, str] | None
 ) -> None:
     # "ran `grep …` → ok" is the answer to "which command …?"; for anything else it
     # says only that the agent looked somewhere.
     result = session.assemble(AssemblyRequest(session_id=MAIN, query=prompt))
     ref = f"{MAIN}:4"
-    assert (ref in {e.ref for e in result.included if e.section == "work"}) is quoted
-    omitted = {(o.ref, o.reason, o.detail) for o in result.omitted if o.section == "work"}
-    assert ((ref, "says only that it worked", "the request asks for no step") in omitted) != quoted
+    assert (ref in {e.ref for e in result.included if e.section == "work"}) is (left_out is None)
+    omitted = {o.ref: (o.reason, o.detail) for o in result.omitted if o.section == "work"}
+    assert omitted.get(ref) == left_out

@@ -183,14 +183,25 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
         has_query = bool(task_text.strip())
+        strict = not asks_about_earlier_work(task_text)
+        # A compaction's step (its query built from the summary) brings back what the
+        # context lost, the talk on the way included: only a request is served by
+        # results alone.
+        recovering = request.summary is not None and not request.query
         packed = self._pack(
             request,
             candidates,
             task_state,
             core,
             reserve_insufficient=has_query,
-            strict=not asks_about_earlier_work(task_text),
+            strict=strict,
             steps=asks_for_steps(task_text),
+            results_only=(
+                strict
+                and not recovering
+                and self.config.assembly.precise
+                and bool(candidates.tool_refs())
+            ),
         )
         if has_query and packed.answered:
             # The statement is not needed: its room goes to what the budget left out.
@@ -292,10 +303,14 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         reserve_insufficient: bool,
         strict: bool = False,
         steps: bool = False,
+        results_only: bool = False,
     ) -> Packed:
         """``strict``: the request asks no question about earlier work, so the agent's
         announcements on the way, even naming what they touch, are not what it needs;
-        ``steps``: a step itself may answer it, so records that only worked may too."""
+        ``steps``: a step itself may answer it, so records that only worked may too;
+        ``results_only``: ``strict``, in a session of tool work, outside a compaction's
+        step — what was stated or concluded is quoted, not what was said or run on the
+        way to it (docs/assembly.md, "Results, not the way to them")."""
         labels = self.labels
         meter = Meter(request.token_meter)
         budget = self.config.assembly.budget_tokens
@@ -350,10 +365,18 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         # it is still rendered after it, in section order.
         terms = candidates.terms if self.config.assembly.precise else None
         self._work_section(
-            draft, candidates.work, request.session_id, visible, terms=terms, steps=steps
+            draft,
+            candidates.work,
+            request.session_id,
+            visible,
+            terms=terms,
+            steps=steps,
+            results_only=results_only,
         )
         carried = self._carried(draft, candidates, core, task_state)
-        self._evidence_section(draft, candidates, visible, carried, request.query, strict)
+        self._evidence_section(
+            draft, candidates, visible, carried, request.query, strict, results_only
+        )
         # What a request that names nothing specific matched ("continue" in an old
         # message) answers nothing: where we were is what it needs.
         answered = draft.answered() and (candidates.terms is None or candidates.terms.specific)

@@ -10,7 +10,14 @@ from msgspec import Struct, field
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
 from memplug.retrieve.models import Coverage
-from memplug.retrieve.precision import CARRIED, FELL_OFF, LITTLE, NOT_SPECIFIC, WEAK_TERMS
+from memplug.retrieve.precision import (
+    CARRIED,
+    FELL_OFF,
+    FEW_OWN,
+    LITTLE,
+    NOT_SPECIFIC,
+    WEAK_TERMS,
+)
 from memplug.store.records import LogRecord
 from memplug.text import sha256_hex
 
@@ -72,6 +79,10 @@ BESIDE_TOOL = "only beside a tool call"
 # A person's message that is mostly machine output they pasted in (a log, a command's
 # output, JSON), in a step with tool events: what it shows is what a tool printed.
 PASTED = "pasted output"
+# For a request that asks nothing about earlier work, in a session of tool work: what
+# was said on the way to a result (a question whose answer came later, the agent's talk
+# before its reply of the turn, a tool call) rather than the result.
+ON_THE_WAY = "on the way"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
@@ -97,7 +108,9 @@ OMISSION_REASONS: tuple[str, ...] = (
     ONLY_OK,
     BESIDE_TOOL,
     PASTED,
+    ON_THE_WAY,
     NOT_SPECIFIC,
+    FEW_OWN,
     NOTHING_TO_QUALIFY,
 )
 
@@ -199,6 +212,12 @@ class Candidates(Struct, frozen=True):
     work: WorkFound | None = None
     # The query's terms and their strength in scope (memplug.retrieve.precision).
     terms: QueryTerms | None = None
+
+    def tool_refs(self) -> set[str]:
+        """The ranked tool calls and outputs: a step with any is one of tool work, where
+        a message ranked only for sitting beside one of them (``near:REF``) is the
+        agent's talk around the call."""
+        return {e.ref for e in self.events if e.type.startswith("tool/")}
 
 
 class TaskLine(Struct, frozen=True):

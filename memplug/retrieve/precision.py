@@ -6,8 +6,8 @@ strongest IDF among the query's groups that occur in scope at all: "check" besid
 "stripe", "caroline" in a conversation where every other turn is Caroline's — by the
 query's own term statistics, not a word list.
 
-:class:`Relevance` applies three rules to the events a message may quote, after the
-sections above raw evidence are packed (docs/assembly.md, "Precision"):
+:class:`Relevance` applies three rules (four on request) to the events a message may
+quote, after the sections above raw evidence are packed (docs/assembly.md, "Precision"):
 
 1. **Adds something.** An event an included item or task line was derived from is
    quoted only for what is left of it once their texts are taken out: nothing but
@@ -21,6 +21,9 @@ sections above raw evidence are packed (docs/assembly.md, "Precision"):
    ``assembly.evidenceFalloff`` of the best quotable line's is not quoted, however much
    budget is left: the ranking already weighs every signal (terms, rarity, neighbours,
    recency, role), so it, not the term count alone, says where the relevant lines end.
+4. **Its own words** (``own_terms``, for a request that asks nothing about earlier
+   work in a session of tool work): a line holds that many of the query's term groups
+   itself; sitting next to a line that matches is not enough.
 """
 
 from __future__ import annotations
@@ -139,6 +142,7 @@ WEAK_TERMS = "only weak terms"
 LITTLE = "too little of the query"
 FELL_OFF = "relevance fell off"
 NOT_SPECIFIC = "nothing specific to the request"
+FEW_OWN = "too few of the request's words"
 # How far (in seqs of one session) a line that holds enough of the query lends its
 # support; measured on LoCoMo, where 3 keeps every evidence turn that a whole-session
 # window keeps.
@@ -169,6 +173,17 @@ _ASKS_FOR = (
     "how did ", "what is the ", "what's the ", "what was ", "what were ", "what did ",
     "is ", "are ", "does ", "do ",
 )  # fmt: skip
+# A question about earlier work is asked in a few words: a longer message holding
+# questions is a discussion (chosen on the tune half of the replayed sessions; 20 to 30
+# words give the same share there, docs/benchmarks.md).
+QUESTION_MAX_WORDS = 25
+# Questions that propose a step rather than ask for a fact.
+_PROPOSES = (
+    "can we ", "could we ", "should we ", "shall we ", "would we ", "what if ", "why not ",
+    "why don't we ", "how about ", "let's ", "lets ",
+)  # fmt: skip
+# What may open a question without being part of it: a list mark, a quote, "Q:".
+_LIST_MARK = re.compile(r"^(?:(?:[-*>]|q:)\s*)+")
 # Questions whose answer may be a step itself: the command that was run, the file that
 # was read or copied, where something lives, how a thing is done here.
 _ASKS_FOR_STEP = ("which ", "where ", "how do we ", "how did we ", "what command ")
@@ -207,10 +222,12 @@ class Relevance:
         carried: Mapping[str, Sequence[str]],
         falloff: float,
         min_share: float,
+        own_terms: int = 0,
     ) -> None:
         self.terms = terms
         self.falloff = falloff
         self.min_share = min_share
+        self.own_terms = own_terms
         # What each line says beyond the items and task lines already included.
         self.rest = {e.ref: _rest(e.text, carried[e.ref]) if e.ref in carried else e.text
                      for e in quotable}  # fmt: skip
@@ -248,6 +265,9 @@ class Relevance:
             return LITTLE, f"{found.names()}: {found.weight:.2f} < {self.min_share:g}"
         if event.score < self.falloff * self.best:
             return FELL_OFF, f"score {event.score:.2f} < {self.falloff:g} x {self.best:.2f}"
+        found = self.terms.found(rest)
+        if len(found.strong) + len(found.weak) < self.own_terms:
+            return FEW_OWN, f"{found.names()}: fewer than {self.own_terms}"
         return None
 
     def _stands(self, event: Evidence) -> bool:
@@ -273,10 +293,26 @@ def asks_about_earlier_work(text: str) -> bool:
     we add a test?", "how many tests passed?", "is the epic finished?"): what was found
     on the way may be its answer. Any other request (an instruction, a pasted log, a
     question about what to do next: "can we detect it?", "what if the agent commits?")
-    is served by what was found or decided, not by the steps taken on the way."""
+    is served by what was found or decided, not by the steps taken on the way. So is a
+    message of more than QUESTION_MAX_WORDS words of its own: questions among
+    instructions and thoughts are a discussion of what to do next."""
+    lowered = _FENCED.sub(" ", text.lower())
+    if len(lowered.split()) > QUESTION_MAX_WORDS:
+        return False
     return (
         any(q.startswith(_ASKS_FOR) or _PAST.search(q) is not None for q in _questions(text))
-        or _WE_DID.search(text.lower()) is not None
+        or _WE_DID.search(lowered) is not None
+    )
+
+
+def asks_only(text: str) -> bool:
+    """A message made only of questions that ask for something ("how is the trailer
+    added?", "does this write to the v1 branch?"), none proposing a step ("what if we
+    keep both?", "can we drop it?"): the answer it got says more than the question."""
+    sentences = [x.strip() for x in _SENTENCE_BREAK.split(_FENCED.sub(" ", text.lower()))]
+    sentences = [x for x in sentences if x]
+    return bool(sentences) and all(
+        x.endswith("?") and not _LIST_MARK.sub("", x).startswith(_PROPOSES) for x in sentences
     )
 
 

@@ -235,6 +235,21 @@ class EventStore:
         row = self.conn.execute(sql + " ORDER BY seq DESC LIMIT 1", params).fetchone()
         return None if row is None else int(row[0])
 
+    def last_in_turns(
+        self, turns: Sequence[tuple[str, int]], event_type: str
+    ) -> dict[tuple[str, int], int]:
+        """Per ``(session_id, turn)``, the seq of its latest event of ``event_type`` (a
+        turn without one is left out)."""
+        out: dict[tuple[str, int], int] = {}
+        for session_id, turn in sorted(set(turns)):
+            row = self.conn.execute(
+                "SELECT max(seq) FROM events WHERE session_id = ? AND turn = ? AND type = ?",
+                (session_id, turn, event_type),
+            ).fetchone()
+            if row is not None and row[0] is not None:
+                out[(session_id, turn)] = int(row[0])
+        return out
+
     def iter_events(self, session_ids: Sequence[str] | None = None) -> Iterator[EventRow]:
         """Every event in ``(session_id, seq)`` order — the export order."""
         if session_ids:

@@ -15,6 +15,7 @@ from memplug.assemble.models import (
     GENERATED,
     NARRATION,
     NOT_QUOTABLE,
+    ON_THE_WAY,
     OVER_LIMIT,
     PASTED,
     VISIBLE,
@@ -32,7 +33,7 @@ from memplug.assemble.render import (
     snippet,
 )
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import QueryTerms, Relevance
+from memplug.retrieve.precision import QueryTerms, Relevance, asks_only
 from memplug.retrieve.scoring import NEAR
 from memplug.text import may_hold_cjk, normalize_text
 
@@ -95,6 +96,10 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 # it on the replayed sessions, are in docs/benchmarks.md).
 PASTED_MIN_WORDS = 30
 PASTED_PLAIN_SHARE = 0.4
+# For a request that asks nothing about earlier work, in a session of tool work: the
+# query's term groups a line must hold in its own words (chosen on the tune half of the
+# replayed sessions, docs/benchmarks.md).
+RESULT_OWN_TERMS = 2
 
 
 class EvidenceSections(SectionBase):
@@ -108,6 +113,7 @@ class EvidenceSections(SectionBase):
         carried: Mapping[str, Sequence[str]],
         query: str | None = None,
         strict: bool = False,
+        results_only: bool = False,
     ) -> None:
         title = self.labels["section.evidence"]
         cfg = self.config.assembly
@@ -116,7 +122,8 @@ class EvidenceSections(SectionBase):
         seen: set[str] = set()
         asked = " ".join(normalize_text(query).split()) if query else ""
         kept: list[EventCandidate] = []
-        tools = _tool_refs(candidates)
+        tools = candidates.tool_refs()
+        replies = self._turn_replies(candidates) if results_only else {}
         for event in candidates.events:
             ref = event.ref
             if ref in seen:
@@ -137,6 +144,13 @@ class EvidenceSections(SectionBase):
                 draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
             elif event.type == "assistant/message" and self._narration(event.text, strict):
                 draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
+            elif results_only and event.role == "user" and asks_only(event.text):
+                draft.omit(
+                    ref, "evidence", ON_THE_WAY, event.score, "a question; its answer says more"
+                )
+            elif results_only and (reply := _reply_after(event, replies)) is not None:
+                detail = f"talk before the turn's reply :{reply}"
+                draft.omit(ref, "evidence", ON_THE_WAY, event.score, detail)
             elif cfg.precise and tools and event.role == "user" and _pasted(event.text):
                 draft.omit(ref, "evidence", PASTED, event.score)
             elif (
@@ -157,6 +171,7 @@ class EvidenceSections(SectionBase):
                 carried,
                 cfg.tool_evidence_falloff if tools else cfg.evidence_falloff,
                 cfg.evidence_min_share,
+                RESULT_OWN_TERMS if results_only else 0,
             )
         passed: list[EventCandidate] = []
         for event in kept:
@@ -196,6 +211,19 @@ class EvidenceSections(SectionBase):
                 position=event.seq,
             )
             assistant += int(said and taken)
+
+    def _turn_replies(self, candidates: Candidates) -> dict[tuple[str, int | None], int]:
+        """Per session and turn of a ranked agent message, the seq of the turn's last
+        agent message: its reply, where the talk on the way ends."""
+        if self.store is None:
+            return {}
+        turns = [
+            (e.session_id, e.turn)
+            for e in candidates.events
+            if e.type == "assistant/message" and e.turn is not None
+        ]
+        found = self.store.events.last_in_turns(turns, "assistant/message")
+        return {(session, turn): seq for (session, turn), seq in found.items()}
 
     def _narration(self, text: str, strict: bool = False) -> bool:
         """The agent's own words announce a step and report nothing: every sentence is
@@ -314,6 +342,16 @@ def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
 
 
+def _reply_after(
+    event: EventCandidate, replies: Mapping[tuple[str, int | None], int]
+) -> int | None:
+    """The seq of its turn's reply when ``event`` is the agent's talk before it."""
+    if event.type != "assistant/message":
+        return None
+    reply = replies.get((event.session_id, event.turn))
+    return reply if reply is not None and reply > event.seq else None
+
+
 def _pasted(text: str) -> bool:
     """Mostly machine output: at least PASTED_MIN_WORDS words, under PASTED_PLAIN_SHARE of
     them plain lowercase words (a log line, a path, JSON and a timestamp are none)."""
@@ -322,12 +360,6 @@ def _pasted(text: str) -> bool:
         return False
     plain = sum(1 for word in words if word.isalpha() and word.islower())
     return plain < PASTED_PLAIN_SHARE * len(words)
-
-
-def _tool_refs(candidates: Candidates) -> set[str]:
-    """The ranked tool calls and outputs: a message ranked only for sitting beside one
-    of them (``near:REF``) is the agent's talk around the call."""
-    return {e.ref for e in candidates.events if e.type.startswith("tool/")}
 
 
 def _cut_empty(line: str, block: str) -> bool:

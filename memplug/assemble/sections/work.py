@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
-from memplug.assemble.models import ANSWERED, NOT_SPECIFIC, ONLY_OK, RECENT, VISIBLE, Entry
+from memplug.assemble.models import (
+    ANSWERED,
+    NOT_SPECIFIC,
+    ON_THE_WAY,
+    ONLY_OK,
+    RECENT,
+    VISIBLE,
+    Entry,
+)
 from memplug.assemble.render import VisibleText, work_visible
 from memplug.assemble.sections.base import SectionBase
 
@@ -21,6 +29,7 @@ PLAIN_RECORDS = 3
 # Actions whose record says only "→ ok" when they simply worked (a read names a file,
 # an edit what changed, a delegation its task).
 _ONLY_OK = frozenset({"ran", "searched", "called"})
+NO_STEP = "the request asks for no step"
 
 
 class WorkSections(SectionBase):
@@ -36,17 +45,26 @@ class WorkSections(SectionBase):
         recent: bool = False,
         terms: QueryTerms | None = None,
         steps: bool = False,
+        results_only: bool = False,
     ) -> None:
         """Work records, within ``assembly.workBudgetTokens`` of the remaining budget:
         the ones the query names, or with ``recent``, where the session was. A record
         the query names says something when it changed a file, did not simply work, or
         its target (the file, the command) names what the query does; a request that
         names nothing specific names no record. Records that only worked come in only
-        for ``steps``, a question a step itself may answer (``asks_for_steps``)."""
+        for ``steps``, a question a step itself may answer (``asks_for_steps``); none
+        for ``results_only``, a request that asks nothing about earlier work. Where we
+        were is what changed or failed last, never a read or a run that worked."""
         if work is None:
             return
         hits = work.recent if recent else work.relevant
-        if not recent and terms is not None:
+        if recent:
+            hits = _few_plain(draft, hits, 0, "where we were is what changed or failed")
+        elif results_only:
+            for hit in hits:
+                draft.omit(hit.ref, "work", ON_THE_WAY, hit.score, "a tool call")
+            return
+        elif terms is not None:
             hits = tuple(h for h in hits if self._says_something(draft, h, terms))
             hits = _few_plain(draft, hits, PLAIN_RECORDS if steps else 0)
         if not hits:
@@ -121,9 +139,11 @@ class WorkSections(SectionBase):
         return line + (" → " + labels["sep"].join(ended) if ended else "")
 
 
-def _few_plain(draft: Draft, hits: tuple[WorkHit, ...], most: int) -> tuple[WorkHit, ...]:
+def _few_plain(
+    draft: Draft, hits: tuple[WorkHit, ...], most: int, none_because: str = NO_STEP
+) -> tuple[WorkHit, ...]:
     """At most ``most`` records that only worked (or were interrupted), in rank order;
-    every change and every failure."""
+    every change and every failure. ``none_because``: the detail when ``most`` is 0."""
     kept: list[WorkHit] = []
     plain = 0
     for hit in hits:
@@ -133,11 +153,7 @@ def _few_plain(draft: Draft, hits: tuple[WorkHit, ...], most: int) -> tuple[Work
         if only_ran and row.action not in ("edited", "wrote", "delegated"):
             plain += 1
             if plain > most:
-                detail = (
-                    f"past the first {most} records that only worked"
-                    if most
-                    else "the request asks for no step"
-                )
+                detail = f"past the first {most} records that only worked" if most else none_because
                 draft.omit(hit.ref, "work", ONLY_OK, hit.score, detail)
                 continue
         kept.append(hit)
