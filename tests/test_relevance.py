@@ -146,6 +146,10 @@ def test_with_own_terms_a_neighbour_must_hold_the_query_itself() -> None:
     judge = Relevance(terms, ranked, ranked, {}, 0.0, 0.15, own_terms=2)
     assert judge.reason(after) == (FEW_OWN, "staging: fewer than 2")
     assert judge.reason(both) is None and judge.reason(anchor) is None
+    # A request of one term group (a CJK phrase, one identifier) asks for just that one.
+    one = _terms("值班室分机号是多少？", {"值班室分机号": 3})
+    line = _event(30, "值班室分机号是 4417。")
+    assert Relevance(one, [line], [line], {}, 0.0, 0.15, own_terms=2).reason(line) is None
 
 
 @given(st.text(max_size=200))

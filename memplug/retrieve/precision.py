@@ -23,7 +23,8 @@ quote, after the sections above raw evidence are packed (docs/assembly.md, "Prec
    recency, role), so it, not the term count alone, says where the relevant lines end.
 4. **Its own words** (``own_terms``, for a request that asks nothing about earlier
    work in a session of tool work): a line holds that many of the query's term groups
-   itself; sitting next to a line that matches is not enough.
+   (at most as many as occur in scope) itself; sitting next to a line that matches is
+   not enough.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class QueryTerms:
         # A group that occurs nowhere in scope weighs nothing (nor counts in the mass).
         self._idf = [v if seen else 0.0 for v, seen in zip(group_idf, occurs, strict=True)]
         self._mass = sum(v for v, seen in zip(group_idf, occurs, strict=True) if seen) or 1.0
+        self.in_scope = sum(occurs)
         rare = (
             max(SPECIFIC_MIN_DF, SPECIFIC_SHARE * pool.event_n),
             max(SPECIFIC_MIN_DF, SYMBOL_SHARE * pool.event_n),
@@ -265,9 +267,11 @@ class Relevance:
             return LITTLE, f"{found.names()}: {found.weight:.2f} < {self.min_share:g}"
         if event.score < self.falloff * self.best:
             return FELL_OFF, f"score {event.score:.2f} < {self.falloff:g} x {self.best:.2f}"
+        # A request of one term group (a CJK phrase, one identifier) asks for that one.
+        needed = min(self.own_terms, self.terms.in_scope)
         found = self.terms.found(rest)
-        if len(found.strong) + len(found.weak) < self.own_terms:
-            return FEW_OWN, f"{found.names()}: fewer than {self.own_terms}"
+        if len(found.strong) + len(found.weak) < needed:
+            return FEW_OWN, f"{found.names()}: fewer than {needed}"
         return None
 
     def _stands(self, event: Evidence) -> bool:
