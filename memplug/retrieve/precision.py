@@ -181,7 +181,7 @@ _ASKS_FOR = (
 QUESTION_MAX_WORDS = 25
 # Questions that propose a step rather than ask for a fact.
 _PROPOSES = (
-    "can we ", "could we ", "should we ", "shall we ", "would we ", "what if ", "why not ",
+    "can we ", "could we ", "should we ", "shall we ", "what if ", "why not ",
     "why don't we ", "how about ", "let's ", "lets ",
 )  # fmt: skip
 # What may open a question without being part of it: a list mark, a quote, "Q:".
