@@ -212,7 +212,7 @@ class EvidenceSections(SectionBase):
             )
             assistant += int(said and taken)
 
-    def _turn_replies(self, candidates: Candidates) -> dict[tuple[str, int | None], int]:
+    def _turn_replies(self, candidates: Candidates) -> dict[tuple[str, int], int]:
         """Per session and turn of a ranked agent message, the seq of the turn's last
         agent message: its reply, where the talk on the way ends."""
         if self.store is None:
@@ -222,8 +222,7 @@ class EvidenceSections(SectionBase):
             for e in candidates.events
             if e.type == "assistant/message" and e.turn is not None
         ]
-        found = self.store.events.last_in_turns(turns, "assistant/message")
-        return {(session, turn): seq for (session, turn), seq in found.items()}
+        return self.store.events.last_in_turns(turns, "assistant/message")
 
     def _narration(self, text: str, strict: bool = False) -> bool:
         """The agent's own words announce a step and report nothing: every sentence is
@@ -342,11 +341,9 @@ def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
 
 
-def _reply_after(
-    event: EventCandidate, replies: Mapping[tuple[str, int | None], int]
-) -> int | None:
+def _reply_after(event: EventCandidate, replies: Mapping[tuple[str, int], int]) -> int | None:
     """The seq of its turn's reply when ``event`` is the agent's talk before it."""
-    if event.type != "assistant/message":
+    if event.type != "assistant/message" or event.turn is None:
         return None
     reply = replies.get((event.session_id, event.turn))
     return reply if reply is not None and reply > event.seq else None
