@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from memplug.assemble.draft import Draft
 from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
@@ -102,6 +103,17 @@ PASTED_PLAIN_SHARE = 0.4
 RESULT_OWN_TERMS = 2
 
 
+class _Step(NamedTuple):
+    """What screening a step's events needs to know of the step."""
+
+    visible: VisibleText
+    asked: str  # the query, whitespace-normalised ("" without one)
+    strict: bool
+    results_only: bool
+    tools: set[str]
+    replies: Mapping[tuple[str, int], int]
+
+
 class EvidenceSections(SectionBase):
     """Section 5 of the message (mixed into the Assembler)."""
 
@@ -115,71 +127,99 @@ class EvidenceSections(SectionBase):
         strict: bool = False,
         results_only: bool = False,
     ) -> None:
-        title = self.labels["section.evidence"]
-        cfg = self.config.assembly
-        quotable = set(cfg.evidence_types)
-        quote_all = "*" in quotable
-        seen: set[str] = set()
-        asked = " ".join(normalize_text(query).split()) if query else ""
+        step = _Step(
+            visible=visible,
+            asked=" ".join(normalize_text(query).split()) if query else "",
+            strict=strict,
+            results_only=results_only,
+            tools=candidates.tool_refs(),
+            replies=self._turn_replies(candidates) if results_only else {},
+        )
         kept: list[EventCandidate] = []
-        tools = candidates.tool_refs()
-        replies = self._turn_replies(candidates) if results_only else {}
+        seen: set[str] = set()
         for event in candidates.events:
-            ref = event.ref
-            if ref in seen:
-                draft.omit(ref, "evidence", DUPLICATE, event.score)
+            if event.ref in seen:
+                draft.omit(event.ref, "evidence", DUPLICATE, event.score)
                 continue
-            seen.add(ref)
-            if event.generated or event.source_kind in self.generated_kinds:
-                draft.omit(ref, "evidence", GENERATED, event.score)
-            elif not quote_all and event.type not in quotable:
-                draft.omit(ref, "evidence", NOT_QUOTABLE, event.score, event.type)
-            elif not event.text.strip():
-                draft.omit(ref, "evidence", EMPTY_TEXT, event.score)
-            elif visible and visible.contains(event.text):
-                draft.omit(ref, "evidence", VISIBLE, event.score)
-            elif asked and " ".join(event.text.split()) == asked:
-                # The event that captured the current input: the model has it already,
-                # whether or not the host passed the step's messages.
-                draft.omit(ref, "evidence", VISIBLE, event.score, "the query itself")
-            elif event.type == "assistant/message" and self._narration(event.text, strict):
-                draft.omit(ref, "evidence", NARRATION, event.score, "announces a step")
-            elif results_only and event.role == "user" and asks_only(event.text):
-                draft.omit(
-                    ref, "evidence", ON_THE_WAY, event.score, "a question; its answer says more"
-                )
-            elif results_only and (reply := _reply_after(event, replies)) is not None:
-                detail = f"talk before the turn's reply :{reply}"
-                draft.omit(ref, "evidence", ON_THE_WAY, event.score, detail)
-            elif cfg.precise and tools and event.role == "user" and _pasted(event.text):
-                draft.omit(ref, "evidence", PASTED, event.score)
-            elif (
-                cfg.precise
-                and not cfg.tool_neighbours
-                and event.why.startswith(NEAR)
-                and event.why[len(NEAR) :] in tools
-            ):
-                draft.omit(ref, "evidence", BESIDE_TOOL, event.score, event.why)
-            else:
+            seen.add(event.ref)
+            why_not = self._screened_out(event, step)
+            if why_not is None:
                 kept.append(event)
-        judge = None
-        if cfg.precise and candidates.terms is not None:
-            judge = Relevance(
-                candidates.terms,
-                candidates.events,
-                kept,
-                carried,
-                cfg.tool_evidence_falloff if tools else cfg.evidence_falloff,
-                cfg.evidence_min_share,
-                RESULT_OWN_TERMS if results_only else 0,
-            )
+            else:
+                draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
+        passed = self._relevant(draft, candidates, kept, carried, step)
+        self._offer_evidence(draft, candidates, passed)
+
+    def _screened_out(self, event: EventCandidate, step: _Step) -> tuple[str, str] | None:
+        """Why ``event`` is not quoted whatever the query (reason, detail), or None."""
+        cfg = self.config.assembly
+        quotable = cfg.evidence_types
+        if event.generated or event.source_kind in self.generated_kinds:
+            return GENERATED, ""
+        if "*" not in quotable and event.type not in quotable:
+            return NOT_QUOTABLE, event.type
+        if not event.text.strip():
+            return EMPTY_TEXT, ""
+        if step.visible and step.visible.contains(event.text):
+            return VISIBLE, ""
+        if step.asked and " ".join(event.text.split()) == step.asked:
+            # The event that captured the current input: the model has it already,
+            # whether or not the host passed the step's messages.
+            return VISIBLE, "the query itself"
+        if event.type == "assistant/message" and self._narration(event.text, step.strict):
+            return NARRATION, "announces a step"
+        if step.results_only and event.role == "user" and asks_only(event.text):
+            return ON_THE_WAY, "a question; its answer says more"
+        if step.results_only and (reply := _reply_after(event, step.replies)) is not None:
+            return ON_THE_WAY, f"talk before the turn's reply :{reply}"
+        if cfg.precise and step.tools and event.role == "user" and _pasted(event.text):
+            return PASTED, ""
+        if (
+            cfg.precise
+            and not cfg.tool_neighbours
+            and event.why.startswith(NEAR)
+            and event.why[len(NEAR) :] in step.tools
+        ):
+            return BESIDE_TOOL, event.why
+        return None
+
+    def _relevant(
+        self,
+        draft: Draft,
+        candidates: Candidates,
+        kept: Sequence[EventCandidate],
+        carried: Mapping[str, Sequence[str]],
+        step: _Step,
+    ) -> list[EventCandidate]:
+        """The kept events that clear the relevance bar (precision.Relevance), in rank
+        order; the rest are omitted with the bar's reason."""
+        cfg = self.config.assembly
+        if not cfg.precise or candidates.terms is None:
+            return list(kept)
+        judge = Relevance(
+            candidates.terms,
+            candidates.events,
+            kept,
+            carried,
+            cfg.tool_evidence_falloff if step.tools else cfg.evidence_falloff,
+            cfg.evidence_min_share,
+            RESULT_OWN_TERMS if step.results_only else 0,
+        )
         passed: list[EventCandidate] = []
         for event in kept:
-            why_not = judge.reason(event) if judge is not None else None
+            why_not = judge.reason(event)
             if why_not is None:
                 passed.append(event)
             else:
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
+        return passed
+
+    def _offer_evidence(
+        self, draft: Draft, candidates: Candidates, passed: list[EventCandidate]
+    ) -> None:
+        """Offer the relevant events' lines, findings first, repeats folded into one."""
+        cfg = self.config.assembly
+        title = self.labels["section.evidence"]
         assistant = 0
         # Findings first: what the user stated and what the agent concluded, then the rest
         # in rank order (a stable sort keeps the ranking within each).
