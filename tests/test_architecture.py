@@ -172,6 +172,18 @@ def test_the_doc_shows_the_map_in_code() -> None:
     assert [layer for layer, _ in rows] == [layer for layer, _ in LAYERS]
 
 
+def test_the_docs_diagram_names_every_layer_in_order_and_every_base_module() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    diagram = text.split("## Layers", 1)[1].split("```", 2)[1]
+    # A layer's row opens at the margin: its name, then two spaces or more.
+    names = [m.rstrip("/") for m in re.findall(r"^([a-z]+/?) {2,}", diagram, re.M)]
+    assert names == [layer for layer, _ in LAYERS]
+    base_row = diagram.split("\nbase", 1)[1]
+    for module in dict(LAYERS)["base"]:
+        name = module.removeprefix("memplug.").removesuffix(".*")
+        assert re.search(rf"\b{name}\b", base_row), f"the diagram's base row lacks {name}"
+
+
 def test_dependencies_go_downward_only() -> None:
     assert violations(modules()) == []
 
