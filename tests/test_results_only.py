@@ -27,6 +27,7 @@ REPLY = (
     "entire/sessions untouched."
 )
 ASKED = "does the migration script write to the v1 branch?"
+INSTRUCTION = "update the migration script docs for the v1 branch"
 PROPOSED = "what if we run the migration script on the v1 branch twice?"
 
 
@@ -82,10 +83,13 @@ def omitted(result: object, section: str = "evidence") -> dict[str, tuple[str, s
     }
 
 
+def assert_the_way_is_quoted(result: object) -> None:
+    assert ON_THE_WAY not in {reason for reason, _ in omitted(result).values()}
+    assert "[ev :2]" in result.text  # type: ignore[attr-defined]
+
+
 def test_an_instruction_gets_the_results_not_the_way_to_them(memory: Memory) -> None:
-    result = memory.assemble(
-        AssemblyRequest(session_id=NOW, query="update the migration script docs for the v1 branch")
-    )
+    result = memory.assemble(AssemblyRequest(session_id=NOW, query=INSTRUCTION))
     why = omitted(result)
     assert why[f"{OLD}:2"] == (ON_THE_WAY, "talk before the turn's reply :5")
     assert why[f"{OLD}:6"] == (ON_THE_WAY, "a question; its answer says more")
@@ -100,8 +104,7 @@ def test_a_question_about_earlier_work_still_gets_the_way(memory: Memory) -> Non
     result = memory.assemble(
         AssemblyRequest(session_id=NOW, query="why did the migration script copy to v1 branch?")
     )
-    assert ON_THE_WAY not in {reason for reason, _ in omitted(result).values()}
-    assert "[ev :2]" in result.text
+    assert_the_way_is_quoted(result)
 
 
 def test_a_long_message_with_a_question_is_a_discussion(memory: Memory) -> None:
@@ -121,26 +124,19 @@ def test_a_compactions_step_brings_back_the_way_too(memory: Memory) -> None:
     result = memory.assemble(
         AssemblyRequest(session_id=NOW, summary="Current work: the migration script, v1 branch.")
     )
-    assert ON_THE_WAY not in {reason for reason, _ in omitted(result).values()}
-    assert "[ev :2]" in result.text
+    assert_the_way_is_quoted(result)
 
 
 def test_a_chat_without_tool_events_is_not_judged_so(tmp_path: Path) -> None:
     with Memory.open(new_db(tmp_path / "m.sqlite")) as chat:
         chat.ingest(session_events(with_tools=False))
-        result = chat.assemble(
-            AssemblyRequest(
-                session_id=NOW, query="update the migration script docs for the v1 branch"
-            )
-        )
-    assert ON_THE_WAY not in {reason for reason, _ in omitted(result).values()}
-    assert "[ev :2]" in result.text and "[ev :6]" in result.text
+        result = chat.assemble(AssemblyRequest(session_id=NOW, query=INSTRUCTION))
+    assert_the_way_is_quoted(result)
+    assert "[ev :6]" in result.text
 
 
 def test_the_same_request_gives_the_same_bytes(memory: Memory) -> None:
-    request = AssemblyRequest(
-        session_id=NOW, query="update the migration script docs for the v1 branch"
-    )
+    request = AssemblyRequest(session_id=NOW, query=INSTRUCTION)
     assert memory.assemble(request).text == memory.assemble(request).text
 
 
