@@ -300,7 +300,7 @@ def asks_about_earlier_work(text: str) -> bool:
     is served by what was found or decided, not by the steps taken on the way. So is a
     message of more than QUESTION_MAX_WORDS words of its own: questions among
     instructions and thoughts are a discussion of what to do next."""
-    lowered = _FENCED.sub(" ", text.lower())
+    lowered = _own_words(text)
     if len(lowered.split()) > QUESTION_MAX_WORDS:
         return False
     return (
@@ -313,8 +313,7 @@ def asks_only(text: str) -> bool:
     """A message made only of questions that ask for something ("how is the trailer
     added?", "does this write to the v1 branch?"), none proposing a step ("what if we
     keep both?", "can we drop it?"): the answer it got says more than the question."""
-    sentences = [x.strip() for x in _SENTENCE_BREAK.split(_FENCED.sub(" ", text.lower()))]
-    sentences = [x for x in sentences if x]
+    sentences = _sentences(_own_words(text))
     return bool(sentences) and all(
         x.endswith("?") and not _LIST_MARK.sub("", x).startswith(_PROPOSES) for x in sentences
     )
@@ -327,13 +326,22 @@ def asks_for_steps(text: str) -> bool:
     return any(q.startswith(_ASKS_FOR_STEP) for q in _questions(text))
 
 
+def _own_words(text: str) -> str:
+    """The message lowercased, without its pasted blocks (a log, a diff)."""
+    return _FENCED.sub(" ", text.lower())
+
+
+def _sentences(lowered: str) -> list[str]:
+    return [x for x in (y.strip() for y in _SENTENCE_BREAK.split(lowered)) if x]
+
+
 def _questions(text: str) -> list[str]:
     """The request's own questions, lowercased: its sentences that end in "?", outside
     any pasted block."""
-    lowered = _FENCED.sub(" ", text.lower())
+    lowered = _own_words(text)
     if "?" not in lowered:
         return []
-    return [x.strip() for x in _SENTENCE_BREAK.split(lowered) if x.rstrip().endswith("?")]
+    return [x for x in _sentences(lowered) if x.endswith("?")]
 
 
 def _specific(group: Sequence[Term], df: Mapping[str, float], rare: tuple[float, float]) -> bool:
