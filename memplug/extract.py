@@ -19,6 +19,7 @@ from msgspec import Struct, field
 
 from memplug.config import Config
 from memplug.cues import RULES_BY_ID, Candidate, canonical, content_words
+from memplug.cues.structural import MEMORY_FILE, STRUCTURAL_BY_ID, Reading, TaskChange
 from memplug.db import utc_now
 from memplug.dialogue import is_user_statement as is_user_statement
 from memplug.errors import NotFound, UsageError
@@ -59,6 +60,8 @@ class _Context(Struct):
     agent: str | None = None
     # The refs of the assistant messages an option pick may have resolved against.
     offered: tuple[str, ...] = ()
+    # Other events the statement is read from: a tool result's call.
+    linked: tuple[str, ...] = ()
 
 
 class Extractor(Deriving):
@@ -100,6 +103,23 @@ class Extractor(Deriving):
                 self._apply_item(candidate, ctx, report)
         if tasks:
             self._apply_tasks(tasks, ctx, report)
+
+    def _apply_record(
+        self, event: EventRow, reading: Reading, linked: tuple[str, ...], report: ExtractReport
+    ) -> None:
+        """What a tool call and its result state (a structural rule): items, retractions
+        of removed memory-file lines, and the task list; ``linked``: the other events it
+        is read from (the call, and earlier attempts at the same edit that failed)."""
+        ctx = _Context(event.session_id, event.seq, event.event_time, "", event.project_key,
+                       agent=event.agent, linked=linked)  # fmt: skip
+        for candidate in reading.candidates:
+            ctx.actor = f"extractor:{candidate.rule}"
+            if candidate.is_retraction:
+                self._retract_named(candidate, ctx, report)
+            else:
+                self._apply_item(candidate, ctx, report)
+        if reading.tasks is not None:
+            self._apply_task_change(reading.tasks, ctx, report)
 
     # -- items ---------------------------------------------------------------------------
 
@@ -176,7 +196,8 @@ class Extractor(Deriving):
             scope=scope,
             numbers=[n.to_dict() for n in cand.numbers],
             source_refs=_refs(_sources(cand, ctx)),
-            evidence_type="user_explicit" if cand.role == "user" else "assistant_proposal",
+            evidence_type=cand.evidence
+            or ("user_explicit" if cand.role == "user" else "assistant_proposal"),
             status="active",
             subject_key=cand.subject_key,
             content_hash=chash,
@@ -218,6 +239,10 @@ class Extractor(Deriving):
         pool = [
             i for i in self.items.session_items(ctx.session_id, live) if i.content_hash != chash
         ]
+        if cand.correction_rule == MEMORY_FILE.ref and cand.correction_target:
+            # A changed line of a memory file replaces the item made from that very line.
+            old = content_hash(cand.correction_target)
+            return [i for i in pool if i.content_hash == old][-1:], "replaced_line"
         if cand.kind is None:
             # A bare correction can only take the kind of a statement the user made.
             pool = [i for i in pool if i.evidence_type == "user_explicit"]
@@ -299,6 +324,16 @@ class Extractor(Deriving):
     def _retract_named(self, cand: Candidate, ctx: _Context, report: ExtractReport) -> None:
         assert cand.retraction_target is not None
         pool = self.items.session_items(ctx.session_id, ("active", "disputed"))
+        if cand.rule == MEMORY_FILE.ref:
+            # A line removed from a memory file withdraws the item made from that line.
+            old = content_hash(cand.retraction_target)
+            exact = [i for i in pool if i.content_hash == old]
+            if not exact:
+                report.skipped.append(_skip(ctx, cand, "no item was made from the removed line"))
+                return
+            self._retract(exact[-1], ctx, {"rule": cand.rule, "removed": cand.retraction_target},
+                          report)  # fmt: skip
+            return
         words = content_words(cand.retraction_target)
         need = _needed(words)
         scored = []
@@ -445,16 +480,12 @@ class Extractor(Deriving):
         assert ctx.seq is not None
         state = self.items.task_state(ctx.session_id) or {}
 
-        def bare(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [{k: v for k, v in e.items() if k != "ref"} for e in entries]
-
-        goal = bare([state["goal"]])[0] if state.get("goal") else None
+        goal = _bare(state["goal"]) if state.get("goal") else None
         lists = {
-            "progress": bare(state.get("progress", [])),
-            "blockers": bare(state.get("blockers", [])),
-            "open_items": bare(state.get("open_items", [])),
-            "superseded": bare(state.get("superseded_goals", [])),
-        }
+            name: [_bare(e) for e in state.get(key, [])]
+            for name, key in (("progress", "progress"), ("blockers", "blockers"),
+                              ("open_items", "open_items"), ("superseded", "superseded_goals"))
+        }  # fmt: skip
 
         def holds(name: str, key: str) -> bool:
             return any(canonical(e["text"]) == key for e in lists[name])
@@ -493,6 +524,50 @@ class Extractor(Deriving):
             updated_at=ctx.at,
         )
 
+    def _apply_task_change(self, change: TaskChange, ctx: _Context, report: ExtractReport) -> None:
+        """The agent's task list as it last wrote it: done tasks are the progress, the
+        rest the open items (in progress first); the goal and blockers stay as stated."""
+        assert ctx.seq is not None
+        state = self.items.task_state(ctx.session_id) or {}
+        tasks: dict[str, dict[str, Any]] = {}
+        if not change.replaces_all:
+            for name in ("progress", "open_items"):
+                for entry in state.get(name, []):
+                    if entry.get("task"):
+                        tasks[str(entry["task"])] = {**entry, "done": name == "progress"}
+        for todo in change.entries:
+            known = tasks.get(todo.key)
+            text = todo.text or (known or {}).get("text", "")
+            if not text or todo.status == "deleted":
+                tasks.pop(todo.key, None)
+                continue
+            seq = known["seq"] if known and known.get("text") == text else ctx.seq
+            tasks[todo.key] = {"text": text, "seq": seq, "task": todo.key,
+                               "done": todo.status == "completed",
+                               "now": todo.status == "in_progress"}  # fmt: skip
+
+        def saved(done: bool, now: bool) -> list[dict[str, Any]]:
+            return [{"text": t["text"], "seq": t["seq"], "task": t["task"]}
+                    for t in tasks.values() if t["done"] == done and t["now"] == now]  # fmt: skip
+
+        done = saved(True, False) + saved(True, True)
+        now, later = saved(False, True), saved(False, False)
+        listed = (*done, *now, *later)
+        # What a person stated in words stays beside the agent's list.
+        said = {name: [e for e in state.get(name, []) if not e.get("task")]
+                for name in ("progress", "open_items")}  # fmt: skip
+        self.items.save_task_state(
+            ctx.session_id,
+            goal=_bare(state["goal"]) if state.get("goal") else None,
+            progress=[*map(_bare, said["progress"]), *done],
+            blockers=[_bare(e) for e in state.get("blockers", [])],
+            open_items=[*map(_bare, said["open_items"]), *now, *later],
+            superseded=[_bare(e) for e in state.get("superseded_goals", [])],
+            updated_by_seq=ctx.seq,
+            updated_at=ctx.at,
+        )
+        report.task_updates += len(listed) or 1
+
     # -- reading ----------------------------------------------------------------------------------
 
     def _item(self, memory_id: str) -> ItemRow:
@@ -525,7 +600,7 @@ class Extractor(Deriving):
         # own {session, project} record).
         data["in_scope"] = item.row_scope
         rule_id = item.extractor.split("@")[0]
-        rule = RULES_BY_ID.get(rule_id)
+        rule = RULES_BY_ID.get(rule_id) or STRUCTURAL_BY_ID.get(rule_id)
         data["rule"] = {"ref": item.extractor, "summary": rule.summary if rule else None}
         data["sources"] = [self._source(ref) for ref in item.source_refs]
         data["chain"] = {"older": self._older(item), "newer": self._newer(item)}
@@ -613,10 +688,15 @@ def _sources(cand: Candidate, ctx: _Context) -> list[str]:
     """The events an item comes from: the statement, and for an option pick the
     assistant message whose option it chose."""
     assert ctx.seq is not None
-    refs = [event_ref(ctx.session_id, ctx.seq)]
+    refs = [*ctx.linked, event_ref(ctx.session_id, ctx.seq)]
     if cand.picked is not None and cand.picked < len(ctx.offered):
         refs.insert(0, ctx.offered[cand.picked])
     return refs
+
+
+def _bare(entry: dict[str, Any]) -> dict[str, Any]:
+    """A task entry as it is saved: without the ref the store adds when read back."""
+    return {k: v for k, v in entry.items() if k != "ref"}
 
 
 def _refs(refs: Iterable[str]) -> list[str]:

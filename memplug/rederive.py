@@ -8,14 +8,22 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from msgspec import Struct, field
 
 from memplug.config import Config
 from memplug.cues import ALL_RULES, Candidate, analyse
+from memplug.cues.structural import (
+    STRUCTURAL_RULES,
+    STRUCTURAL_TOOLS,
+    Reading,
+    edited_memory_file,
+    read_record,
+)
 from memplug.db import utc_now
-from memplug.dialogue import TOOL_CALL, Dialogue, is_user_statement
+from memplug.dialogue import TOOL_CALL, TOOL_RESULT, Dialogue, is_user_statement
 from memplug.errors import NotFound
 from memplug.store.ports import ItemPort, Storage
 from memplug.store.records import ActionRow, EventRow, ItemFact
@@ -106,6 +114,7 @@ class Deriving:
         versions: dict[str, Any] = {
             "extractor": EXTRACTOR_VERSION,
             "rules": short_hash(*sorted(rule.ref for rule in ALL_RULES)),
+            "structure": short_hash(*sorted(rule.ref for rule in STRUCTURAL_RULES)),
             "proposals": self.config.extraction.extract_proposals,
         }
         versions.update((follower.name, follower.version) for follower in self.followers)
@@ -177,6 +186,8 @@ class Deriving:
         for event in events:
             if event.type in READ_TYPES:
                 self._process_safely(event, report, pending, dialogue)
+            elif is_structural(event):
+                self._guarded(event, report, pending, partial(self._tool_record, event))
             dialogue.see(event)
         self._follow(session_id, events, checkpoint, report, pending)
         self.items.set_checkpoint(session_id, top_seq, top_id)
@@ -192,14 +203,18 @@ class Deriving:
         events = self._events(session_id, -1)
         dialogue = Dialogue()
         for event in events:
-            if event.type not in READ_TYPES:
+            structural = is_structural(event)
+            if event.type not in READ_TYPES and not structural:
                 dialogue.see(event)
                 continue
             # An action taken when extraction stood at seq N comes after event N and
             # before everything later, exactly as it happened.
             while actions and _anchor(actions[0]) < event.seq:
                 self._replay(actions.popleft(), report)
-            self._process_safely(event, report, pending, dialogue)
+            if structural:
+                self._guarded(event, report, pending, partial(self._tool_record, event))
+            else:
+                self._process_safely(event, report, pending, dialogue)
             dialogue.see(event)
         while actions:
             self._replay(actions.popleft(), report)
@@ -216,29 +231,22 @@ class Deriving:
         pending: set[int],
         dialogue: Dialogue,
     ) -> None:
-        """Extract one event inside a savepoint; a failure is queued and the rest goes on.
+        self._guarded(event, report, pending, lambda: self._statement(event, dialogue))
+
+    def _guarded(
+        self,
+        event: EventRow,
+        report: ExtractReport,
+        pending: set[int],
+        derive: Callable[[], ExtractReport | None],
+    ) -> None:
+        """Derive from one event; a failure is queued and the rest goes on.
 
         The broad catch is the point: whatever goes wrong with one event (a bug in a
         rule, an odd text) must not stop its session, and it is recorded, not hidden.
         """
-        # Made only for an event with candidates: most events have none.
-        local: ExtractReport | None = None
         try:
-            role = self.role_of(event)
-            if role is None:
-                return
-            agent = dialogue.listening(event)
-            offered = dialogue.offered if agent and role == "user" else []
-            candidates = analyse(
-                self.store.events.full_text(event),
-                role,
-                agent=agent,
-                offered=[self.store.events.full_text(e) for e in offered],
-            )
-            if candidates:
-                local = ExtractReport()
-                with self.store.transaction():
-                    self._apply(event, candidates, local, tuple(e.ref for e in offered))
+            local = derive()
         except Exception as error:
             message = f"{type(error).__name__}: {error}"
             self.items.queue_failure(event.session_id, event.seq, message, utc_now())
@@ -252,9 +260,68 @@ class Deriving:
         if event.seq in pending:
             self.items.clear_pending(event.session_id, event.seq)
 
+    def _statement(self, event: EventRow, dialogue: Dialogue) -> ExtractReport | None:
+        """A message's cues, applied inside a savepoint (a report only when it had any:
+        most events have none)."""
+        role = self.role_of(event)
+        if role is None:
+            return None
+        agent = dialogue.listening(event)
+        offered = dialogue.offered if agent and role == "user" else []
+        candidates = analyse(
+            self.store.events.full_text(event),
+            role,
+            agent=agent,
+            offered=[self.store.events.full_text(e) for e in offered],
+        )
+        if not candidates:
+            return None
+        local = ExtractReport()
+        with self.store.transaction():
+            self._apply(event, candidates, local, tuple(e.ref for e in offered))
+        return local
+
+    def _tool_record(self, result: EventRow) -> ExtractReport | None:
+        """What a structural rule reads in a tool result and the call it answers."""
+        call = None
+        if result.call_id:
+            found = self.store.timeline.tool_call(result.session_id, result.call_id, result.seq)
+            call = self.store.events.get(result.session_id, found.seq) if found else None
+        tool = str(result.tool_name)
+        call_text = self.store.events.full_text(call) if call is not None else ""
+        reading = read_record(tool, call_text, self.store.events.full_text(result), result.outcome)
+        if not reading.candidates and reading.tasks is None:
+            return None
+        linked = (call.ref,) if call is not None else ()
+        path = edited_memory_file(tool, call_text)
+        if path is not None and call is not None:
+            linked = (*self._failed_attempts(result.session_id, path, call.seq), *linked)
+        local = ExtractReport()
+        with self.store.transaction():
+            self._apply_record(result, reading, linked, local)
+        return local
+
+    def _failed_attempts(self, session_id: str, path: str, before: int) -> tuple[str, ...]:
+        """The calls that tried to write ``path`` since it was last written and failed on
+        a tool error (not a person's refusal): what they held is what this call wrote."""
+        events = self.store.events.session_events(session_id, types=(TOOL_CALL, TOOL_RESULT))
+        calls = {e.call_id: e for e in events if e.type == TOOL_CALL and e.seq < before}
+        failed: list[str] = []
+        for event in events:
+            call = calls.get(event.call_id) if event.type == TOOL_RESULT else None
+            if call is None:
+                continue
+            if edited_memory_file(str(call.tool_name), self.store.events.full_text(call)) != path:
+                continue
+            if event.outcome == "failed":
+                failed.append(call.ref)
+            else:
+                failed = []
+        return tuple(failed)
+
     def _events(self, session_id: str, after_seq: int) -> list[EventRow]:
         """The events to derive from, read once: followers see every type."""
-        types = None if self.followers else (*READ_TYPES, TOOL_CALL)
+        types = None if self.followers else (*READ_TYPES, TOOL_CALL, TOOL_RESULT)
         return self.store.events.session_events(session_id, after_seq=after_seq, types=types)
 
     def _follow(
@@ -320,8 +387,18 @@ class Deriving:
     ) -> None:
         raise NotImplementedError
 
+    def _apply_record(
+        self, event: EventRow, reading: Reading, linked: tuple[str, ...], report: ExtractReport
+    ) -> None:
+        raise NotImplementedError
+
     def _replay(self, action: ActionRow, report: ExtractReport) -> None:
         raise NotImplementedError
+
+
+def is_structural(event: EventRow) -> bool:
+    """A tool result a structural rule reads (with the call it answers)."""
+    return event.type == TOOL_RESULT and event.tool_name in STRUCTURAL_TOOLS and not event.generated
 
 
 def _anchor(action: ActionRow) -> int:

@@ -54,6 +54,9 @@ class Candidate(Struct, frozen=True):
     # An option pick: the index (in ``offered``) of the assistant message it resolved
     # against, which is a source of the item as much as the reply is.
     picked: int | None = None
+    # The evidence type when it is not the role's: a line of a memory file is an
+    # artifact the person let the agent write, not words either of them said.
+    evidence: str | None = None
 
     @property
     def is_correction(self) -> bool:

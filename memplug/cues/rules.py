@@ -270,7 +270,7 @@ RULES: tuple[Rule, ...] = (
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
                        + _ENCOURAGE + r"|say\s+never|too|late|easy)\b"),
          not_before=_rx(_STORY_JOIN), chat_not_after=_rx(r"\s+forget\b|" + _NOT_ABOUT_WORK)),
-    Rule("en.constraint.always", 3, "constraint", "en",
+    Rule("en.constraint.always", 4, "constraint", "en",
          "`always` as an instruction: at the start (also after `Remember:`), after `we`, or"
          " after `you should`/`you must` (`always the same flaky test`, `always happy to"
          " help`, `always running around`, `we always have a great time` are not cues). In"
@@ -293,11 +293,13 @@ RULES: tuple[Rule, ...] = (
              ("I remember watching the Masters with my family - it was such a fun experience,"
               " and we always make a big deal of it.", None))
          + _agent(("Always run the linter before committing.", "constraint"),
+                  ("Always open a PR against develop.", "constraint"),
+                  ("Always open to new ideas.", None),
                   ("Always the same flaky test.", None))
          + _chat("Always run the linter before committing."),
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + r"|[a-z]+ing|"
-                       r"happy|glad|up|great|good|fun|nice|ready|welcome|on|down|open|around|"
+                       r"happy|glad|up|great|good|fun|nice|ready|welcome|on|down|open(?!\s+(?:an?|the)\s)|around|"
                        r"busy|excited|hungry|by|with|for|at|there|have|try|go|end\s+up|hang|"
                        r"spend|get|make\s+time|"
                        r"talk|chat|laugh|celebrate|manage|struggle)\b"),
