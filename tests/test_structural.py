@@ -73,7 +73,8 @@ def test_an_approved_plan_is_a_decision_named_by_its_title() -> None:
     (found,) = read_record(
         "ExitPlanMode", call, "User has approved your plan. You can now start coding.", None
     ).candidates
-    assert (found.kind, found.content) == ("decision", "Approved plan: Add tar archive support — Detect .tar.")
+    assert found.kind == "decision"
+    assert found.content == "Approved plan: Add tar archive support — Detect .tar."
     assert found.subject_key == "plan:add tar archive support"
 
 
@@ -146,10 +147,8 @@ def test_each_typed_record_becomes_its_item_with_the_call_and_result_as_sources(
     cli: Callable[..., CliResult], captured: Path
 ) -> None:
     found = {(i["extractor"], i["content"]): i for i in items(cli, captured)}
-    answer = found[
-        ("structure.ask_answer@1",
-         "Which cache should the orders API use? → Redis (A shared Redis instance, survives restarts)")
-    ]  # fmt: skip
+    chosen = "Redis (A shared Redis instance, survives restarts)"
+    answer = found[("structure.ask_answer@1", f"Which cache should the orders API use? → {chosen}")]
     assert (answer["kind"], answer["status"], answer["evidence_type"]) == (
         "decision", "active", "user_explicit")  # fmt: skip
     assert answer["source_refs"] == [ref(2), ref(3)]
