@@ -24,6 +24,7 @@ from msgspec.structs import asdict
 
 from memplug.assemble import (
     OVER_CORE_BUDGET,
+    REPLACED_LATER,
     AssemblyRequest,
     TaskLine,
     item_candidate,
@@ -36,6 +37,7 @@ from memplug.assemble import (
 from memplug.refs import EventRef
 from memplug.retrieve.models import RankedItem
 from memplug.text import estimate_tokens, short_hash
+from memplug.vocab import choice_keys_agree
 
 if TYPE_CHECKING:
     from memplug.config import Config
@@ -52,7 +54,7 @@ CORE_EVIDENCE: tuple[str, ...] = ("user_explicit", "skill", "artifact_verified",
 MAX_LINES = 200
 # Bumped when lines are made or rendered differently: a core cached by older code is
 # then made again rather than read back.
-FORMAT = 1
+FORMAT = 2
 # How long a step waits for the write lock to cache a core it has just made.
 CACHE_WAIT_MS = 50
 WHY = {
@@ -75,6 +77,9 @@ class ProjectCoreLine(Struct, frozen=True):
     # context is left out of a step's message).
     sources: tuple[str, ...] = ()
     session_id: str = ""
+    # The newer item of another session that states the same subject (a later choice of
+    # the same kind): this line is then left out, with that reason.
+    replaced_by: str = ""
 
 
 class Core(Struct, frozen=True):
@@ -96,7 +101,9 @@ class Core(Struct, frozen=True):
         omitted: list[tuple[ProjectCoreLine, str]] = []
         left = budget
         for line in self.lines:
-            reason = skip(line) if skip is not None else None
+            reason = REPLACED_LATER if line.replaced_by else None
+            if reason is None and skip is not None:
+                reason = skip(line)
             if reason is None and line.tokens > left:
                 reason = OVER_CORE_BUDGET
             if reason is not None:
@@ -115,7 +122,7 @@ class Core(Struct, frozen=True):
             "lines": [{"ref": c.ref, "kind": c.kind, "text": c.text, "why": c.why} for c in chosen],
             "tokens": sum(c.tokens for c in chosen),
             "budget": budget,
-            "omitted": [{"ref": c.ref, "kind": c.kind, "reason": r} for c, r in omitted],
+            "omitted": [_omitted(c, r) for c, r in omitted],
             "version": self.version,
         }
 
@@ -198,11 +205,39 @@ def ordered(store: Storage, scope: CoreScope, labels: Mapping[str, str]) -> list
             out.extend(_task_lines(store, scope, labels))
         else:
             room = max(0, MAX_LINES - len(out))
-            out.extend(_item_line(row, labels) for row in by_kind[kind][:room])
+            newer = _replacements(by_kind[kind][:room])
+            out.extend(
+                _item_line(row, labels, newer.get(row.id, "")) for row in by_kind[kind][:room]
+            )
     return out[:MAX_LINES]
 
 
-def _item_line(row: ItemRow, labels: Mapping[str, str]) -> ProjectCoreLine:
+def _replacements(rows: list[ItemRow]) -> dict[str, str]:
+    """Which rows (newest first) a newer row of another session replaces: the same
+    subject key, or a choice key that names the same choice (``choice_keys_agree``).
+    Supersession inside a session is the extractor's; across sessions it is read here,
+    so that each session's derived rows stay a function of its own events."""
+    replaced: dict[str, str] = {}
+    for index, row in enumerate(rows):
+        if not row.subject_key:
+            continue
+        for newer in rows[:index]:
+            key = newer.subject_key or ""
+            same = key == row.subject_key or choice_keys_agree(key, row.subject_key)
+            if same and newer.session_id != row.session_id and newer.id not in replaced:
+                replaced[row.id] = newer.id
+                break
+    return replaced
+
+
+def _omitted(line: ProjectCoreLine, reason: str) -> dict[str, Any]:
+    out = {"ref": line.ref, "kind": line.kind, "reason": reason}
+    if line.replaced_by:
+        out["by"] = line.replaced_by
+    return out
+
+
+def _item_line(row: ItemRow, labels: Mapping[str, str], replaced_by: str = "") -> ProjectCoreLine:
     item = item_candidate(RankedItem.of(row))
     line = item_line(item, labels)
     return ProjectCoreLine(
@@ -214,6 +249,7 @@ def _item_line(row: ItemRow, labels: Mapping[str, str]) -> ProjectCoreLine:
         tokens=estimate_tokens(line + "\n"),
         sources=tuple(f"{s}:{n}" for s, n in item.source_refs),
         session_id=row.session_id,
+        replaced_by=replaced_by,
     )
 
 

@@ -31,7 +31,7 @@ from memplug.refs import EventRef, event_ref, row_scope
 from memplug.store.ports import Storage
 from memplug.store.records import ActionRow, EventRow, ItemRow
 from memplug.text import sha256_hex, short_hash
-from memplug.vocab import MEMORY_KINDS
+from memplug.vocab import CHOICE_PREFIX, MEMORY_KINDS, choice_keys_agree
 
 ACTOR_CLI = "cli"
 ACTOR_API = "api"
@@ -227,11 +227,8 @@ class Extractor(Deriving):
         """The items a statement replaces or contradicts, and how they were found."""
         live = ("active", "disputed")
         if cand.subject_key:
-            same = [
-                i
-                for i in self.items.by_subject(ctx.session_id, cand.subject_key)
-                if i.status in live and i.content_hash != chash
-            ]
+            same = [i for i in self._same_subject(ctx.session_id, cand.subject_key)
+                    if i.status in live and i.content_hash != chash]  # fmt: skip
             if same:
                 return same, "subject_key"
         if cand.role != "user" or not cand.is_correction:
@@ -259,6 +256,17 @@ class Extractor(Deriving):
             if found:
                 return [_latest(found)], "same_kind"
         return [], None
+
+    def _same_subject(self, session_id: str, key: str) -> list[ItemRow]:
+        """The session's items of the subject ``key``: the same key, or for a choice
+        another key that names the same choice (``vocab.choice_keys_agree``)."""
+        if not key.startswith(CHOICE_PREFIX):
+            return self.items.by_subject(session_id, key)
+        return [
+            i
+            for i in self.items.session_items(session_id, ("active", "disputed"))
+            if i.subject_key and choice_keys_agree(key, i.subject_key)
+        ]
 
     def _resolve(
         self,

@@ -430,6 +430,53 @@ class Memory:
         host that keeps its own read cursor commits the events and the cursor at once."""
         return self.capture.capture(events, origin=origin, ingested_at=utc_now(), bulk=bulk)
 
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+        actor: str = "api",
+    ) -> dict[str, Any]:
+        """Keep ``text`` as a memory item of ``project`` (default: the working folder's),
+        on a person's or an agent's explicit word. It is captured as an event of the
+        project's own remember session, so ``rebuild`` derives the same item and id; a
+        later remember of the same subject supersedes it. Returns the item and its event."""
+        from memplug.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
+        from memplug.errors import UsageError
+        from memplug.models import parse_event
+        from memplug.text import short_hash
+
+        if not text.strip():
+            raise UsageError("nothing to remember: the text is empty")
+        if kind is not None and kind not in REMEMBER_KINDS:
+            raise UsageError(
+                f"cannot remember a {kind!r}; choose one of {', '.join(REMEMBER_KINDS)}"
+            )
+        where = project or os.getcwd()
+        session_id = f"remember-{short_hash(where, length=12)}"
+        with self.store.write_transaction():
+            top, _ = self.store.items.event_bounds(session_id)
+            seq = (top or 0) + 1
+            data: dict[str, Any] = {
+                "session_id": session_id, "seq": seq, "type": "user/message", "role": "user",
+                "time": utc_now(), "text": text, "cwd": where, "project": where,
+                "source": {"kind": REMEMBER_SOURCE, "form": actor}, "host": "memplug",
+            }  # fmt: skip
+            if kind is not None:
+                data["kind"] = kind
+            self.store_events([parse_event(data)], origin=actor)
+        self.derive([session_id])
+        made = self.store.items.citing(session_id, seq)
+        item = made[0] if made else None
+        return {
+            "event": f"{session_id}:{seq}",
+            "project": where,
+            "item": None if item is None else {"id": item.id, "kind": item.kind,
+                                               "content": item.content, "status": item.status},
+            "supersedes": [] if item is None else item.supersedes,
+        }  # fmt: skip
+
     def derive(
         self, session_ids: Iterable[str], *, upgrade_ms: float | None = UPGRADE_STEP_MS
     ) -> str | None:

@@ -6,6 +6,7 @@ rules' effects on items, task state and a person's actions."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -15,12 +16,15 @@ from msgspec import Struct, field
 
 from memplug.config import Config
 from memplug.cues import ALL_RULES, Candidate, analyse
+from memplug.cues.categories import categories_version
 from memplug.cues.structural import (
+    REMEMBER_SOURCE,
     STRUCTURAL_RULES,
     STRUCTURAL_TOOLS,
     Reading,
     edited_memory_file,
     read_record,
+    remembered,
 )
 from memplug.db import utc_now
 from memplug.dialogue import TOOL_CALL, TOOL_RESULT, Dialogue, is_user_statement
@@ -115,6 +119,7 @@ class Deriving:
             "extractor": EXTRACTOR_VERSION,
             "rules": short_hash(*sorted(rule.ref for rule in ALL_RULES)),
             "structure": short_hash(*sorted(rule.ref for rule in STRUCTURAL_RULES)),
+            "categories": categories_version(),
             "proposals": self.config.extraction.extract_proposals,
         }
         versions.update((follower.name, follower.version) for follower in self.followers)
@@ -263,6 +268,8 @@ class Deriving:
     def _statement(self, event: EventRow, dialogue: Dialogue) -> ExtractReport | None:
         """A message's cues, applied inside a savepoint (a report only when it had any:
         most events have none)."""
+        if event.source_kind == REMEMBER_SOURCE and not event.generated:
+            return self._remembered(event)
         role = self.role_of(event)
         if role is None:
             return None
@@ -279,6 +286,18 @@ class Deriving:
         local = ExtractReport()
         with self.store.transaction():
             self._apply(event, candidates, local, tuple(e.ref for e in offered))
+        return local
+
+    def _remembered(self, event: EventRow) -> ExtractReport | None:
+        """An explicit remember: one item, of the kind it was captured with."""
+        extra = json.loads(event.extra_json) if event.extra_json else {}
+        kind = extra.get("kind") if isinstance(extra, dict) else None
+        found = remembered(self.store.events.full_text(event), kind)
+        if found is None:
+            return None
+        local = ExtractReport()
+        with self.store.transaction():
+            self._apply(event, [found], local)
         return local
 
     def _tool_record(self, result: EventRow) -> ExtractReport | None:

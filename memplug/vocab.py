@@ -106,3 +106,18 @@ TIMELINE_KINDS: tuple[str, ...] = (
     "compaction",
     "file_touched",
 )
+
+# The subject key of a decision that picks one thing of a kind (cues.categories):
+# ``choice:<kind>``, or ``choice:<kind>@<what it is for>`` when it says.
+CHOICE_PREFIX = "choice:"
+
+
+def choice_keys_agree(a: str, b: str) -> bool:
+    """Two choice keys name the same choice: the same kind, and the same purpose unless
+    one of them names none ("use MySQL 8 instead" replaces "PostgreSQL for orders";
+    "vitest for the frontend" leaves "pytest for the backend" standing)."""
+    if not (a.startswith(CHOICE_PREFIX) and b.startswith(CHOICE_PREFIX)):
+        return False
+    kind_a, _, for_a = a.partition("@")
+    kind_b, _, for_b = b.partition("@")
+    return kind_a == kind_b and (not for_a or not for_b or for_a == for_b)

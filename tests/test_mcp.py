@@ -82,6 +82,10 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
         out["timeline2"] = await s.call_tool("memory_timeline", {"next": page["next"]})
         out["neighbors"] = await s.call_tool("memory_neighbors", {"entity": "8080"})
         out["core"] = await s.call_tool("memory_core", {})
+        out["remember"] = await s.call_tool(
+            "memory_remember", {"text": "We deploy with fly.io", "kind": "decision"}
+        )
+        out["core_after"] = await s.call_tool("memory_core", {})
         out["bad"] = await s.call_tool("memory_neighbors", {"entity": 8080, "hops": 9})
         out["extra"] = await s.call_tool("memory_timeline", {"scope": "global", "purge": True})
         out["token"] = await s.call_tool("memory_timeline", {"next": "mp1.nonsense"})
@@ -98,10 +102,12 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
         "memory_timeline",
         "memory_neighbors",
         "memory_core",
+        "memory_remember",
     ]
-    for tool in tools.values():
+    for name, tool in tools.items():
         assert tool.input_schema["type"] == "object" and tool.input_schema["properties"]
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (name != "memory_remember")
     assert tools["memory_neighbors"].input_schema["required"] == ["entity"]
 
     search, search2 = result_json(out["search"]), result_json(out["search2"])
@@ -118,6 +124,11 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
         "constraint",
         "decision",
     ]
+    remembered = result_json(out["remember"])
+    assert remembered["item"]["kind"] == "decision"
+    assert remembered["item"]["content"] == "We deploy with fly.io"
+    after = result_json(out["core_after"])
+    assert remembered["item"]["id"] in [line["ref"] for line in after["lines"]]
     page1, page2 = result_json(out["timeline"]), result_json(out["timeline2"])
     assert page1["scope"] == "global" and page1["next"] and page2["entries"]
     assert page1["entries"][0]["id"] != page2["entries"][0]["id"]
@@ -196,6 +207,7 @@ def test_the_protocol_answers_initialize_and_tools_list_on_raw_stdio(
         "memory_timeline",
         "memory_neighbors",
         "memory_core",
+        "memory_remember",
     ]
 
 
@@ -230,6 +242,7 @@ def test_tools_are_read_only(api_db: Path) -> None:
     server.call(settings, "memory_expand", {"target": "s1:1", "after": 3})
     server.call(settings, "memory_core", {})
     assert digest() == before
+    assert [t.name for t in server.TOOLS if t.writes] == ["memory_remember"]
     assert (wal.stat().st_size if wal.exists() else 0) == wal_before
     assert server.call(settings, "memory_timeline", {})["scope"] == f"project:{CWD}"
 

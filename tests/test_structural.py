@@ -19,7 +19,7 @@ from memplug.cues.structural import read_record
 from memplug.memory import Memory
 
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000003"
-TRANSCRIPT = FIXTURES / "claude_code" / f"{SID}.jsonl"
+TRANSCRIPT = FIXTURES / "claude_code_structural" / f"{SID}.jsonl"
 PLAN = "Approved plan: Orders cache — Add a Redis client (redis-py 5)."
 REJECTED = "The user doesn't want to proceed with this tool use. The tool use was rejected."
 QUESTION = {

@@ -356,7 +356,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         # Retrieval's own omissions (below min score, …) are part of the account.
         draft.omitted.extend(candidates.omitted)
         if core is not None:
-            self._core_section(draft, core, task_state, visible)
+            self._core_section(draft, core, task_state, visible, request.standing)
         self._task_section(draft, task_state, visible)
         self._skill_sections(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}

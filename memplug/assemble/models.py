@@ -60,6 +60,12 @@ RECENT = "recent"
 UNKNOWN_SESSION = "unknown_session"
 OVER_CORE_BUDGET = "over core budget"  # past assembly.coreBudgetTokens (memplug.core)
 IN_CORE = "in the core"
+# A core line the host's own standing instructions already state (CLAUDE.md, AGENTS.md,
+# which Claude Code loads itself): the reason names the file.
+IN_MEMORY_FILE = "in {file}"
+# A core decision a later one of the same choice replaced in another session (a
+# database, a test runner, …: cues.categories), or a later value of its subject key.
+REPLACED_LATER = "replaced by a later choice"
 IN_TASK = "in the task section"
 # A "where we were" record, when something else in memory answers the step's request.
 ANSWERED = "the request is answered"
@@ -96,6 +102,8 @@ OMISSION_REASONS: tuple[str, ...] = (
     OVER_LIMIT,
     OVER_CORE_BUDGET,
     IN_CORE,
+    IN_MEMORY_FILE,
+    REPLACED_LATER,
     IN_TASK,
     ANSWERED,
     CARRIED,
@@ -247,6 +255,8 @@ class ResidentLine(Protocol):
     def tokens(self) -> int: ...
     @property
     def sources(self) -> tuple[str, ...]: ...
+    @property
+    def replaced_by(self) -> str: ...
 
 
 class ResidentCore(Protocol):
@@ -293,6 +303,9 @@ class AssemblyRequest(Struct, frozen=True):
     # What a host's compaction summary says the work at hand is: with no query, the
     # step's task text is built from it and the latest real request.
     summary: str | None = None
+    # The standing instructions the host loads itself, as (file name, text): a core line
+    # they already state is not said again.
+    standing: tuple[tuple[str, str], ...] = ()
 
 
 class Entry(Struct, frozen=True):

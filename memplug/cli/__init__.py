@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "assemble": "memplug.cli.assembly:assemble_cmd",
     "explain": "memplug.cli.assembly:explain_cmd",
     "core": "memplug.cli.core:core_cmd",
+    "remember": "memplug.cli.items:remember_cmd",
     "retract": "memplug.cli.items:retract_cmd",
     "promote": "memplug.cli.items:promote_cmd",
     "rebuild": "memplug.cli.items:rebuild_cmd",

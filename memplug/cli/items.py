@@ -11,6 +11,7 @@ import click
 
 from memplug.cli.capture import embed_with_bar
 from memplug.cli.output import CliContext, emit, json_option, table, terminal_progress
+from memplug.cues.structural import REMEMBER_KINDS
 from memplug.errors import MemplugError, UsageError
 from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
 from memplug.refs import event_ref
@@ -164,6 +165,36 @@ def inspect_cmd(ctx: CliContext, ref: str, as_json: bool) -> None:
 def _render_change(data: dict[str, Any]) -> str:
     item = data["item"]
     return f"{item['id']} is now {item['status']} ({item['kind']}, {item['evidence_type']})"
+
+
+def _render_remembered(data: dict[str, Any]) -> str:
+    item = data["item"]
+    if item is None:
+        return f"captured {data['event']}; it made no item"
+    line = f"remembered as {item['id']} ({item['kind']}) in project {data['project']}"
+    if data["supersedes"]:
+        line += "; it supersedes " + ", ".join(data["supersedes"])
+    return line
+
+
+@click.command("remember")
+@click.argument("text")
+@click.option("--kind", type=click.Choice(REMEMBER_KINDS),
+              help="What it is (default: read from the text, else a fact).")  # fmt: skip
+@click.option("--project", help="The project it belongs to (default: the working folder's).")
+@json_option
+@click.pass_obj
+def remember_cmd(
+    ctx: CliContext, text: str, kind: str | None, project: str | None, as_json: bool
+) -> None:
+    """Keep TEXT as a lasting decision, rule or project fact.
+
+    It is captured as an event (so `rebuild` makes the same item) and supersedes an
+    earlier remembered item of the same subject; `--json` gives {event, project, item,
+    supersedes}."""
+    with ctx.open(create=True) as memory:
+        data = memory.remember(text, kind=kind, project=project, actor=ACTOR_CLI)
+        emit(data, as_json, _render_remembered)
 
 
 @click.command("retract")

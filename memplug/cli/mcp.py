@@ -15,8 +15,9 @@ from memplug.cli.output import CliContext, json_option
 def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
     """Serve memory to an MCP client on stdin/stdout.
 
-    The tools memory_search, memory_expand, memory_timeline, memory_neighbors and
-    memory_core, read-only, secrets redacted. Claude Code starts it itself once
+    The read-only tools memory_search, memory_expand, memory_timeline,
+    memory_neighbors and memory_core, and memory_remember, which keeps one lasting
+    item; secrets redacted. Claude Code starts it itself once
     `memory install claude-code --mcp` registered it.
 
     `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.

@@ -13,6 +13,7 @@ from itertools import islice
 
 from msgspec import Struct
 
+from memplug.cues.categories import choice_key
 from memplug.cues.keys import subject_key
 from memplug.cues.options import offered_options, resolve_pick
 from memplug.cues.rules import (
@@ -124,6 +125,8 @@ def _candidate(
     picked: int | None = None,
 ) -> Candidate:
     numbers = tuple(extract_numbers(content))
+    if key is None and kind == "decision":
+        key = choice_key(content)
     return Candidate(
         kind=kind,
         content=content,

@@ -20,6 +20,8 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from memplug.cues.analysis import Candidate, analyse
+from memplug.cues.categories import choice_key
+from memplug.cues.keys import subject_key
 from memplug.cues.words import canonical
 
 ANSWERED = "User has answered your questions:"
@@ -78,13 +80,24 @@ MEMORY_FILE = StructuralRule(
     " rule lines.",
     EDIT_TOOLS,
 )  # fmt: skip
+REMEMBER = StructuralRule(
+    "structure.remember", 1, "fact",
+    "An explicit `memory remember` (CLI) or `memory_remember` (MCP): the text as one item,"
+    " of the kind it was given, else the phrase rules' kind, else a fact. A later one with"
+    " the same subject key (or a choice of the same kind) supersedes it.",
+    (),
+)  # fmt: skip
 TODO_LIST = StructuralRule(
     "structure.todo_list", 1, "task",
     "`TodoWrite` (the whole list) and `TaskCreate`/`TaskUpdate` (one task): the task"
     " state's done and open lists, replaced by the list as the agent last wrote it.",
     ("TodoWrite", "TaskCreate", "TaskUpdate"),
 )  # fmt: skip
-STRUCTURAL_RULES: tuple[StructuralRule, ...] = (ASK_ANSWER, PLAN_APPROVED, MEMORY_FILE, TODO_LIST)
+STRUCTURAL_RULES: tuple[StructuralRule, ...] = (
+    ASK_ANSWER, PLAN_APPROVED, MEMORY_FILE, REMEMBER, TODO_LIST)  # fmt: skip
+# The source kind of an event `memory remember` captured: read by REMEMBER alone.
+REMEMBER_SOURCE = "remember"
+REMEMBER_KINDS = ("fact", "decision", "constraint", "preference", "open_question")
 STRUCTURAL_BY_ID: dict[str, StructuralRule] = {rule.id: rule for rule in STRUCTURAL_RULES}
 STRUCTURAL_TOOLS: frozenset[str] = frozenset(t for rule in STRUCTURAL_RULES for t in rule.tools)
 
@@ -322,6 +335,22 @@ def _rule_lines(text: str) -> list[str]:
     return out
 
 
+# -- remember -------------------------------------------------------------------------------
+
+
+def remembered(text: str, kind: str | None) -> Candidate | None:
+    """The one item an explicit ``remember`` makes: ``kind`` when given, else the kind the
+    phrase rules read in the text, else a fact."""
+    content = " ".join(text.split())
+    if not content:
+        return None
+    if kind not in REMEMBER_KINDS:
+        read = [c.kind for c in analyse(content, "user", agent=True) if c.kind in REMEMBER_KINDS]
+        kind = read[0] if read else REMEMBER.kind
+    key = subject_key(content) or (choice_key(content) if kind == "decision" else None)
+    return Candidate(kind, content, REMEMBER.ref, "user", content[:500], 0, subject_key=key)
+
+
 # -- the task list ----------------------------------------------------------------------------
 
 
@@ -356,6 +385,8 @@ def _candidate(rule: StructuralRule, content: str, sentence: str, index: int) ->
 
 __all__ = [
     "MEMORY_FILE_EVIDENCE",
+    "REMEMBER_KINDS",
+    "REMEMBER_SOURCE",
     "STRUCTURAL_BY_ID",
     "STRUCTURAL_RULES",
     "STRUCTURAL_TOOLS",
@@ -367,4 +398,5 @@ __all__ = [
     "edited_memory_file",
     "is_memory_file",
     "read_record",
+    "remembered",
 ]

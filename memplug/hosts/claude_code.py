@@ -357,3 +357,31 @@ def model_context(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
     path = active_path(events)
     starts = [i for i, e in enumerate(path) if e["type"] == "compaction/start"]
     return path[starts[-1] :] if starts else path
+
+
+# The files Claude Code loads as standing instructions from the session's folder and each
+# folder above it (and the user's own), which memplug need not repeat in its core.
+STANDING_NAMES: tuple[str, ...] = ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", "AGENTS.md")
+# A standing file larger than this is not read on the hook's path (Claude Code itself
+# warns past ~40k characters).
+STANDING_MAX_BYTES = 256 * 1024
+
+
+def standing_files(cwd: str | None, home: Path | None = None) -> tuple[tuple[str, str], ...]:
+    """(name, text) of each standing file the host loads for a session in ``cwd``: in
+    ``cwd`` and every folder above it, then ``~/.claude/CLAUDE.md``. Unreadable or
+    oversized files are skipped: this only saves repeating what the agent already reads."""
+    if not cwd:
+        return ()
+    folders = [Path(cwd), *Path(cwd).parents]
+    candidates = [folder / name for folder in folders for name in STANDING_NAMES]
+    candidates.append((home or Path.home()) / ".claude" / "CLAUDE.md")
+    out: list[tuple[str, str]] = []
+    for path in candidates:
+        try:
+            if path.stat().st_size > STANDING_MAX_BYTES:
+                continue
+            out.append((path.name, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return tuple(out)

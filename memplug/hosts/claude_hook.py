@@ -444,6 +444,7 @@ def inject(
             log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
             project=project,
             summary=work_at_hand(visible) if event == "SessionStart" else None,
+            standing=cc.standing_files(project),
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)

@@ -6,8 +6,9 @@ and a function from an open :class:`~memplug.memory.Memory` to a JSON result. Th
 results are the CLI's ``--json`` shapes — coverage and call tokens included — with
 three differences a model needs:
 
-* **read-only**: the database is opened read-only for each call; no tool captures,
-  extracts, retracts or purges;
+* **read-only but one**: the database is opened read-only for each call, except for
+  ``memory_remember``, which captures one explicit remember (as ``memory remember``
+  does); no tool retracts, promotes or purges;
 * **bounded**: every argument that sizes a result has a cap, and a result larger than
   ``MAX_RESULT_CHARS`` is refused with an error naming the smaller call to make;
 * **redacted**: every string of every result goes through the secret scanner, each
@@ -105,6 +106,19 @@ class NeighborsArgs(_Args):
     scope: str | None = ScopeText
     project: str | None = None
     session: str | None = None
+
+
+class RememberArgs(_Args):
+    text: str = Field(
+        min_length=1, max_length=4_000,
+        description="The lasting decision, rule or project fact, in one or two sentences.",
+    )  # fmt: skip
+    kind: Literal["fact", "decision", "constraint", "preference", "open_question"] | None = None
+    project: str | None = Field(None, description="A project (its cwd); default: the current one.")
+
+
+def _remember(memory: Memory, args: RememberArgs, cwd: str) -> dict[str, Any]:
+    return memory.remember(args.text, kind=args.kind, project=args.project or cwd, actor="mcp")
 
 
 class CoreArgs(_Args):
@@ -241,6 +255,7 @@ class Tool(Struct, frozen=True):
     description: str
     args: type[_Args]
     run: Callable[[Memory, Any, str], dict[str, Any]]
+    writes: bool = False
 
     def schema(self) -> dict[str, Any]:
         return self.args.model_json_schema()
@@ -287,6 +302,15 @@ TOOLS: tuple[Tool, ...] = (
         CoreArgs,
         _core,
     ),
+    Tool(
+        "memory_remember",
+        'Keep a lasting decision, rule or project fact the person stated ("we use pnpm", '
+        '"never push to main") as a memory item of this project; a later one about the '
+        "same subject supersedes it. Not for the task at hand or for guesses.",
+        RememberArgs,
+        _remember,
+        writes=True,
+    ),
 )
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
@@ -315,7 +339,7 @@ def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) 
     if tool is None:
         raise MemplugError(f"unknown tool '{name}' (tools: {', '.join(TOOLS_BY_NAME)})")
     args = tool.args.model_validate(arguments or {})
-    memory = _open(settings)
+    memory = _open(settings, writes=tool.writes)
     try:
         result = tool.run(memory, args, settings.cwd)
     finally:
@@ -330,9 +354,9 @@ def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) 
     return result
 
 
-def _open(settings: ServerSettings) -> Memory:
+def _open(settings: ServerSettings, *, writes: bool = False) -> Memory:
     return Memory.open(
-        settings.db_path, config_path=settings.config_path, create=False, readonly=True
+        settings.db_path, config_path=settings.config_path, create=writes, readonly=not writes
     )
 
 
@@ -369,7 +393,9 @@ def build_server(settings: ServerSettings) -> Any:
                     name=tool.name,
                     description=tool.description,
                     input_schema=tool.schema(),
-                    annotations=types.ToolAnnotations(read_only_hint=True),
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=not tool.writes, destructive_hint=False
+                    ),
                 )
                 for tool in TOOLS
             ]

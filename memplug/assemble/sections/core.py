@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from memplug.assemble.draft import Draft
 from memplug.assemble.models import (
+    IN_MEMORY_FILE,
     IN_TASK,
     VISIBLE,
     Candidates,
@@ -23,22 +24,38 @@ if TYPE_CHECKING:
     from memplug.store.records import ValidationRecord
 
 
+# A core line shorter than this is not looked for in the standing files: a few words
+# can occur there by chance.
+MIN_STANDING_CHARS = 12
+
+
 class CoreSections(SectionBase):
     """Sections 0-3 of the message (mixed into the Assembler)."""
 
     def _core_section(
-        self, draft: Draft, core: ResidentCore, task_state: TaskState, visible: VisibleText
+        self,
+        draft: Draft,
+        core: ResidentCore,
+        task_state: TaskState,
+        visible: VisibleText,
+        standing: tuple[tuple[str, str], ...] = (),
     ) -> None:
         """Section 0, whatever the query says: the core's lines in its own order under
         ``assembly.coreBudgetTokens`` (at most a third of the budget), less what the step's
-        context already holds."""
+        context already holds: its messages, and the standing files the host loads."""
         refs = [EventRef.find(ref) for line in core.lines for ref in line.sources]
         texts = self._texts(refs) if visible else {}
         own_task = bool(task_state.lines)
+        files = [(name, " ".join(text.casefold().split())) for name, text in standing]
 
         def skip(line: ResidentLine) -> str | None:
             if line.kind == "task" and own_task:
                 return IN_TASK  # the session's own task state is section 1
+            said = " ".join(line.text.casefold().split()).rstrip(" .。!！")
+            if len(said) >= MIN_STANDING_CHARS:
+                for name, text in files:
+                    if said in text:
+                        return IN_MEMORY_FILE.format(file=name)
             refs = [EventRef.find(ref) for ref in line.sources]
             found = [texts.get(ref) for ref in refs if ref is not None]
             shown = found and len(found) == len(line.sources)
@@ -51,7 +68,7 @@ class CoreSections(SectionBase):
         budget = min(self.config.assembly.core_budget_tokens, draft.budget // 3)
         chosen, omitted = core.select(budget, skip)
         for line, reason in omitted:
-            draft.omit(line.ref, "core", reason)
+            draft.omit(line.ref, "core", reason, detail=line.replaced_by)
         title = self.labels["section.core"]
         for line in chosen:
             draft.offer("core", title, line.ref, line.line, kind=line.kind, why=line.why)
