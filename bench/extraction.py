@@ -46,6 +46,8 @@ SAMPLE = FIXTURES / "labels.jsonl"
 # Every real user prompt of the shared Claude Code sessions, labelled by hand (README).
 PROMPTS = FIXTURES / "claude_code_prompts.jsonl"
 HALVES = ("tune", "confirm")
+# The extractor names of the structural rules (memplug.cues.structural).
+STRUCTURAL_PREFIX = "structure."
 KINDS = ("constraint", "decision", "fact", "preference", "proposal", "open_question")
 EVIDENCE = ("user_explicit", "assistant_proposal")
 # Chat with no instruction for an agent (DESIGN.md, "Extraction").
@@ -173,34 +175,43 @@ def matches_label(item: dict[str, Any], label: dict[str, Any]) -> bool:
 
 
 def score_prompts(
-    items: Iterable[dict[str, Any]], prompts: Iterable[dict[str, Any]]
+    items: Iterable[dict[str, Any]], prompts: Iterable[dict[str, Any]], by: str = "half"
 ) -> dict[str, PromptScore]:
     """Score ``items`` (``kind``, ``content``, ``file``, ``uuids``: the prompts it came
-    from) against the labelled ``prompts``, per half."""
+    from) against the labelled ``prompts``, per half (``by="half"``) or per author
+    (``by="author"``: every author's sessions on their own, for rules written on others).
+    Items a structural rule made come from tool records, not prompts: they are scored in
+    :func:`structural_figures`, not here."""
     rows = list(prompts)
     by_uuid = {row["uuid"]: row for row in rows}
-    half_of = {row["file"]: row["half"] for row in rows}
-    scores = {half: PromptScore(half) for half in HALVES}
+    group_of = {row["file"]: row[by] for row in rows}
+    scores = {half: PromptScore(half) for half in HALVES} if by == "half" else {}
+
+    def score(name: str) -> PromptScore:
+        return scores.setdefault(name, PromptScore(name))
+
     hits: set[str] = set()
     for item in items:
-        score = scores[half_of.get(item["file"], "tune")]
-        score.produced += 1
+        if item["rule"].startswith(STRUCTURAL_PREFIX):
+            continue
+        found = score(group_of.get(item["file"], "unlabelled"))
+        found.produced += 1
         sources = [by_uuid[u] for u in item["uuids"] if u in by_uuid]
         labels = [label for row in sources for label in row["items"]]
         if any(matches_label(item, label) for label in labels):
-            score.right += 1
+            found.right += 1
             hits.update(row["uuid"] for row in sources)
         else:
-            score.wrong.append(item)
+            found.wrong.append(item)
     for row in rows:
-        score = scores[row["half"]]
-        score.prompts += 1
+        found = score(row[by])
+        found.prompts += 1
         if row["items"]:
-            score.labelled += 1
+            found.labelled += 1
             if row["uuid"] in hits:
-                score.found += 1
+                found.found += 1
             else:
-                score.missed.append(row)
+                found.missed.append(row)
     return scores
 
 
@@ -215,9 +226,11 @@ def combined(scores: dict[str, PromptScore]) -> PromptScore:
     return total
 
 
-def claude_code_items(shared: Path) -> list[dict[str, Any]]:
+def claude_code_items(shared: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every item a person's words made in the shared Claude Code sessions, captured
-    through the hook's own path with the default config, with the prompts it came from."""
+    through the hook's own path with the default config, with the prompts it came from;
+    and the structural figures of the same capture (:func:`structural_figures`)."""
+    file_of = _session_files(shared / "data" / "claude-code")
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "x.sqlite") as memory:
         _capture_claude_code(memory, shared)
         out = []
@@ -225,18 +238,86 @@ def claude_code_items(shared: Path) -> list[dict[str, Any]]:
             if item.evidence_type != "user_explicit":
                 continue
             events = [memory.store.events.get(*EventRef.parse(ref)) for ref in item.source_refs]
+            root = item.session_id.split("/")[0]
             out.append(
                 {
                     "kind": item.kind,
                     "status": item.status,
                     "rule": item.extractor,
                     "content": item.content,
-                    "file": item.session_id.split("/")[0] + ".jsonl",
+                    "file": file_of.get(root, root + ".jsonl"),
                     "uuids": [e.entry_id for e in events if e and e.type == "user/message"],
                     "ref": item.source_refs[-1],
                 }
             )
+        return out, structural_figures(memory)
+
+
+def _session_files(folder: Path) -> dict[str, str]:
+    """Each transcript's session id (its records' ``sessionId``) → its file name: the
+    shared files carry a prefix naming their repository."""
+    out: dict[str, str] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get("sessionId"):
+                    out.setdefault(str(record["sessionId"]), path.name)
+                    break
     return out
+
+
+# -- the structural rules on the same capture --------------------------------------------
+
+
+def structural_figures(memory: Memory) -> dict[str, Any]:
+    """For each typed record in the captured sessions, whether the structural rule made
+    its item: answered ``AskUserQuestion`` (one item per answer, holding it), approved
+    ``ExitPlanMode``, memory-file edits that went through; and that rejected or failed
+    ones made nothing. Read from the events, as ``../shared/acceptance/structural`` does."""
+    cited: dict[str, list[Any]] = {}
+    for item in memory.store.items.find():
+        for ref in item.source_refs:
+            cited.setdefault(ref, []).append(item)
+    kinds = ("answers", "plans", "memory_files", "rejected")
+    tally: dict[str, list[int]] = {k: [0, 0] for k in kinds}
+    for session in memory.store.events.session_ids():
+        events = memory.store.events.session_events(session, types=("tool/call", "tool/result"))
+        calls = {e.call_id: e for e in events if e.type == "tool/call" and e.call_id}
+        for result in (e for e in events if e.type == "tool/result"):
+            call = calls.get(result.call_id)
+            made = cited.get(result.ref, []) + (cited.get(call.ref, []) if call else [])
+            made = [i for i in made if i.extractor.startswith(STRUCTURAL_PREFIX)]
+            kind, expected = _structural_kind(memory, result, call)
+            if kind is None:
+                continue
+            tally[kind][1] += expected
+            if kind == "rejected":
+                tally[kind][0] += 0 if made else 1
+            else:
+                tally[kind][0] += min(expected, len({i.id for i in made}))
+    return {k: {"found": v[0], "of": v[1]} for k, v in tally.items()}
+
+
+def _structural_kind(memory: Memory, result: Any, call: Any) -> tuple[str | None, int]:
+    """Which structural record a tool result is, and how many items it should make."""
+    from memplug.cues.structural import ANSWERED, APPROVED, edited_memory_file
+
+    text = memory.store.events.full_text(result)
+    tool = result.tool_name
+    if tool in ("AskUserQuestion", "ExitPlanMode") and result.outcome != "succeeded":
+        return "rejected", 1
+    if tool == "AskUserQuestion" and text.startswith(ANSWERED):
+        return "answers", text.count('"="')
+    if tool == "ExitPlanMode" and text.startswith(APPROVED):
+        return "plans", 1
+    call_text = memory.store.events.full_text(call) if call is not None else ""
+    if edited_memory_file(str(tool), call_text) and result.outcome == "succeeded":
+        return "memory_files", 1
+    return None, 0
 
 
 # What the same command measured on the labelled prompts before issue 24's rules.
@@ -452,6 +533,62 @@ def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
     return lines
 
 
+def render_authors(scores: dict[str, PromptScore], rows: list[dict[str, Any]]) -> list[str]:
+    """The prompt figures author by author, with how much of each author the rules were
+    chosen on (their prompts in the tune half)."""
+    tuned = Counter(r["author"] for r in rows if r["half"] == "tune")
+    lines = [
+        "### The same, author by author",
+        "",
+        "Each author's sessions scored on their own (`author` in the labels: the person"
+        " behind the sessions, read from their paths). `tuned on` is how many of the"
+        " author's prompts sit in the tune half the rules were chosen on; an author with"
+        " none is held out from every rule.",
+        "",
+        "| author | prompts | tuned on | labelled | found | recall | items | right | precision |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in sorted(scores, key=lambda a: (-scores[a].prompts, a)):
+        sc = scores[name]
+        lines.append(
+            f"| {name} | {sc.prompts} | {tuned.get(name, 0)} | {sc.labelled} | {sc.found}"
+            f" | {sc.recall:.2f} | {sc.produced} | {sc.right} | {sc.precision:.2f} |"
+        )
+    held = [a for a in scores if not tuned.get(a)]
+    out = combined({a: scores[a] for a in held})
+    lines += [
+        "",
+        f"Authors no rule was chosen on ({', '.join(sorted(held))}) together: recall"
+        f" {out.recall:.2f} ({out.found} of {out.labelled} prompts), precision"
+        f" {out.precision:.2f} ({out.right} of {out.produced} items).",
+    ]
+    return lines
+
+
+def render_structural(figures: dict[str, Any]) -> list[str]:
+    names = {
+        "answers": "answers of an `AskUserQuestion` (one item each, holding the answer)",
+        "plans": "approved `ExitPlanMode` plans",
+        "memory_files": "edits of a memory file that went through",
+        "rejected": "rejected or interrupted questions and plans that made nothing",
+    }
+    lines = [
+        "### Structural rules (`memplug/cues/structural.py`)",
+        "",
+        "The same capture: every typed record of the shared sessions, read from the"
+        " captured events, and whether a structural rule made its item (sourced from the"
+        " call or the result). The items were checked by hand once: each answer item holds"
+        " the question's gist and the chosen option with its description (or the person's"
+        " typed answer), each plan item names the plan's title and first line, each"
+        " memory-file item is a line the edit added.",
+        "",
+        "| record | found | of |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {names[k]} | {v['found']} | {v['of']} |" for k, v in figures.items()]
+    return lines
+
+
 def _cell(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split()).replace("|", "\\|")
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -462,6 +599,7 @@ def render(
     sample: SampleScore,
     command: str,
     prompts: dict[str, PromptScore] | None = None,
+    extra: list[str] | None = None,
 ) -> str:
     head = "| source | turns | items | per 1k | " + " | ".join(KINDS) + " | superseded | task |"
     lines = [
@@ -517,6 +655,8 @@ def render(
     ]
     if prompts is not None:
         lines += ["", *render_prompts(prompts)]
+    if extra:
+        lines += ["", *extra]
     claude = next((r for r in results if r["source"].startswith("Claude")), None)
     if claude is not None:
         lines += [
@@ -554,9 +694,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     shared = Path(args.shared)
-    prompts = score_prompts(claude_code_items(shared), load_prompts())
+    items, structural = claude_code_items(shared)
+    rows = load_prompts()
+    prompts = score_prompts(items, rows)
+    authors = score_prompts(items, rows, by="author")
+    extra = [*render_authors(authors, rows), "", *render_structural(structural)]
     if args.prompts_only:
-        print("\n".join(render_prompts(prompts)))
+        print("\n".join([*render_prompts(prompts), "", *extra]))
         for half in HALVES:
             for row in prompts[half].missed:
                 print(f"missed ({half}):", [i["quote"] for i in row["items"]])
@@ -564,7 +708,7 @@ def main() -> None:
     results = [measure(name, load) for name, load in sources(shared)]
     sample = score_sample(load_sample())
     command = "python -m bench.extraction --shared ../shared"
-    body = render(results, sample, command, prompts)
+    body = render(results, sample, command, prompts, extra)
     print(body)
     if args.items:
         with open(args.items, "w", encoding="utf-8") as out:

@@ -196,7 +196,7 @@ def test_an_option_pick_is_the_offered_option_with_both_sources(
         [item] = [i for i in memory.store.items.find() if i.kind == "decision"]
         assert item.content == content
         assert item.source_refs == ["s:2", "s:3"]
-        assert item.extractor == "en.decision.option_pick@2"
+        assert item.extractor == "en.decision.option_pick@3"
 
 
 INLINE_OFFER = "Two ways. Option 1: poll the API every 30 s. Option 2: push from a webhook."

@@ -32,7 +32,18 @@ REFUSING: dict[str, list[str]] = {
 # Create the database (they capture), or never open it as a command of their own.
 # `sync` captures what it pulls, so `sync` and `sync init` create it like `import`; so
 # does `remember`, which captures the one event it keeps.
-OTHERS = {"import", "remember", "skills", "hook", "status", "config", "install", "uninstall", "mcp", "sync"}
+OTHERS = {
+    "import",
+    "remember",
+    "skills",
+    "hook",
+    "status",
+    "config",
+    "install",
+    "uninstall",
+    "mcp",
+    "sync",
+}
 
 
 def test_every_command_is_classified() -> None:

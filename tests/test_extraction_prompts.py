@@ -14,11 +14,14 @@ ROWS = load_prompts()
 KINDS = {"decision", "constraint", "preference", "fact"}
 
 
-def test_every_prompt_is_labelled_and_the_halves_alternate_by_file() -> None:
-    assert len(ROWS) == 339
+def test_every_prompt_is_labelled_with_one_half_and_one_author_per_file() -> None:
+    assert len(ROWS) == 493
     assert len({r["uuid"] for r in ROWS}) == len(ROWS)
     halves = {r["file"]: r["half"] for r in ROWS}
     assert all(halves[r["file"]] == r["half"] for r in ROWS)  # one half per file
+    authors = {r["file"]: r["author"] for r in ROWS}
+    assert all(authors[r["file"]] == r["author"] for r in ROWS)
+    assert len(set(authors.values())) >= 3
     for row in ROWS:
         kinds = [i["kind"] for i in row["items"]]
         assert set(kinds) <= KINDS and all(i["quote"].strip() for i in row["items"]), row
@@ -38,6 +41,17 @@ def test_an_item_is_right_only_with_the_labelled_kind_and_words() -> None:
     assert matches_label({"kind": "decision", "content": "use apple container"}, label)
     assert not matches_label({"kind": "constraint", "content": "use apple container"}, label)
     assert not matches_label({"kind": "decision", "content": "push the branch"}, label)
+
+
+def test_by_author_every_prompt_counts_once_and_structural_items_are_not_prompts() -> None:
+    first = next(r for r in ROWS if r["items"])
+    quote = first["items"][0]
+    plan = {**_item("decision", "Approved plan: X", first), "rule": "structure.plan_approved@1"}
+    items = [_item(quote["kind"], quote["quote"], first), plan]
+    by_author = score_prompts(items, ROWS, by="author")
+    assert sum(sc.prompts for sc in by_author.values()) == len(ROWS)
+    assert combined(by_author).produced == 1  # the structural item is scored elsewhere
+    assert by_author[first["author"]].found == 1
 
 
 def test_prompt_recall_and_item_precision_per_half() -> None:

@@ -141,12 +141,14 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("I'd like it to do B.", None))
          + _chat("I want the kids to have fun at the party."),
          priority=45, contexts=("agent",)),
-    Rule("en.decision.option_pick", 2, "decision", "en",
+    Rule("en.decision.option_pick", 3, "decision", "en",
          "Said to an agent: a reply that picks one of the options the assistant's previous"
          " message offered, one a line or inline (`Option 1: … . Option 2: … .`): `A`, `B)`,"
          " `option 2`, `yes, version B`, `let's do 2`, `go with the second`, or a reply that"
          " is only `the second one`. The item is the chosen option's text, its sources both"
-         " messages. A pick of an option that was not offered is nothing.",
+         " messages. A pick of an option that was not offered is nothing, and so is an"
+         " answer to a lettered question (`A) Which format? B) Where?`: a line that asks is"
+         " no option).",
          _rx(r"(?:" + _PICK_FILL +
              r"|\b(?:go(?:ing)?\s+(?:with|for)|do|pick|choose|take|prefer)\s+)"
              r"(?:the\s+)?(?:(?:option|approach|choice|variant|version|number)\s+)?#?\s*"
@@ -173,6 +175,9 @@ AGENT_RULES: tuple[Rule, ...] = (
           Example("the second one is broken", None, agent=True,
                   offered="Option 1: keep the cron job. Option 2: use a queue."),
           Example("B?", None, agent=True, offered="A) Poll every 30 s\nB) Push from a webhook"),
+          Example("A) json, B) keep it in the repo", None, agent=True,
+                  offered="Two questions:\nA) Which format should it use?\nB) Where should it"
+                          " live?"),
           Example("A", None, agent=True, offered="Does this match your intuition?"),
           Example("A", None, offered="A) Poll every 30 s\nB) Push from a webhook"),
           Example("Plan A is fine by me.", None, agent=True,

@@ -63,7 +63,8 @@ def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:
                     continue
                 label, body = match.group("label").upper(), match.group("text")
             body = _plain(body)
-            if body:
+            # "A) Which format should it use?" asks the person; it offers nothing.
+            if body and not body.endswith("?"):
                 found[label] = (index, body)
     return found if len(found) >= 2 else {}
 
