@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo check test postgres lint bench compat fuzz accept accept-shared cli-docs clean
+.PHONY: demo check test postgres lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
 
 # The semantic extra's table is its own distribution, built from this checkout first.
 $(STAMP): pyproject.toml memplug/semantic/table/pyproject.toml
@@ -56,8 +56,13 @@ accept-shared:
 	  echo "error: make accept needs $(SHARED)/acceptance/$$c; nothing was run (set SHARED=path/to/shared)" >&2; \
 	  exit 2; }; done
 
-accept: accept-shared $(STAMP)
+accept: accept-shared $(STAMP) golden-shared
 	for c in $(ACCEPTANCE); do $(SHARED)/acceptance/$$c || exit 1; done
+
+# The next session's first message after a real shared session of typed decisions, against
+# fixtures/golden/structural-next-session.en.txt (the transcript stays in $(SHARED)).
+golden-shared: $(STAMP)
+	MEMPLUG_HOME=$$(mktemp -d) $(BIN)/python -m bench.structural_golden --shared $(SHARED)
 
 cli-docs: $(STAMP)
 	$(BIN)/python -m memplug.cli.docs docs/cli.md

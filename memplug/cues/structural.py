@@ -66,7 +66,8 @@ ASK_ANSWER = StructuralRule(
 PLAN_APPROVED = StructuralRule(
     "structure.plan_approved", 1, "decision",
     "An `ExitPlanMode` plan the person approved: a decision naming the plan by its title"
-    " and its first line of prose; the plan's whole text is the source call's (`memory"
+    " and what it sets out to do (the first line under Overview, Summary, Goal, Solution"
+    " or Approach, else its first line of prose); the plan's whole text is the source call's (`memory"
     " expand`). A later approved plan with the same title supersedes it. A rejected plan"
     " makes nothing.",
     ("ExitPlanMode",),
@@ -103,6 +104,8 @@ STRUCTURAL_TOOLS: frozenset[str] = frozenset(t for rule in STRUCTURAL_RULES for 
 
 _ANSWER_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
 _TASK_NUMBER = re.compile(r"Task #(\d+)")
+# The plan sections that say what it sets out to do.
+_GIST_HEADING = re.compile(r"\b(?:overview|summary|goal|goals|solution|approach)\b", re.I)
 # A heading, or a line that is only a bold label ("**Local development server:**").
 _LABEL = re.compile(r"^(?:#+\s+(.+)|\*\*([^*]+)\*\*:?)$")
 
@@ -243,12 +246,22 @@ def _plan_title(plan: str) -> str:
 
 
 def _plan_gist(plan: str, title: str) -> str:
-    """The plan's first line of prose after its title: what it sets out to do."""
+    """What the plan sets out to do: the first line of prose under a heading that says so
+    (Overview, Summary, Goal, Solution, Approach), else its first line of prose."""
+    first = ""
+    wanted = False
     for raw in plan.splitlines():
-        line = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", raw.strip()).strip()
-        if line and not line.startswith(("#", "|", "```")) and title not in line:
+        line = raw.strip()
+        if line.startswith("#"):
+            wanted = bool(_GIST_HEADING.search(line))
+            continue
+        line = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", line).strip()
+        if not line or line.startswith(("|", "```")) or title in line:
+            continue
+        if wanted:
             return _gist(line)
-    return ""
+        first = first or _gist(line)
+    return first
 
 
 # -- memory files -----------------------------------------------------------------------------
