@@ -67,9 +67,9 @@ PLAN_APPROVED = StructuralRule(
     "structure.plan_approved", 1, "decision",
     "An `ExitPlanMode` plan the person approved: a decision naming the plan by its title"
     " and what it sets out to do (the first line under Overview, Summary, Goal, Solution"
-    " or Approach, else its first line of prose); the plan's whole text is the source call's (`memory"
-    " expand`). A later approved plan with the same title supersedes it. A rejected plan"
-    " makes nothing.",
+    " or Approach, else its first line of prose); the plan's whole text is the source"
+    " call's (`memory expand`). A later approved plan with the same title supersedes it."
+    " A rejected plan makes nothing.",
     ("ExitPlanMode",),
 )  # fmt: skip
 MEMORY_FILE = StructuralRule(
