@@ -90,7 +90,9 @@ def test_install_keeps_other_hooks_and_keys_and_backs_up_first(
     data = install("install", "claude-code", "--json").json()
     assert Path(data["backup"]).read_text() == original
     settings = json.loads(path.read_text())
-    assert settings["permissions"] == SETTINGS["permissions"] and settings["model"] == "opus"
+    # The person's own permission rules first, then memplug's (tests/test_claude_skill.py).
+    assert settings["permissions"]["allow"][0] == "Bash(git status)"
+    assert settings["model"] == "opus"
     assert settings["hooks"]["PreToolUse"][0] == OTHER_HOOKS["PreToolUse"][0]
     assert settings["hooks"]["Stop"][0] == OTHER_HOOKS["Stop"][0]
     assert len(ours(settings, "Stop")) == 1 and len(ours(settings, "PreToolUse")) == 1
@@ -173,7 +175,9 @@ def test_repeated_installs_keep_one_backup(
         # A different database each time changes the hook command, so each run writes.
         data = install("--db", str(tmp_path / f"m{n}.sqlite"), "install", "claude-code", "--json")
         assert data.json()["written"]
-    backups = sorted(p.name for p in path.parent.iterdir() if p.name != "settings.json")
+    backups = sorted(
+        p.name for p in path.parent.iterdir() if p.name not in ("settings.json", "skills")
+    )
     assert backups == ["settings.json.memplug-backup"]
     last = json.loads((path.parent / backups[0]).read_text())
     assert str(tmp_path / "m1.sqlite") in ours(last, "Stop")[0]["command"]

@@ -22,6 +22,14 @@ from msgspec import Struct, field
 
 from memplug.errors import UsageError
 from memplug.hosts.claude_code import HOST
+from memplug.hosts.claude_skill import (
+    agent_command,
+    merge_permissions,
+    permission_rules,
+    render_skill,
+    skill_path,
+    write_skill,
+)
 from memplug.paths import memory_script
 
 # Every hook memplug handles, with the matcher each needs (tool hooks match all tools).
@@ -299,10 +307,18 @@ def install(
     *,
     dry_run: bool = False,
     options: Sequence[str] = (),
+    shared: bool = False,
 ) -> InstallReport:
+    """The hooks, the permission rules for memory's read commands and the skill
+    (:mod:`memplug.hosts.claude_skill`) in ``path``; ``shared``: a file others use too,
+    so the agent's commands name ``memory`` on PATH."""
     command = default_command(options) if command is None else hook_command(command)
     merged, changes = merge(read_settings(path), command)
-    return _written(path, command, merged, changes, dry_run)
+    agent = agent_command(options, shared=shared)
+    merged, changes["permissions"] = merge_permissions(merged, permission_rules(agent))
+    report = _written(path, command, merged, changes, dry_run)
+    report.changes["skill"] = write_skill(skill_path(path), render_skill(agent), dry_run=dry_run)
+    return report
 
 
 def install_mcp(path: Path, server: dict[str, Any], *, dry_run: bool = False) -> InstallReport:
@@ -314,7 +330,14 @@ def install_mcp(path: Path, server: dict[str, Any], *, dry_run: bool = False) ->
 
 def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
     result, changes = unmerge(read_settings(path))
-    return _written(path, "", result, changes, dry_run)
+    result, permissions = merge_permissions(result, None)
+    if permissions != "unchanged":
+        changes["permissions"] = permissions
+    report = _written(path, "", result, changes, dry_run)
+    skill = write_skill(skill_path(path), None, dry_run=dry_run)
+    if skill != "unchanged":
+        report.changes["skill"] = skill
+    return report
 
 
 def uninstall_mcp(path: Path, *, dry_run: bool = False) -> InstallReport:
@@ -347,14 +370,18 @@ def install_scope(
 
     A backup first; idempotent; other hooks untouched. --user: ~/.claude/settings.json;
     --project: ./.claude/settings.json. The --db and --config in force (or MEMPLUG_DB,
-    MEMPLUG_HOME, MEMPLUG_CONFIG) are written into the hook command."""
-    return install(settings_path(scope), command, dry_run=dry_run, options=options)
+    MEMPLUG_HOME, MEMPLUG_CONFIG) are written into the hook command. Also the skill
+    (.claude/skills/memplug/SKILL.md: when and how the agent searches memory) and
+    permission rules that let it run memory search, expand, timeline, core and
+    remember, and the MCP tools, without asking each time."""
+    path = settings_path(scope)
+    return install(path, command, dry_run=dry_run, options=options, shared=scope == "project")
 
 
 def uninstall_scope(scope: str, *, dry_run: bool = False) -> InstallReport:
     """Remove memplug's hooks from Claude Code's settings.
 
-    Other hooks stay."""
+    Other hooks stay. The skill and memplug's permission rules go too."""
     return uninstall(settings_path(scope), dry_run=dry_run)
 
 
