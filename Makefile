@@ -5,14 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo check test postgres lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
+.PHONY: demo check test postgres chromium lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
 
 # The semantic extra's table is its own distribution, built from this checkout first.
 $(STAMP): pyproject.toml memplug/semantic/table/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e memplug/semantic/table
-	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench,sync]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench,sync,ui,browser]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,13 +20,19 @@ demo: $(STAMP)
 
 # The fast loop: the suite without the tests marked slow (their own processes, crashes,
 # large corpora): about 50 s of CPU, shared by two workers (docs/reliability.md).
-check: $(STAMP) postgres
+check: $(STAMP) postgres chromium
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
 # The whole suite, the slow tests included. The sync tests run a real PostgreSQL server:
 # Debian's, installed here when it is missing (as root, as on CI).
-test: $(STAMP) postgres
+test: $(STAMP) postgres chromium
 	$(BIN)/python -m pytest -n 2 -q
+
+# The viewer's browser tests drive Debian's chromium (Playwright downloads no browser).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  test "$$(id -u)" = 0 || { echo "error: the viewer tests need chromium: sudo apt-get install chromium" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \

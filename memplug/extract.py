@@ -431,6 +431,30 @@ class Extractor(Deriving):
             self._replay(action, ExtractReport())
             return self._item(memory_id)
 
+    def correct(
+        self, memory_id: str, replaced_by: str, *, actor: str = ACTOR_API, note: str | None = None
+    ) -> ItemRow:
+        """Mark an item superseded by ``replaced_by`` (the item a person's correction made):
+        recorded in ``memory_actions`` as a retraction naming its replacement, so a rebuild
+        replays it."""
+        with self.store.write_transaction():
+            item = self._item(memory_id)
+            if item.status not in ("active", "disputed"):
+                raise UsageError(f"{memory_id} is {item.status}; only a standing item is corrected")
+            params: dict[str, Any] = {"replaced_by": replaced_by}
+            if note:
+                params["note"] = note
+            action = self._record(item, "retract", actor, params)
+            self._replay(action, ExtractReport())
+            return self._item(memory_id)
+
+    def _replaced(
+        self, item: ItemRow, by: str, ctx: _Context, detail: dict[str, Any], report: ExtractReport
+    ) -> None:
+        item = self.items.update(item.id, status="superseded", superseded_by=by, updated_at=ctx.at)
+        self._event(item, "superseded", ctx, {**detail, "by": by, "reason": "corrected"})
+        report.superseded += 1
+
     def promote(
         self,
         memory_id: str,
@@ -469,6 +493,12 @@ class Extractor(Deriving):
         report.actions += 1
         if item is None:
             report.skipped.append({"action": action.id, "reason": "the item no longer exists"})
+        elif action.action == "retract" and params.get("replaced_by"):
+            # A correction: withdrawn in favour of the item that states it right.
+            if item.status not in ("active", "disputed"):
+                report.skipped.append({"action": action.id, "reason": f"already {item.status}"})
+            else:
+                self._replaced(item, str(params["replaced_by"]), ctx, detail, report)
         elif action.action == "retract":
             if item.status == "retracted":
                 report.skipped.append({"action": action.id, "reason": "already retracted"})

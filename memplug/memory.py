@@ -477,6 +477,24 @@ class Memory:
             "supersedes": [] if item is None else item.supersedes,
         }  # fmt: skip
 
+    def correct(self, memory_id: str, text: str, *, actor: str = "api") -> dict[str, Any]:
+        """Correct an item: ``text`` is remembered (as :meth:`remember`, of the item's kind
+        and project) and the item is superseded by what it made; nothing is overwritten."""
+        from memplug.cues.structural import REMEMBER_KINDS
+        from memplug.errors import NotFound, UsageError
+
+        item = self.store.items.get(memory_id)
+        if item is None:
+            raise NotFound(f"no memory item {memory_id}")
+        if item.status not in ("active", "disputed"):
+            raise UsageError(f"{memory_id} is {item.status}; only a standing item is corrected")
+        kind = item.kind if item.kind in REMEMBER_KINDS else None
+        made = self.remember(text, kind=kind, project=item.project or item.session_id,
+                             actor=actor)  # fmt: skip
+        if made["item"] is not None and made["item"]["id"] != memory_id:
+            self.extractor.correct(memory_id, made["item"]["id"], actor=actor)
+        return {**made, "corrected": memory_id}
+
     def derive(
         self, session_ids: Iterable[str], *, upgrade_ms: float | None = UPGRADE_STEP_MS
     ) -> str | None:
@@ -673,8 +691,12 @@ class Memory:
         """One logged assembly attempt."""
         return self.store.logs.get(assembly_id)
 
-    def assembly_summaries(self, session_id: str, limit: int) -> list[dict[str, Any]]:
-        """A session's logged assembly attempts, newest first, without their text."""
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session with its project, times, event count and extraction state."""
+        return self.store.events.sessions()
+
+    def assembly_summaries(self, session_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """A session's (None: every) logged assembly attempts, newest first, without text."""
         return self.store.logs.summaries(session_id, limit=limit)
 
     def link_injection(self, session_id: str, seq: int) -> None:

@@ -26,6 +26,7 @@ DOC = REPO / "docs" / "architecture.md"
 # docs/architecture.md shows the same table; a test keeps the two equal.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("memplug", "memplug.cli.*", "memplug.demo")),
+    ("ui", ("memplug.ui.*",)),
     ("sync", ("memplug.sync",)),
     ("hosts", ("memplug.hosts.*",)),
     ("plugin", ("memplug.plugin",)),

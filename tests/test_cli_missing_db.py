@@ -25,6 +25,7 @@ REFUSING: dict[str, list[str]] = {
     "rules": ["rules", "list"],
     "validate": ["validate", "--session", "s"],
     "timeline": ["timeline"],
+    "ui": ["ui", "--no-open"],
     "graph": ["graph", "neighbors", "x"],
     "share": ["share", "--project", "p"],
     "unshare": ["unshare", "--project", "p"],

@@ -85,3 +85,18 @@ def test_rebuild_and_another_database_make_the_same_item(
             memory.rebuild()
             assert dump(memory) == before
     assert ids[0] == ids[1]
+
+
+def test_a_correction_supersedes_the_item_and_survives_a_rebuild(memory: Memory) -> None:
+    from derived_state import ev
+
+    memory.ingest([ev("s1", 1, "We must never log card numbers.", cwd=PROJECT)])
+    (old,) = memory.store.items.find(session_ids=["s1"])
+    made = memory.correct(old.id, "We must never log card numbers or CVVs.", actor="ui")
+    assert made["corrected"] == old.id and made["item"]["kind"] == "constraint"
+    for _ in range(2):
+        fresh = memory.store.items.get(old.id)
+        assert fresh is not None
+        assert (fresh.status, fresh.superseded_by) == ("superseded", made["item"]["id"])
+        assert fresh.content == "We must never log card numbers."  # never overwritten
+        memory.rebuild()

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "timeline": "memplug.cli.timeline:timeline_cmd",
     "graph": "memplug.cli.graph:graph_group",
     "mcp": "memplug.cli.mcp:mcp_cmd",
+    "ui": "memplug.cli.ui:ui_cmd",
     "sync": "memplug.cli.sync:sync_group",
     "share": "memplug.cli.sync:share_cmd",
     "unshare": "memplug.cli.sync:unshare_cmd",
