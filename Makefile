@@ -66,9 +66,11 @@ accept: accept-shared $(STAMP) golden-shared
 	for c in $(ACCEPTANCE); do $(SHARED)/acceptance/$$c || exit 1; done
 
 # The next session's first message after a real shared session of typed decisions, against
-# fixtures/golden/structural-next-session.en.txt (the transcript stays in $(SHARED)).
+# fixtures/golden/structural-next-session.en.txt, and every shared Codex rollout's counts
+# against the hand counts (the data stays in $(SHARED)).
 golden-shared: $(STAMP)
 	MEMPLUG_HOME=$$(mktemp -d) $(BIN)/python -m bench.structural_golden --shared $(SHARED)
+	$(BIN)/python -m bench.codex --shared $(SHARED) --check
 
 cli-docs: $(STAMP)
 	$(BIN)/python -m memplug.cli.docs docs/cli.md

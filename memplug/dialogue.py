@@ -16,7 +16,7 @@ from memplug.vocab import USER_INPUT_SOURCE_KINDS
 TOOL_CALL = "tool/call"
 TOOL_RESULT = "tool/result"
 # Hosts whose every event is an exchange with a coding agent.
-CODING_HOSTS: frozenset[str] = frozenset({"claude-code"})
+CODING_HOSTS: frozenset[str] = frozenset({"claude-code", "codex"})
 # At most this many assistant messages since the person last spoke are searched for
 # the options a short reply picks (one turn's text blocks).
 OFFERED_MESSAGES = 8

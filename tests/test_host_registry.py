@@ -31,11 +31,12 @@ def test_every_host_module_has_a_spec() -> None:
         for part in get_args(Part)
         if (target := getattr(spec, part)) is not None
     }
-    # claude-code's helpers, and the registry
-    helpers = {"claude_code", "claude_idle", "claude_records", "registry"}
+    # claude-code's and codex's helpers, and the registry
+    helpers = {"claude_code", "claude_idle", "claude_records", "claude_skill", "codex",
+               "registry"}  # fmt: skip
     modules = {p.stem for p in HOSTS.glob("*.py") if not p.stem.startswith("_")}
     assert modules - helpers == named
-    assert sorted(BUILTIN) == ["claude-code", "mcp", "pydantic-ai"]
+    assert sorted(BUILTIN) == ["claude-code", "codex", "mcp", "pydantic-ai"]
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

@@ -27,13 +27,20 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
     """Import generic JSONL host events (FILE may be - for stdin).
 
     A Claude Code transcript (its records carry `sessionId`) is recognised and captured
-    as `memory hook claude-code` would, its subagents' transcripts included.
+    as `memory hook claude-code` would, its subagents' transcripts included. A Codex
+    rollout (its first line is `session_meta`), or a folder of them read recursively
+    (`memory import ~/.codex/sessions`), is captured as `memory hook codex` would.
 
     Exit 0 when every line was taken, 2 when any line was rejected; the good lines are
     kept either way, and importing the same events again changes nothing.
     """
+    from memplug.hosts import codex
+
+    files, rollouts = _rollouts(files)
     for name in files:
         _check_readable(name)
+    rollouts += [name for name in files if name != "-" and codex.is_rollout(name)]
+    files = tuple(name for name in files if name not in rollouts)
     transcripts = [name for name in files if name != "-" and _is_claude_code(name)]
     with ExitStack() as stack:
         streams: list[tuple[str, BinaryIO]] = []
@@ -57,10 +64,13 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
         except ImportInterrupted as interrupted:
             _interrupted(interrupted.summary, as_json)
         failed = _capture_transcripts(memory, transcripts, summary)
+        failed += _capture_rollouts(memory, rollouts, summary, not quiet and not as_json)
         summary.vectors = embed_with_bar(memory, show_bar)
     data = summary.as_dict()
     if transcripts:
         data["claude_code_transcripts"] = transcripts
+    if rollouts:
+        data["codex_rollouts"] = rollouts
     if as_json:
         emit(data, True)
     else:
@@ -75,6 +85,8 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
             click.echo(f"  … and {len(summary.rejected) - 20} more (see --json)", err=True)
         for name in transcripts:
             click.echo(f"  {name}: a Claude Code transcript, captured as the hook does", err=True)
+        if rollouts:
+            click.echo(f"  {len(rollouts)} Codex rollout(s), captured as the hook does", err=True)
     for error in failed:
         click.echo(f"  {error}", err=True)
     if summary.extraction_error is not None:
@@ -86,6 +98,48 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
         )
     if summary.rejected or failed:
         sys.exit(2)
+
+
+def _rollouts(names: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """Folders given are read for Codex rollouts, recursively; the rest stay files."""
+    from pathlib import Path
+
+    from memplug.hosts import codex
+
+    files, rollouts = [], []
+    for name in names:
+        if name != "-" and os.path.isdir(name):
+            found = codex.rollouts_in(Path(name))
+            if not found:
+                raise click.UsageError(
+                    f"{name} is a directory with no Codex rollout in it: give JSONL files "
+                    f"(memory import {name}/*.jsonl)"
+                )
+            rollouts += [str(path) for path in found]
+        else:
+            files.append(name)
+    return tuple(files), rollouts
+
+
+def _capture_rollouts(
+    memory: Memory, names: list[str], summary: ImportSummary, show: bool
+) -> list[str]:
+    """Capture Codex rollouts as the hook does (same sessions, same cursors)."""
+    if not names:
+        return []
+    from pathlib import Path
+
+    from memplug.hosts import claude_hook as ch
+    from memplug.hosts import codex_hook
+
+    report = ch.HookReport(event="import")
+    with click.progressbar(names, label="codex rollouts", file=sys.stderr,
+                           hidden=not (show and sys.stderr.isatty())) as bar:  # fmt: skip
+        for name in bar:
+            codex_hook.capture_rollout(memory, Path(name), report, ch.Deadline(float("inf")))
+    summary.new += report.captured
+    summary.present += report.present
+    return report.errors
 
 
 def _check_readable(name: str) -> None:

@@ -41,8 +41,9 @@ _mcp_out = click.option(
 
 def _render(data: dict[str, Any]) -> str:
     text = _render_one(data)
-    if data.get("mcp"):
-        text += "\n" + _render_one(data["mcp"])
+    for part in ("mcp", "agents_md"):
+        if data.get(part):
+            text += "\n" + _render_one(data[part])
     return text
 
 
@@ -81,6 +82,11 @@ def _install_command(spec: HostSpec) -> click.Command:
         "`hook claude-code` is appended when it does not end in it.",
     )
     @_mcp
+    @click.option(
+        "--agents-md",
+        is_flag=True,
+        help="Also write a short section on searching memory into AGENTS.md (hosts that load it).",
+    )
     @json_option
     @click.pass_obj
     def run(
@@ -90,6 +96,7 @@ def _install_command(spec: HostSpec) -> click.Command:
         dry_run: bool,
         command: str | None,
         mcp: bool,
+        agents_md: bool,
         as_json: bool,
     ) -> None:
         scope = _scope(user, project)
@@ -108,6 +115,11 @@ def _install_command(spec: HostSpec) -> click.Command:
                     err=True,
                 )
             data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
+        if agents_md:
+            if spec.instructions is None:
+                raise click.UsageError(f"{spec.name} takes no --agents-md")
+            write = spec.load("instructions")
+            data["agents_md"] = _data(write(scope, dry_run=dry_run, options=options))
         emit(data, as_json, _render)
 
     return run

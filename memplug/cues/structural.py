@@ -89,10 +89,11 @@ REMEMBER = StructuralRule(
     (),
 )  # fmt: skip
 TODO_LIST = StructuralRule(
-    "structure.todo_list", 1, "task",
-    "`TodoWrite` (the whole list) and `TaskCreate`/`TaskUpdate` (one task): the task"
-    " state's done and open lists, replaced by the list as the agent last wrote it.",
-    ("TodoWrite", "TaskCreate", "TaskUpdate"),
+    "structure.todo_list", 2, "task",
+    "`TodoWrite` and Codex's `update_plan` (the whole list) and `TaskCreate`/`TaskUpdate`"
+    " (one task): the task state's done and open lists, replaced by the list as the agent"
+    " last wrote it.",
+    ("TodoWrite", "update_plan", "TaskCreate", "TaskUpdate"),
 )  # fmt: skip
 STRUCTURAL_RULES: tuple[StructuralRule, ...] = (
     ASK_ANSWER, PLAN_APPROVED, MEMORY_FILE, REMEMBER, TODO_LIST)  # fmt: skip
@@ -368,11 +369,14 @@ def remembered(text: str, kind: str | None) -> Candidate | None:
 
 
 def _tasks(tool_name: str, args: Mapping[str, Any], result: str) -> TaskChange | None:
-    if tool_name == "TodoWrite":
+    if tool_name in ("TodoWrite", "update_plan"):
+        # Codex names a task `step`; Claude Code names it `content`.
+        listed = args.get("todos") if tool_name == "TodoWrite" else args.get("plan")
         entries = tuple(
-            TodoEntry(str(i), str(t.get("content") or "").strip(), str(t.get("status") or ""))
-            for i, t in enumerate(args.get("todos") or ())
-            if isinstance(t, dict) and str(t.get("content") or "").strip()
+            TodoEntry(str(i), text, str(t.get("status") or ""))
+            for i, t in enumerate(listed or ())
+            if isinstance(t, dict)
+            and (text := str(t.get("content") or t.get("step") or "").strip())
         )
         return TaskChange(entries, replaces_all=True)
     if tool_name == "TaskCreate":

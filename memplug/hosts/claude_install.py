@@ -127,10 +127,12 @@ def merge_mcp(
     return merged, {key: "added" if current is None else "updated"}
 
 
-def hook_settings(command: str) -> dict[str, list[dict[str, Any]]]:
+def hook_settings(
+    command: str, events: tuple[tuple[str, str | None], ...] = HOOKS
+) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` mapping that runs ``command`` on every event memplug handles."""
     hooks: dict[str, list[dict[str, Any]]] = {}
-    for event, matcher in HOOKS:
+    for event, matcher in events:
         group: dict[str, Any] = {}
         if matcher is not None:
             group["matcher"] = matcher
@@ -162,11 +164,11 @@ def hook_command(command: str) -> str:
 _GLOBAL_OPTIONS = frozenset({"--db", "--config"})
 
 
-def _is_ours(hook: Any) -> bool:
+def _is_ours(hook: Any, marker: str = MARKER) -> bool:
     if not isinstance(hook, dict):
         return False
     command = str(hook.get("command", ""))
-    if MARKER in command:
+    if marker in command:
         return True
     # A bare `memory [--db X] [--config Y]`, as an earlier `--command memory` wrote it:
     # still memplug's entry, so a reinstall replaces it and uninstall takes it out.
@@ -180,14 +182,21 @@ def _is_ours(hook: Any) -> bool:
     return len(words) % 2 == 1 and all(option in _GLOBAL_OPTIONS for option in options)
 
 
-def merge(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """``settings`` with memplug's hooks in place, and what changed for each event."""
+def merge(
+    settings: dict[str, Any],
+    command: str,
+    *,
+    wanted_hooks: dict[str, list[dict[str, Any]]] | None = None,
+    marker: str = MARKER,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``settings`` with memplug's hooks in place, and what changed for each event
+    (``wanted_hooks`` and ``marker``: another host's, whose settings share this shape)."""
     merged = copy.deepcopy(settings)
     hooks = merged.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError("the settings file's 'hooks' is not a JSON object; not touching it")
     changes: dict[str, str] = {}
-    for event, group in hook_settings(command).items():
+    for event, group in (wanted_hooks or hook_settings(command)).items():
         wanted = group[0]
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
@@ -197,7 +206,7 @@ def merge(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], dict[
             for g in groups
             if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"]
-            if _is_ours(h)
+            if _is_ours(h, marker)
         ]
         if not found:
             groups.append(copy.deepcopy(wanted))
@@ -222,7 +231,9 @@ def merge(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], dict[
     return merged, changes
 
 
-def unmerge(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def unmerge(
+    settings: dict[str, Any], *, marker: str = MARKER
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``settings`` without memplug's hooks; groups and events it emptied go too."""
     result = copy.deepcopy(settings)
     hooks = result.get("hooks")
@@ -238,7 +249,7 @@ def unmerge(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 before = len(group["hooks"])
-                group["hooks"] = [h for h in group["hooks"] if not _is_ours(h)]
+                group["hooks"] = [h for h in group["hooks"] if not _is_ours(h, marker)]
                 removed += before - len(group["hooks"])
                 if before and not group["hooks"]:
                     continue
@@ -316,7 +327,7 @@ def install(
     merged, changes = merge(read_settings(path), command)
     agent = agent_command(options, shared=shared)
     merged, changes["permissions"] = merge_permissions(merged, permission_rules(agent))
-    report = _written(path, command, merged, changes, dry_run)
+    report = write_report(path, command, merged, changes, dry_run)
     report.changes["skill"] = write_skill(skill_path(path), render_skill(agent), dry_run=dry_run)
     return report
 
@@ -325,7 +336,7 @@ def install_mcp(path: Path, server: dict[str, Any], *, dry_run: bool = False) ->
     """Register memplug's MCP server in ``path`` (backup first; idempotent)."""
     merged, changes = merge_mcp(read_settings(path), server)
     command = shlex.join([server["command"], *server["args"]])
-    return _written(path, command, merged, changes, dry_run)
+    return write_report(path, command, merged, changes, dry_run)
 
 
 def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
@@ -333,7 +344,7 @@ def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
     result, permissions = merge_permissions(result, None)
     if permissions != "unchanged":
         changes["permissions"] = permissions
-    report = _written(path, "", result, changes, dry_run)
+    report = write_report(path, "", result, changes, dry_run)
     skill = write_skill(skill_path(path), None, dry_run=dry_run)
     if skill != "unchanged":
         report.changes["skill"] = skill
@@ -343,10 +354,10 @@ def uninstall(path: Path, *, dry_run: bool = False) -> InstallReport:
 def uninstall_mcp(path: Path, *, dry_run: bool = False) -> InstallReport:
     """Take memplug's MCP server out of ``path``; other servers stay."""
     result, changes = merge_mcp(read_settings(path), None)
-    return _written(path, "", result, changes, dry_run)
+    return write_report(path, "", result, changes, dry_run)
 
 
-def _written(
+def write_report(
     path: Path, command: str, settings: dict[str, Any], changes: dict[str, str], dry_run: bool
 ) -> InstallReport:
     """The report of a change, written (backup first) unless nothing changed or dry."""

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from msgspec import Struct
 
-Part = Literal["hook", "install", "uninstall", "mcp", "adapter"]
+Part = Literal["hook", "install", "uninstall", "mcp", "adapter", "instructions"]
 
 
 class HostSpec(Struct, frozen=True):
@@ -47,6 +47,9 @@ class HostSpec(Struct, frozen=True):
     uninstall: str | None = None
     mcp: str | None = None
     adapter: str | None = None
+    # ``instructions(scope, *, dry_run, options)`` writes a section on searching memory
+    # into the instructions file the harness loads (``install --agents-md``).
+    instructions: str | None = None
     extra: str | None = None
 
     def load(self, part: Part) -> Callable[..., Any]:
@@ -68,6 +71,15 @@ BUILTIN: dict[str, HostSpec] = {
         install="memplug.hosts.claude_install:install_scope",
         uninstall="memplug.hosts.claude_install:uninstall_scope",
         mcp="memplug.hosts.claude_install:mcp_scope",
+    ),
+    "codex": HostSpec(
+        name="codex",
+        summary="Codex CLI: hooks capture each session's rollout and inject memory",
+        hook="memplug.hosts.codex_hook:main",
+        install="memplug.hosts.codex_install:install_scope",
+        uninstall="memplug.hosts.codex_install:uninstall_scope",
+        mcp="memplug.hosts.codex_install:mcp_scope",
+        instructions="memplug.hosts.codex_install:agents_scope",
     ),
     "pydantic-ai": HostSpec(
         name="pydantic-ai",
