@@ -8,11 +8,13 @@ what the host sent beyond normalisation, the text cap and ``<private>`` redactio
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memplug.config import CaptureConfig
 from memplug.models import ContentBlock, HostEvent
+from memplug.paths import project_root
 from memplug.store.ports import Storage
 from memplug.store.records import InsertResult
 from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
@@ -76,7 +78,7 @@ class Capture:
             event.entry_id,
             event.parent_id,
             event.cwd,
-            event.project,
+            project_key(event),
             int(self.is_generated(event, text)),
             int(self.is_searchable(event)),
             "archive" if truncated else "host",
@@ -102,6 +104,17 @@ class Capture:
             if archived is not None:
                 archive.append(archived)
         return self.store.events.insert(rows, archive, origin=origin, bulk=bulk)
+
+
+def project_key(event: HostEvent) -> str | None:
+    """The project an event is stored under: the git repository its folder is in (its
+    main working tree: a subfolder or a linked worktree is the same project), worked out
+    on this machine at capture; else what the host named (``project``), else nothing
+    (the ``cwd`` is then the project). A name that is no path is the host's to keep."""
+    named = event.project
+    if named is not None and named != event.cwd and not os.path.isabs(named):
+        return named
+    return project_root(named or event.cwd or "") or named
 
 
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:

@@ -9,14 +9,12 @@ from msgspec import Struct, field
 
 from memplug.store.ports import EventPort
 from memplug.store.records import EventRow
-from memplug.vocab import USER_INPUT_SOURCE_KINDS
+from memplug.vocab import CODING_HOSTS, USER_INPUT_SOURCE_KINDS
 
 # A tool call says an agent is acting in the session: what a person says after it is
 # said to that agent (cues.agent_rules: the rules read only where an agent is listening).
 TOOL_CALL = "tool/call"
 TOOL_RESULT = "tool/result"
-# Hosts whose every event is an exchange with a coding agent.
-CODING_HOSTS: frozenset[str] = frozenset({"claude-code", "codex"})
 # At most this many assistant messages since the person last spoke are searched for
 # the options a short reply picks (one turn's text blocks).
 OFFERED_MESSAGES = 8

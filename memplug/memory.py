@@ -383,7 +383,22 @@ class Memory:
         data = page.as_json()
         data.setdefault("next", None)
         data["scope"] = searched(self.store, scope, session)
+        self._name_agents(data["hits"])
         return data
+
+    def _name_agents(self, hits: list[dict[str, Any]]) -> None:
+        """Each hit of a coding host's session says which agent it came from (``host``:
+        ``claude-code``, ``codex``): one memory serves both."""
+        from memplug.vocab import CODING_HOSTS
+
+        origins: dict[str, str | None] = {}
+        for hit in hits:
+            name = hit["session_id"]
+            if name not in origins:
+                found = self.store.events.session(name)
+                origins[name] = found.get("origin") if found else None
+            if origins[name] in CODING_HOSTS:
+                hit["host"] = origins[name]
 
     @cached_property
     def semantic(self) -> Semantic:
@@ -445,6 +460,7 @@ class Memory:
         from memplug.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
         from memplug.errors import UsageError
         from memplug.models import parse_event
+        from memplug.paths import project_of
         from memplug.text import short_hash
 
         if not text.strip():
@@ -453,7 +469,7 @@ class Memory:
             raise UsageError(
                 f"cannot remember a {kind!r}; choose one of {', '.join(REMEMBER_KINDS)}"
             )
-        where = project or os.getcwd()
+        where = project or project_of(os.getcwd()) or os.getcwd()
         session_id = f"remember-{short_hash(where, length=12)}"
         with self.store.write_transaction():
             top, _ = self.store.items.event_bounds(session_id)

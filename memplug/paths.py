@@ -3,6 +3,7 @@ and one with nothing new asks nothing else (so pathlib is imported where it is u
 
 from __future__ import annotations
 
+import functools
 import os
 
 TYPE_CHECKING = False
@@ -63,3 +64,52 @@ def memory_script() -> str:
     if script.is_file() and os.access(script, os.X_OK):
         return str(script)
     return "memory"
+
+
+@functools.lru_cache(maxsize=512)
+def project_root(path: str) -> str | None:
+    """The project a folder belongs to when it is in a git repository: the repository's
+    main working tree, for its root, every subfolder and every linked worktree alike
+    (``git worktree add``). Worked out from ``.git`` entries alone, never by running git:
+    a ``.git`` folder marks a main working tree; a ``.git`` file points at the git dir,
+    whose ``commondir`` (a linked worktree's) leads to the main one, and with none (a
+    submodule) the folder is its own repository. None outside a repository, or for a
+    path that is not an absolute path on this machine."""
+    if not path or not os.path.isabs(path):
+        return None
+    folder = os.path.realpath(path)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return folder
+        if os.path.isfile(dot):
+            return _worktree_main(folder, dot)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _worktree_main(folder: str, dot: str) -> str:
+    try:
+        with open(dot, encoding="utf-8", errors="replace") as stream:
+            first = stream.read(4096).strip()
+    except OSError:
+        return folder
+    if not first.startswith("gitdir:"):
+        return folder
+    gitdir = os.path.join(folder, first[len("gitdir:") :].strip())
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as stream:
+            common = os.path.realpath(os.path.join(gitdir, stream.read().strip()))
+    except OSError:
+        return folder  # a submodule, or a worktree whose git dir is gone: its own folder
+    # The common dir of a repository with a working tree is its `.git`; of a bare one,
+    # the repository itself.
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def project_of(cwd: str | None) -> str | None:
+    """The project key of a working folder: its repository's main working tree, else the
+    folder itself (None stays None)."""
+    return (project_root(cwd) or cwd) if cwd else cwd

@@ -17,6 +17,7 @@ import os
 from msgspec import Struct
 
 from memplug.errors import NotFound, ValidationError
+from memplug.paths import project_of
 from memplug.refs import row_scope
 from memplug.store.ports import Storage
 from memplug.store.records import ScopeFilter
@@ -96,6 +97,8 @@ def _default(store: Storage, project: str | None, session: str | None, cwd: str 
     if session is not None and found is not None:
         return row_scope(found.get("project"), session)
     here = (cwd if cwd is not None else os.getcwd()).rstrip("/")
+    # A subfolder or a linked worktree of a repository reads the repository's project.
+    here = project_of(here) or here
     if here and store.events.project_sessions(here):
         return f"project:{here}"
     return GLOBAL

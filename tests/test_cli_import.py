@@ -17,7 +17,8 @@ def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
     done = memory("--db", str(tmp_path / "m.sqlite"), "import", str(tmp_path))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
-        f"Error: {tmp_path} is a directory: give JSONL files (memory import {tmp_path}/*.jsonl)\n"
+        f"Error: {tmp_path} is a directory with no Codex rollout in it: give JSONL files"
+        f" (memory import {tmp_path}/*.jsonl)\n"
     )
 
 

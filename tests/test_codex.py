@@ -212,3 +212,20 @@ def test_import_reads_a_folder_of_rollouts_as_the_hook_does(
     empty.mkdir()
     refused = cli("--db", str(db_path), "import", str(empty))
     assert refused.returncode == 2 and "no Codex rollout in it" in refused.stderr
+
+
+def test_search_and_the_message_say_which_agent_a_line_came_from(
+    cli: Callable[..., CliResult], db_path: Path
+) -> None:
+    hook(cli, db_path, "claude-code", session_id=CC_SID, transcript_path=str(CC_TRANSCRIPT),
+         cwd=SHOP, hook_event_name="Stop", stop_hook_active=False)  # fmt: skip
+    prompt = "which port does the checkout API listen on, and card numbers?"
+    answer = hook(cli, db_path, "codex", session_id=SID, transcript_path=str(ROLLOUT), cwd=SHOP,
+                  hook_event_name="UserPromptSubmit", prompt=prompt)  # fmt: skip
+    headings = [line for line in context(answer).splitlines() if line.startswith("### [ev")]
+    assert headings and all(f"[ev {CC_SID}] (claude-code)" in h for h in headings)
+    found = cli("--db", str(db_path), "search", "fly.io", "--scope", "global", "--json").json()
+    assert found["hits"] and {h["host"] for h in found["hits"]} == {"codex"}
+    card = cli("--db", str(db_path), "search", "card numbers", "--scope", "global", "--json")
+    card = card.json()
+    assert "claude-code" in {h.get("host") for h in card["hits"]}

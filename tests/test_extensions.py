@@ -127,8 +127,8 @@ def test_a_broken_plugin_is_named_in_a_clear_error(site: Path) -> None:
 
 def test_a_plugin_host_joins_the_registry_and_the_cli(good: Path) -> None:
     assert builtin("echo-host") is None  # not shipped with memplug: found through metadata
-    assert sorted(with_part("hook")) == ["claude-code", "echo-host"]
-    assert sorted(with_part("install")) == ["claude-code"]
+    assert sorted(with_part("hook")) == ["claude-code", "codex", "echo-host"]
+    assert sorted(with_part("install")) == ["claude-code", "codex"]
     assert all_hosts()["claude-code"].name == "claude-code"
     runner = CliRunner()
     out = runner.invoke(cli, ["hook", "echo-host"], input="{}")

@@ -182,6 +182,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         core: ResidentCore | None = None,
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
+        self.asking_session, self.origins = request.session_id, {}
         has_query = bool(task_text.strip())
         strict = not asks_about_earlier_work(task_text)
         # A compaction's step (its query built from the summary) brings back what the

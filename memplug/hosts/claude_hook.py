@@ -37,7 +37,7 @@ from msgspec.structs import replace
 from memplug.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, unread
-from memplug.paths import config_file, default_db_path, hook_pending_file
+from memplug.paths import config_file, default_db_path, hook_pending_file, project_of
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
@@ -415,6 +415,7 @@ def inject(
     from memplug.plugin import AssemblyRequest
 
     session_id, event = str(report.session_id), str(report.event)
+    project = project_of(project)  # a worktree or a subfolder: its repository's project
     cap = memory.config.hook.max_context_chars
     # Only text that items are extracted from or that may be quoted can make a
     # candidate "visible"; long tool output would only slow the comparison down.

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from memplug.assemble.models import RECENT, Entry
 from memplug.config import Config
+from memplug.vocab import CODING_HOSTS
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage
@@ -19,6 +20,23 @@ class SectionBase:
     store: Storage | None
     labels: dict[str, str]
     generated_kinds: frozenset[str]
+    # The session a build is for, and the hosts its evidence sessions were captured by.
+    asking_session: str | None = None
+    origins: dict[str, str | None]
+
+    def other_agent(self, session_id: str) -> str | None:
+        """The coding host a session was captured from, when it is not the asking
+        session's: a line from Codex in a Claude Code step says so, and the other way."""
+        if self.store is None or self.asking_session is None:
+            return None
+        cache = self.origins
+        for name in (session_id, self.asking_session):
+            if name not in cache:
+                found = self.store.events.session(name)
+                cache[name] = found.get("origin") if found else None
+        theirs, ours = cache[session_id], cache[self.asking_session]
+        coding = theirs in CODING_HOSTS and ours in CODING_HOSTS
+        return theirs if coding and theirs != ours else None
 
     def title(self, section: str, entries: Sequence[Entry]) -> str:
         """A section's title; the work section says when it holds only where we were."""

@@ -327,6 +327,9 @@ class EvidenceSections(SectionBase):
         else:
             where = [labels.get(f"role.{event.role}", event.role or event.type)]
         heading = f"### [ev {event.session_id}]"
+        other = self.other_agent(event.session_id)
+        if other:
+            heading += f" ({other})"
         if event.time:
             # The day once in the heading; minutes are enough to order events.
             heading += f" {event.time[:10]}"
