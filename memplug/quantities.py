@@ -136,6 +136,10 @@ _VERSION_WORDS = (
     r"version|ver\.?|python|node(?:\.js)?|golang|go|java|ruby|rust|postgres(?:ql)?|pg|"
     r"mysql|redis|sqlite|django|rails|react|vue|ubuntu|debian|kernel|版本"
 )
+_MAJOR_WORDS = (
+    r"python|node(?:\.js)?|java|ruby|postgres(?:ql)?|mysql|mariadb|redis|django|rails|react|"
+    r"vue|angular|ubuntu|debian|fedora|kernel|php|dotnet|\.net"
+)
 # Patterns that are numbers of another sort and must not be read as quantities.
 _SPECIAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?(?!\d)")),
@@ -149,6 +153,11 @@ _SPECIAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "version",
         re.compile(rf"(?i:(?<![A-Za-z])(?:{_VERSION_WORDS}))\s*(?P<v>\d+(?:\.\d+)+)(?![\w.])"),
+    ),
+    (
+        # After a product's name a bare major is a version too ("MySQL 8", "Node 20").
+        "version",
+        re.compile(rf"(?i:(?<![A-Za-z])(?:{_MAJOR_WORDS}))\s+(?P<v>\d{{1,2}})(?![\w.%])"),
     ),
     (
         "port",

@@ -173,3 +173,12 @@ def test_number_soup_is_safe(parts: list[str]) -> None:
     assert [n.to_dict() for n in extract_numbers(text)] == [
         n.to_dict() for n in extract_numbers(text)
     ]
+
+
+def test_a_bare_major_after_a_product_name_is_a_version_not_an_alarm() -> None:
+    for text, raw in (("switch to MySQL 8 instead", "MySQL 8"), ("use Node 20", "Node 20"),
+                      ("PostgreSQL 16 for orders", "PostgreSQL 16")):  # fmt: skip
+        (number,) = extract_numbers(text)
+        assert (number.raw, number.kind, number.flagged) == (raw, "version", False)
+    (steps,) = extract_numbers("go 2 steps back")
+    assert steps.kind == "quantity"

@@ -31,6 +31,19 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(module, attribute)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, with the nearest command names when a name is mistyped."""
+        name = click.utils.make_str(args[0])
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            near = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.6)
+            if near:
+                ctx.fail(f"No such command '{name}'. Did you mean {' or '.join(map(repr, near))}?")
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
