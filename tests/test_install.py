@@ -72,8 +72,8 @@ def test_install_into_a_new_user_settings_file(
     data = result.json()
     assert data["changed"] and data["written"] and data["backup"] is None
     settings = json.loads(user_settings(home).read_text())
-    assert sorted(settings["hooks"]) == sorted(event for event, _ in ci.HOOKS)
-    for event, matcher in ci.HOOKS:
+    assert sorted(settings["hooks"]) == sorted(event for event, _ in ci.DEFAULT_HOOKS)
+    for event, matcher in ci.DEFAULT_HOOKS:
         (hook,) = ours(settings, event)
         assert hook["command"] == data["command"] and hook["command"].endswith("hook claude-code")
         assert settings["hooks"][event][0].get("matcher") == matcher
@@ -95,7 +95,9 @@ def test_install_keeps_other_hooks_and_keys_and_backs_up_first(
     assert settings["model"] == "opus"
     assert settings["hooks"]["PreToolUse"][0] == OTHER_HOOKS["PreToolUse"][0]
     assert settings["hooks"]["Stop"][0] == OTHER_HOOKS["Stop"][0]
-    assert len(ours(settings, "Stop")) == 1 and len(ours(settings, "PreToolUse")) == 1
+    assert len(ours(settings, "Stop")) == 1
+    # No precondition is configured, so no PreToolUse hook of memplug's.
+    assert len(ours(settings, "PreToolUse")) == 0
 
 
 def test_installing_twice_changes_nothing(install: Callable[..., CliResult], home: Path) -> None:
@@ -288,7 +290,7 @@ def test_a_command_without_the_hook_gets_it_appended(home: Path) -> None:
     done = _memory(home, "install", "claude-code", "--command", "memory", "--json")
     assert done.returncode == 0, done.stderr
     assert done.json()["command"] == "memory hook claude-code"
-    for event, _ in ci.HOOKS:
+    for event, _ in ci.DEFAULT_HOOKS:
         (hook,) = ours(json.loads(user_settings(home).read_text()), event)
         assert hook["command"] == "memory hook claude-code"
 
@@ -363,3 +365,19 @@ def test_the_shared_mcp_json_names_no_path_of_this_machine(home: Path, tmp_path:
     entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["memplug"]
     assert user.returncode == 0 and entry["command"].startswith(sys.prefix)
     assert entry["args"] == ["--db", str(tmp_path / "mine.sqlite"), "mcp"]
+
+
+def test_pre_tool_use_is_installed_only_with_a_precondition(
+    install: Callable[..., CliResult], home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "memory.toml"
+    config.write_text('[[validation.preconditions]]\nname = "x"\ntools = ["Write"]\n'
+                      'mustNotExist = ["migrations/*.sql"]\n')  # fmt: skip
+    with_pre = install("--config", str(config), "install", "claude-code", "--json").json()
+    assert with_pre["changes"]["PreToolUse"] == "added"
+    assert len(ours(json.loads(user_settings(home).read_text()), "PreToolUse")) == 1
+    # Reinstalled without it, an older install's PreToolUse entry is taken out.
+    again = install("install", "claude-code", "--json").json()
+    assert again["changes"]["PreToolUse"] == "removed"
+    settings = json.loads(user_settings(home).read_text())
+    assert "PreToolUse" not in settings["hooks"] and len(ours(settings, "PostToolUse")) == 1

@@ -45,6 +45,9 @@ HOOKS: tuple[tuple[str, str | None], ...] = (
     ("SessionEnd", None),
 )
 MARKER = f"hook {HOST}"
+PRE_TOOL = "PreToolUse"
+# What an install without a precondition puts in: every hook but PreToolUse.
+DEFAULT_HOOKS: tuple[tuple[str, str | None], ...] = tuple(e for e in HOOKS if e[0] != PRE_TOOL)
 TIMEOUT_SECONDS = 10
 # The name memplug's MCP server is registered under (`mcpServers.<name>`).
 MCP_SERVER = "memplug"
@@ -307,6 +310,35 @@ def write_settings(path: Path, settings: dict[str, Any] | None) -> str | None:
     return backup
 
 
+def has_preconditions(options: Sequence[str]) -> bool:
+    """Whether the config the hooks will run with (``--db``/``--config`` in ``options``,
+    else the defaults) configures a precondition (``validation.preconditions``)."""
+    from memplug.config import load_for_database
+    from memplug.paths import default_db_path
+
+    given = dict(zip(options[::2], options[1::2], strict=False))
+    database = default_db_path(given.get("--db"))
+    loaded = load_for_database(database, given.get("--config"))
+    return bool(loaded.config.validation.preconditions)
+
+
+def drop_event(settings: dict[str, Any], event: str) -> tuple[dict[str, Any], bool]:
+    """``settings`` without memplug's hooks on ``event`` alone; whether any was there."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict) or event not in hooks:
+        return settings, False
+    result, changes = unmerge({"hooks": {event: hooks[event]}})
+    if event not in changes:
+        return settings, False
+    merged = copy.deepcopy(settings)
+    kept = result.get("hooks", {}).get(event)
+    if kept:
+        merged["hooks"][event] = kept
+    else:
+        del merged["hooks"][event]
+    return merged, True
+
+
 def backup_name(path: Path) -> Path:
     """The one backup: the file as it was before memplug last changed it."""
     return path.with_name(path.name + ".memplug-backup")
@@ -324,7 +356,16 @@ def install(
     (:mod:`memplug.hosts.claude_skill`) in ``path``; ``shared``: a file others use too,
     so the agent's commands name ``memory`` on PATH."""
     command = default_command(options) if command is None else hook_command(command)
-    merged, changes = merge(read_settings(path), command)
+    # PreToolUse runs only to answer a precondition: with none configured, every tool
+    # call would pay a hook for nothing (an older install's entry is taken out).
+    events = HOOKS if has_preconditions(options) else DEFAULT_HOOKS
+    merged, changes = merge(
+        read_settings(path), command, wanted_hooks=hook_settings(command, events)
+    )
+    if len(events) < len(HOOKS):
+        merged, dropped = drop_event(merged, PRE_TOOL)
+        if dropped:
+            changes[PRE_TOOL] = "removed"
     agent = agent_command(options, shared=shared)
     merged, changes["permissions"] = merge_permissions(merged, permission_rules(agent))
     report = write_report(path, command, merged, changes, dry_run)
