@@ -1,0 +1,3 @@
+from bench.nextday import main
+
+main()
