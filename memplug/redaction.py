@@ -32,6 +32,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
+from typing import Any
 
 from msgspec import Struct
 
@@ -870,3 +871,21 @@ def _merge(spans: list[SecretSpan]) -> list[SecretSpan]:
             continue
         merged.append(span)
     return merged
+
+
+# Keys whose values are call tokens: opaque, and mangling one would break paging.
+CALL_TOKEN_KEYS: frozenset[str] = frozenset({"next", "follow"})
+
+
+def redact_tree(
+    value: Any, *, keep: frozenset[str] = CALL_TOKEN_KEYS, key: str | None = None
+) -> Any:
+    """``value`` (JSON-shaped) with every secret in its strings replaced by a marker
+    naming its kind; the strings under ``keep`` keys (call tokens) pass unchanged."""
+    if isinstance(value, str):
+        return value if key in keep else redact_secrets(value, named=True)
+    if isinstance(value, dict):
+        return {k: redact_tree(v, keep=keep, key=k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_tree(v, keep=keep, key=key) for v in value]
+    return value

@@ -145,7 +145,7 @@ def test_a_real_client_session_lists_and_calls_every_tool(api_db: Path, tmp_path
     assert result_json(out["alive"])["entries"]  # errors did not take the server down
 
 
-def test_secrets_are_redacted_in_every_result_but_not_for_a_person(
+def test_secrets_are_redacted_in_every_result_and_in_the_cli_s_pull_commands(
     api_db: Path, tmp_path: Path
 ) -> None:
     async def script(s: ClientSession) -> list[Any]:
@@ -158,8 +158,12 @@ def test_secrets_are_redacted_in_every_result_but_not_for_a_person(
         text = result.content[0].text
         assert AWS_KEY not in text and AWS_KEY not in json.dumps(result.structured_content)
         assert "[redacted:aws_access_key_id]" in text
-    person = CliRunner().invoke(cli, ["--db", str(api_db), "expand", "s1:4", "--json"])
-    assert AWS_KEY in person.output
+    # An agent reads `memory expand` through its shell too: the same marker there.
+    pulled = CliRunner().invoke(cli, ["--db", str(api_db), "expand", "s1:4", "--json"])
+    assert AWS_KEY not in pulled.output and "[redacted:aws_access_key_id]" in pulled.output
+    # The bytes as captured only to a person at a terminal (CliRunner's stdout is none).
+    raw = CliRunner().invoke(cli, ["--db", str(api_db), "expand", "s1:4", "--raw"])
+    assert raw.exit_code == 2 and "only to a terminal" in raw.output
 
 
 def test_the_protocol_answers_initialize_and_tools_list_on_raw_stdio(

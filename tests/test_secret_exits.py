@@ -233,3 +233,24 @@ def test_the_event_is_still_found_by_what_it_says_around_the_value(guessed_db: P
     total, hits = _hits(guessed_db, "password")
     assert (1, "word:password", False) in hits
     assert total == len(hits) == 3
+
+
+def test_the_cli_pull_commands_withhold_what_an_agent_would_read(tmp_path: Path) -> None:
+    from tests.installed import memory
+
+    db = tmp_path / "m.sqlite"
+    lines = [{"session_id": "s", "seq": 1, "type": "user/message", "role": "user",
+              "text": "connect with mysql -u root -pS3cretPw9 staging_app"},
+             {"session_id": "s", "seq": 2, "type": "user/message", "role": "user",
+              "text": "the staging db password is hunter2"}]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    assert memory("--db", str(db), "import", "-", input=text).returncode == 0
+    found = memory("--db", str(db), "search", "mysql root staging_app")
+    assert "S3cretPw9" not in found.stdout and "-p[redacted:password] staging_app" in found.stdout
+    said = memory("--db", str(db), "search", "staging db password", "--json")
+    assert "hunter2" not in said.stdout and "[redacted:password]" in said.stdout
+    assert memory("--db", str(db), "search", "hunter2", "--json").json()["hits"] == []
+    shown = memory("--db", str(db), "expand", "s:2")
+    assert "hunter2" not in shown.stdout and "[redacted:password]" in shown.stdout
+    raw = memory("--db", str(db), "expand", "s:2", "--raw")
+    assert raw.returncode == 2 and raw.stderr.strip().endswith("only to a terminal")

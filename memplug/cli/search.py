@@ -12,11 +12,16 @@ import click
 
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
+from memplug.redaction import redact_tree
 from memplug.refs import event_ref
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
 from memplug.retrieve.ranking import HARD_LIMIT
 from memplug.retrieve.tokens import needs_query
 from memplug.text import clip
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memplug.memory import Memory
 
 _MODES = click.Choice(["literal", "phrase", "regex"])
 _MATCHES = click.Choice(["any", "all"])
@@ -151,6 +156,26 @@ def _finish(data: dict[str, Any], as_json: bool, render: Any) -> None:
         sys.exit(2)
 
 
+_raw = click.option(
+    "--raw", is_flag=True, help="Show credentials as captured (only to a terminal)."
+)
+
+
+def _check_raw(raw: bool) -> None:
+    """The bytes as captured go to a person at a terminal, never into a pipe or a file
+    an agent or a log could read."""
+    if raw and not sys.stdout.isatty():
+        raise click.UsageError("--raw shows credentials as captured: only to a terminal")
+
+
+def withheld(memory: Memory, page: dict[str, Any], query: str | None) -> dict[str, Any]:
+    """A search page as a model gets it from the MCP tools: credentials replaced by a
+    marker naming their kind, and no hit that only a withheld value matched."""
+    from memplug.hosts.mcp import unconfirmed
+
+    return redact_tree(unconfirmed(memory, page, query))
+
+
 @click.command("search")
 @click.argument("query", required=False)
 @click.option("--session", help="Session the search is about (scope defaults to its project).")
@@ -166,6 +191,8 @@ def _finish(data: dict[str, Any], as_json: bool, render: Any) -> None:
 @click.option("--branches", type=_BRANCHES, default="active", show_default=True)
 @click.option("--limit", type=int, default=20, show_default=True, help="Page size (max 100).")
 @click.option("--next", "next_token", help="Continue a previous search with its next token.")
+@click.option("--project", help="Search this project (a folder; default: the working folder's).")
+@_raw
 @json_option
 @click.pass_obj
 def search_cmd(
@@ -184,22 +211,31 @@ def search_cmd(
     branches: str,
     limit: int,
     next_token: str | None,
+    project: str | None,
+    raw: bool,
     as_json: bool,
 ) -> None:
     """Search captured events and memory items.
 
     Prints ranked hits with why each matched; `--json` gives
     {total, hits, next, coverage}. An empty result is authoritative only when
-    coverage is complete.
+    coverage is complete. Credentials are withheld as for a model (an agent reads this
+    too); `--raw` shows them as captured, to a terminal only.
     """
     if next_token is None and query is None:
         raise click.UsageError("give a QUERY (or --next TOKEN)")
+    _check_raw(raw)
     with _json_errors(as_json, _FAILED_SEARCH), ctx.read() as memory:
         _in_range("--limit", limit, 1, HARD_LIMIT)
+        if project is not None and (session is not None or scope is not None):
+            raise click.UsageError("--project excludes --session and --scope; give one")
+        where = os.path.abspath(project) if project is not None else os.getcwd()
+        if project is not None and memory.scope(cwd=where).name == "global":
+            raise NotFound(f"no project {project!r} in this database")
         data = memory.search(
             query,
             next_token=next_token,
-            cwd=os.getcwd(),
+            cwd=where,
             session=session,
             scope=scope,
             mode=mode,
@@ -213,6 +249,8 @@ def search_cmd(
             branches=branches,
             limit=limit,
         )
+        if not raw:
+            data = withheld(memory, data, query)
     _finish(data, as_json, _render_page)
 
 
@@ -222,6 +260,7 @@ def search_cmd(
 @click.option("--after", type=int, default=0, show_default=True, help="Events after (max 50).")
 @click.option("--branches", type=_BRANCHES, default=None, help="Walk the active path or all.")
 @click.option("--max-chars", type=int, default=20_000, show_default=True, help="Text per call.")
+@_raw
 @json_option
 @click.pass_obj
 def expand_cmd(
@@ -231,14 +270,17 @@ def expand_cmd(
     after: int,
     branches: str | None,
     max_chars: int,
+    raw: bool,
     as_json: bool,
 ) -> None:
     """Full text around a hit, in chunks that never cut silently.
 
     TARGET is a follow token, SESSION:SEQ or a mem_ id.
     Long text comes in chunks with text_range {start, end, total, complete};
-    follow `next` until it is null to read everything.
+    follow `next` until it is null to read everything. Credentials are withheld unless
+    `--raw` (to a terminal only).
     """
+    _check_raw(raw)
     with _json_errors(as_json, _FAILED_EXPAND), ctx.read() as memory:
         _in_range("--max-chars", max_chars, 1, EXPAND_MAX_CHARS)
         _in_range("--before", before, 0, EXPAND_MAX_CONTEXT)
@@ -246,4 +288,4 @@ def expand_cmd(
         data = memory.expand(
             target, before=before, after=after, max_chars=max_chars, branches=branches
         )
-    _finish(data, as_json, _render_expand)
+    _finish(data if raw else redact_tree(data), as_json, _render_expand)

@@ -35,13 +35,11 @@ from pydantic import ValidationError as ArgumentError
 from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
-from memplug.redaction import SecretSpan, find_secrets, redact_secrets
+from memplug.redaction import SecretSpan, find_secrets, redact_tree
 from memplug.vocab import TIMELINE_KINDS
 
 SERVER_NAME = "memplug"
 MAX_RESULT_CHARS = 60_000
-# Keys whose values are call tokens: opaque, and mangling one would break paging.
-TOKEN_KEYS = frozenset({"next", "follow"})
 INSTRUCTIONS = (
     "memplug is this project's long-term memory: every message, tool call and result "
     "captured so far, and the decisions, constraints and facts derived from them. "
@@ -344,7 +342,7 @@ def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) 
         result = tool.run(memory, args, settings.cwd)
     finally:
         memory.close()
-    result = redacted(result)
+    result = redact_tree(result)
     size = len(json.dumps(result, ensure_ascii=False))
     if size > MAX_RESULT_CHARS:
         raise MemplugError(
@@ -358,17 +356,6 @@ def _open(settings: ServerSettings, *, writes: bool = False) -> Memory:
     return Memory.open(
         settings.db_path, config_path=settings.config_path, create=writes, readonly=not writes
     )
-
-
-def redacted(value: Any, key: str | None = None) -> Any:
-    """``value`` with every secret in its strings replaced by a marker naming its kind."""
-    if isinstance(value, str):
-        return value if key in TOKEN_KEYS else redact_secrets(value, named=True)
-    if isinstance(value, dict):
-        return {k: redacted(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redacted(v, key) for v in value]
-    return value
 
 
 def error_message(error: Exception) -> str:

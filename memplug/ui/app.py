@@ -25,8 +25,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from memplug.errors import MemplugError
-from memplug.hosts.mcp import redacted
 from memplug.memory import Memory
+from memplug.redaction import redact_tree
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "memplug_ui"
@@ -136,7 +136,7 @@ class Pages:
 
     def _page(self, request: Request, name: str, status: int = 200, **data: Any) -> Response:
         context = {"csrf": self.settings.csrf, "read_only": self.settings.read_only,
-                   "request": request, **redacted(data)}  # fmt: skip
+                   "request": request, **redact_tree(data)}  # fmt: skip
         return self.templates.TemplateResponse(request, name, context, status_code=status)
 
     def _error(self, request: Request, error: Exception, status: int = 400) -> Response:
