@@ -94,7 +94,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         task_text = self.task_text(request)
         if self.source is None:
             raise RuntimeError("no candidate source is configured")
-        candidates = self.source.candidates(request.session_id, task_text)
+        candidates = self.source.candidates(request.session_id, task_text, request.project)
         task_state = self.source.task_state(request.session_id)
         core = self.core(request) if self.core is not None else None
         return self.build(request, task_text, candidates, task_state, core)
