@@ -94,10 +94,23 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         task_text = self.task_text(request)
         if self.source is None:
             raise RuntimeError("no candidate source is configured")
-        candidates = self.source.candidates(request.session_id, task_text, request.project)
+        candidates = self.source.candidates(self._reader(request), task_text)
         task_state = self.source.task_state(request.session_id)
         core = self.core(request) if self.core is not None else None
         return self.build(request, task_text, candidates, task_state, core)
+
+    def _reader(self, request: AssemblyRequest) -> str:
+        """The session retrieval reads through: the step's own; for the first step of a
+        new session (no event of it stored yet) one of the project its host names, so
+        that it is answered from the project as its second step would be."""
+        session_id, project = request.session_id, request.project
+        if project is None or self.store is None or self.config.assembly.scope != "project":
+            return session_id
+        exists, _ = self.store.search.session_project(session_id)
+        if exists:
+            return session_id
+        sessions = self.store.search.project_sessions(project)
+        return sessions[-1] if sessions else session_id
 
     def _finish(self, result: AssemblyResult, started: float, request: AssemblyRequest) -> None:
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)

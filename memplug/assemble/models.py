@@ -277,9 +277,7 @@ CoreProvider = Callable[["AssemblyRequest"], "ResidentCore | None"]
 class CandidateSource(Protocol):
     """What assembly needs from the layers below (retrieval and task state)."""
 
-    def candidates(
-        self, session_id: str, task_text: str, project: str | None = None
-    ) -> Candidates: ...
+    def candidates(self, session_id: str, task_text: str) -> Candidates: ...
 
     def task_state(self, session_id: str) -> TaskState: ...
 

@@ -36,28 +36,17 @@ class MemorySource:
         self.store = store
         self.config = config
 
-    def candidates(self, session_id: str, task_text: str, project: str | None = None) -> Candidates:
-        """What the step's task text finds in scope. The first step of a new session (no
-        event of it stored yet) reads the project the host names, as its second would:
-        through one of that project's sessions, in project scope."""
+    def candidates(self, session_id: str, task_text: str) -> Candidates:
         cfg = self.config.assembly
-        via = self._reader(session_id, project)
-        result = self.retriever.retrieve(via, task_text, scope=cfg.scope, limit=cfg.candidate_limit)
+        result = self.retriever.retrieve(
+            session_id, task_text, scope=cfg.scope, limit=cfg.candidate_limit
+        )
         return replace(
             from_retrieval(result),
             skills=self._skills(task_text),
             repair=self._pending_repair(session_id),
-            work=self._work(via, task_text),
+            work=self._work(session_id, task_text),
         )
-
-    def _reader(self, session_id: str, project: str | None) -> str:
-        if project is None or self.config.assembly.scope != "project":
-            return session_id
-        exists, _ = self.store.search.session_project(session_id)
-        if exists:
-            return session_id
-        sessions = self.store.search.project_sessions(project)
-        return sessions[-1] if sessions else session_id
 
     def _work(self, session_id: str, task_text: str) -> WorkFound | None:
         cfg = self.config.assembly
