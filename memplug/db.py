@@ -192,6 +192,12 @@ class Database:
             if not create:
                 raise DatabaseMissing(f"no memplug database at {path}")
             _ensure_private_file(path)
+        elif not create and path.stat().st_size == 0:
+            # An empty file holds no database: only a capturing command makes one there.
+            raise DatabaseMissing(
+                f"no memplug database at {path} (the file is empty; a writing command such as "
+                "`memory import` makes one)"
+            )
         if readonly:
             return cls._open_reading(path, migrations)
         try:

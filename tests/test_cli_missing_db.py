@@ -58,3 +58,17 @@ def test_reading_and_rebuilding_commands_never_create_a_database(tmp_path: Path)
         assert done.returncode == 2, (name, done.stderr)
         assert done.stderr == f"Error: no memplug database at {missing}\n", name
         assert not missing.parent.exists(), name
+
+
+def test_an_empty_file_is_no_database_and_reading_leaves_it_empty(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    for name, args in {**REFUSING, "status": ["status"]}.items():
+        done = memory("--db", str(empty), *args)
+        assert done.returncode == 2, (name, done.stderr)
+        assert done.stderr.startswith(
+            f"Error: no memplug database at {empty} (the file is empty"
+        ), name
+        assert empty.stat().st_size == 0, name
+    assert memory("--db", str(empty), "import", "/dev/null").returncode == 0  # writing makes one
+    assert empty.stat().st_size > 0
