@@ -182,3 +182,21 @@ def test_bare_memory_shows_the_help(cli) -> None:
     result = cli()
     assert result.returncode == 0
     assert "Usage: memory" in result.stdout and "import" in result.stdout
+
+
+def test_an_export_holds_events_only_and_says_so(tmp_path: Path) -> None:
+    """A retraction is a person's action, not an event: an import of the export derives
+    the item afresh (active again), as `memory export --help` says."""
+    from tests.installed import memory
+
+    first, second = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    line = {"session_id": "s", "seq": 1, "type": "user/message", "role": "user",
+            "text": "We must never log card numbers."}  # fmt: skip
+    assert memory("--db", str(first), "import", "-", input=json.dumps(line) + "\n").returncode == 0
+    (item,) = memory("--db", str(first), "items", "--scope", "global", "--json").json()["items"]
+    assert memory("--db", str(first), "retract", item["id"]).returncode == 0
+    exported = memory("--db", str(first), "export").stdout
+    assert memory("--db", str(second), "import", "-", input=exported).returncode == 0
+    (again,) = memory("--db", str(second), "items", "--scope", "global", "--json").json()["items"]
+    assert (again["id"], again["status"]) == (item["id"], "active")
+    assert "Only events are exported" in " ".join(memory("export", "--help").stdout.split())

@@ -226,7 +226,10 @@ def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> Non
     In (session, seq) order. Export, import into a fresh database, export again: the
     bytes are identical. The events are the JSON on stdout; --json adds {"events": N}
     on stderr. A session that is not in the database is an error (exit 2) before
-    anything is written.
+    anything is written. Only events are exported: what a person did to items
+    (retract, promote, a correction in `memory ui`) is not, so a database imported from
+    an export derives its items afresh, those changes undone; `memory remember` is an
+    event and travels.
     """
     with ctx.read() as memory:
         count = memory.export_jsonl(sys.stdout, list(sessions) or None)
