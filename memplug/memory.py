@@ -395,8 +395,7 @@ class Memory:
         for hit in hits:
             name = hit["session_id"]
             if name not in origins:
-                found = self.store.events.session(name)
-                origins[name] = found.get("origin") if found else None
+                origins[name] = self.store.search.session_origin(name)
             if origins[name] in CODING_HOSTS:
                 hit["host"] = origins[name]
 

@@ -18,6 +18,7 @@ from memplug.config import Config
 from memplug.cues import ALL_RULES, Candidate, analyse
 from memplug.cues.categories import categories_version
 from memplug.cues.structural import (
+    EDIT_TOOLS,
     REMEMBER_SOURCE,
     STRUCTURAL_RULES,
     STRUCTURAL_TOOLS,
@@ -324,7 +325,9 @@ class Deriving:
         """The calls that tried to write ``path`` since it was last written and failed on
         a tool error (not a person's refusal): what they held is what this call wrote."""
         events = self.store.events.session_events(session_id, types=(TOOL_CALL, TOOL_RESULT))
-        calls = {e.call_id: e for e in events if e.type == TOOL_CALL and e.seq < before}
+        # Only edit calls are read in full: most of a session's calls are something else.
+        edits = (e for e in events if e.type == TOOL_CALL and e.tool_name in EDIT_TOOLS)
+        calls = {e.call_id: e for e in edits if e.seq < before}
         failed: list[str] = []
         for event in events:
             call = calls.get(event.call_id) if event.type == TOOL_RESULT else None

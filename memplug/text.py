@@ -145,3 +145,17 @@ def format_time(value: datetime) -> str:
     if value.microsecond:
         text += f".{value.microsecond:06d}"
     return text + "Z"
+
+
+def tool_arguments(text: str, tool: str) -> dict[str, Any] | None:
+    """The call's input object from its stored text (``NAME {json}``), or None."""
+    body = text[len(tool) :] if text.startswith(tool) else text
+    # Only an object is wanted, and it opens with "{" after blanks: plain text (a host
+    # that stores the command as it was typed) skips the parser and its exception.
+    if not body.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -19,7 +19,6 @@ the same rows.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from msgspec.structs import replace
 from memplug.redaction import redact_secrets
 from memplug.store.ports import Storage
 from memplug.store.records import EventRow, WorkRow
+from memplug.text import tool_arguments
 
 # A target longer than this is clipped: it is a label, not a copy of the input.
 TARGET_CHARS = 160
@@ -85,26 +85,12 @@ _JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[_-][^\W_]++)+")
 CALL_SESSIONS = 4
 
 
-def arguments_of(text: str, tool: str) -> dict[str, Any] | None:
-    """The call's input object from its stored text (``NAME {json}``), or None."""
-    body = text[len(tool) :] if text.startswith(tool) else text
-    # Only an object is wanted, and it opens with "{" after blanks: plain text (a host
-    # that stores the command as it was typed) skips the parser and its exception.
-    if not body.lstrip().startswith("{"):
-        return None
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def describe(tool: str, text: str, cwd: str | None) -> tuple[str, str]:
     """``(action, target)`` for a call: the action word and its one structural field,
     read from the call's JSON input, or — a host that stores the input as plain text —
     from the text itself (a command, or the path it starts with)."""
     action, keys = _tool_action(tool)
-    arguments = arguments_of(text, tool)
+    arguments = tool_arguments(text, tool)
     if arguments is not None:
         found = (arguments[k] for k in keys if isinstance(arguments.get(k), str))
         value = next(found, None)

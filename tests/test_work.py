@@ -33,7 +33,8 @@ from memplug.models import HostEvent, Message
 from memplug.query import parse_query
 from memplug.store.records import WorkRow
 from memplug.store.work import WorkStore
-from memplug.work import TARGET_CHARS, WorkDeriver, arguments_of, describe, exit_code, words
+from memplug.text import tool_arguments
+from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude_code"
@@ -206,7 +207,7 @@ def test_a_call_input_is_read_exactly_when_it_parses_as_an_object(
     # Leading blanks of every kind (JSON's, other Unicode ones, a BOM) before objects,
     # other JSON values and plain commands.
     body = blanks + payload + tail
-    assert arguments_of("Bash" + body, "Bash") == _parsed_object(body)
+    assert tool_arguments("Bash" + body, "Bash") == _parsed_object(body)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 8])

@@ -11,7 +11,6 @@ same call and result give the same candidates.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from memplug.cues.analysis import Candidate, analyse
 from memplug.cues.categories import choice_key
 from memplug.cues.keys import subject_key
 from memplug.cues.words import canonical
+from memplug.text import tool_arguments
 
 ANSWERED = "User has answered your questions:"
 APPROVED = "User has approved your plan"
@@ -146,18 +146,8 @@ def edited_memory_file(tool_name: str, call_text: str) -> str | None:
     """The memory file an edit tool's call writes, if it writes one."""
     if tool_name not in EDIT_TOOLS:
         return None
-    path = call_input(call_text, tool_name).get("file_path")
+    path = (tool_arguments(call_text, tool_name) or {}).get("file_path")
     return path if isinstance(path, str) and is_memory_file(path) else None
-
-
-def call_input(call_text: str, tool_name: str) -> dict[str, Any]:
-    """The JSON input of a captured ``tool/call`` (its text is ``NAME {json}``)."""
-    body = call_text[len(tool_name) :].strip() if call_text.startswith(tool_name) else call_text
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def read_record(tool_name: str, call_text: str, result_text: str, outcome: str | None) -> Reading:
@@ -165,7 +155,7 @@ def read_record(tool_name: str, call_text: str, result_text: str, outcome: str |
     was rejected, interrupted or failed."""
     if tool_name not in STRUCTURAL_TOOLS or outcome not in (None, "succeeded"):
         return NOTHING
-    args = call_input(call_text, tool_name)
+    args = tool_arguments(call_text, tool_name) or {}
     if tool_name == "AskUserQuestion":
         return Reading(tuple(_answers(args, result_text)))
     if tool_name == "ExitPlanMode":
@@ -401,6 +391,7 @@ def _candidate(rule: StructuralRule, content: str, sentence: str, index: int) ->
 
 
 __all__ = [
+    "EDIT_TOOLS",
     "MEMORY_FILE_EVIDENCE",
     "REMEMBER_KINDS",
     "REMEMBER_SOURCE",
@@ -411,7 +402,6 @@ __all__ = [
     "StructuralRule",
     "TaskChange",
     "TodoEntry",
-    "call_input",
     "edited_memory_file",
     "is_memory_file",
     "read_record",

@@ -158,6 +158,14 @@ class SearchStore:
             return False, None
         return True, (str(row[0]) if row[0] is not None else None)
 
+    def session_origin(self, session_id: str) -> str | None:
+        """What captured a session (``claude-code``, ``codex``, ``import``, …); one
+        indexed row, unlike ``EventPort.session``, which counts the session's events."""
+        row = self.conn.execute(
+            "SELECT origin FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return str(row[0]) if row is not None and row[0] is not None else None
+
     def project_sessions(self, project: str) -> list[str]:
         return [
             str(r[0])

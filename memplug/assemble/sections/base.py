@@ -32,8 +32,7 @@ class SectionBase:
         cache = self.origins
         for name in (session_id, self.asking_session):
             if name not in cache:
-                found = self.store.events.session(name)
-                cache[name] = found.get("origin") if found else None
+                cache[name] = self.store.search.session_origin(name)
         theirs, ours = cache[session_id], cache[self.asking_session]
         coding = theirs in CODING_HOSTS and ours in CODING_HOSTS
         return theirs if coding and theirs != ours else None
