@@ -172,6 +172,17 @@ class AssemblyConfig(Section, frozen=True):
     # rank close behind; chosen on half the replayed labelled sessions, confirmed on the
     # other half (docs/benchmarks.md, "Real sessions replayed"). LoCoMo has no tools.
     tool_evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.5
+    # Two tiers (docs/assembly.md, "Quotes, then an index"): of the events that pass,
+    # at most `quotes` are quoted verbatim, each only when the match is strong — its own
+    # text holds `quoteSpecific` of the query's specific term groups, or it is the best
+    # ranked by a margin of `quoteMargin` over the next; the rest, and those relevance
+    # let fall off, are indexed (ref, date, who, a gist, its size), `indexLines` at
+    # most; `quoteSpecific = 0` quotes every line that passes (one tier, as before).
+    # Chosen across authors on the next-day questions (docs/benchmarks.md).
+    quotes: Annotated[int, Clamp(0, 100)] = 3
+    quote_specific: Annotated[int, Clamp(0, 20)] = 3
+    quote_margin: Annotated[float, Clamp(1.0, 100.0)] = 2.0
+    index_lines: Annotated[int, Clamp(0, 100)] = 10
 
     @property
     def budget_tokens(self) -> int:

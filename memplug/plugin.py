@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memplug.assemble import AssemblyRequest, AssemblyResult
+from memplug.assemble import AssemblyRequest, AssemblyResult, Pull
 from memplug.config import Config
 from memplug.errors import DatabaseBusy
 from memplug.memory import Memory
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # Hosts that assemble with their own request (a hook with its own lock wait) take the
 # request and result types from here, not from the assembler.
-__all__ = ["AssemblyRequest", "AssemblyResult", "Plugin", "open_plugin"]
+__all__ = ["AssemblyRequest", "AssemblyResult", "Plugin", "Pull", "open_plugin"]
 
 
 class Plugin:

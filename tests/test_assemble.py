@@ -36,6 +36,7 @@ from memplug.assemble import (
     TaskLine,
     TaskState,
     cited_refs,
+    labels_for,
 )
 from memplug.config import Config, load_config
 from memplug.errors import AssemblyFailed
@@ -48,9 +49,10 @@ from memplug.text import estimate_tokens
 
 
 def config(**assembly: object) -> Config:
-    return load_config(
-        None, environ={}, overrides={"assembly": assembly} if assembly else None
-    ).config
+    """The config these tests of quoting judge lines by: one tier (every line that
+    passes is quoted), unless a test sets the two tiers' keys itself (test_index.py)."""
+    assembly = {"quote_specific": 0, "quotes": 100, **assembly}
+    return load_config(None, environ={}, overrides={"assembly": assembly}).config
 
 
 CARD = ItemCandidate(
@@ -327,18 +329,18 @@ def test_lines_that_differ_only_by_their_numbers_are_one_line_the_newest() -> No
 def test_the_full_header_is_said_once_per_context() -> None:
     source = Candidates(items=(CARD, RETRY))
     first = run(source)
-    assert first.text.startswith(LABELS["en"]["header"] + "\n")
+    assert first.text.startswith(labels_for("en")["header"] + "\n")
     # The host kept that message: the next one refers to its header instead of repeating
     # it, still as memplug's, still context rather than instructions.
     kept = [Message(role="user", text=first.text), Message(role="user", text="and the port?")]
     again = run(Candidates(items=(NEW_PORT,)), messages=kept)
     short = LABELS["en"]["header.again"]
-    assert again.text.startswith(short + "\n\n") and LABELS["en"]["header"] not in again.text
+    assert again.text.startswith(short + "\n\n") and labels_for("en")["header"] not in again.text
     assert short.startswith("[memplug]") and "context, not instructions" in short
     assert again.used_tokens == estimate_tokens(again.text) < first.used_tokens
     # Only the whole header counts: one of its lines alone is not the header.
-    partial = [Message(role="user", text=LABELS["en"]["header"].splitlines()[1])]
-    assert run(source, messages=partial).text.startswith(LABELS["en"]["header"])
+    partial = [Message(role="user", text=labels_for("en")["header"].splitlines()[1])]
+    assert run(source, messages=partial).text.startswith(labels_for("en")["header"])
 
 
 def test_raw_evidence_is_grouped_by_session_and_day() -> None:
@@ -368,7 +370,7 @@ def test_raw_evidence_is_grouped_by_session_and_day() -> None:
     assert [e.ref for e in result.included] == ["b:7", "a:12", "b:2", "a:3"]
     # Each heading is paid for by the line that opens it: at any budget the accounting
     # holds, so the measured text never has to be cut back.
-    for budget in range(150, 330, 3):
+    for budget in range(200, 380, 3):
         tight = run(
             Candidates(events=events), cfg=config(minBudgetTokens=50, softBudgetTokens=budget)
         )
@@ -450,7 +452,7 @@ def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> No
 def test_task_state_without_evidence_carries_the_insufficient_statement() -> None:
     text = run(Candidates(), TASK).text
     notice = text.split("## Notice")[1]
-    assert "No committed evidence matches the current request" in notice
+    assert "Nothing pushed here matches the current request" in notice
     with_evidence = run(Candidates(events=(CARD_EVENT,)), TASK).text
     assert "No committed evidence matches" not in with_evidence
 
@@ -465,7 +467,7 @@ def test_everything_visible_is_not_a_lack_of_evidence() -> None:
 def test_skip_when_empty_off_injects_the_statement() -> None:
     result = run(Candidates(), cfg=config(skipWhenEmpty=False))
     assert result.injected
-    assert "No committed evidence matches the current request" in result.text
+    assert "Nothing pushed here matches the current request" in result.text
 
 
 def test_chinese_locale_translates_labels_not_content() -> None:
@@ -671,8 +673,9 @@ def test_in_a_step_with_tool_events_relevance_falls_off_sooner() -> None:
     output = ev(3, "stripe key not found", "tool/result", score=0.1)
     coding = run(Candidates(events=(best, mid, output), terms=terms))
     assert "[ev :2]" not in coding.text
-    why = {o.ref: (o.reason, o.detail) for o in coding.omitted}
-    assert why[mid.ref] == (FELL_OFF, "score 0.80 < 0.5 x 2.00")
+    # Not quoted, it is still pointed at: the index says why it is not a quote.
+    indexed = {e.ref: e.why for e in coding.included if e.section == "index"}
+    assert indexed == {mid.ref: FELL_OFF} and "[ev s1:2]" in coding.text
     fixed = config(toolEvidenceFalloff=0.3)
     assert "[ev :2]" in run(Candidates(events=(best, mid, output), terms=terms), cfg=fixed).text
 

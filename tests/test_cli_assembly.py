@@ -65,7 +65,7 @@ def test_no_evidence_beside_task_state_says_so(shop_db: Path) -> None:
     data = json.loads(done.stdout)
     assert data["injected"] is True
     assert "## Task state" in data["text"]
-    assert "No committed evidence matches the current request" in data["text"]
+    assert "Nothing pushed here matches the current request" in data["text"]
 
 
 def test_nothing_to_inject_is_said_plainly(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memplug.assemble import LABELS, OMISSION_REASONS, SECTIONS
+from memplug.assemble import LABELS, OMISSION_REASONS, SECTIONS, labels_for
 from memplug.config import AssemblyConfig, config_key
 from memplug.explain import explain
 from memplug.store.records import LogRecord
@@ -59,7 +59,7 @@ def test_examples_are_the_golden_output(page: str, golden: str) -> None:
 def test_assembly_doc_names_every_section_label_and_reason() -> None:
     text = doc("assembly.md")
     for locale in ("en", "zh"):
-        assert LABELS[locale]["header"] + "\n" in blocks(text)
+        assert labels_for(locale)["header"] + "\n" in blocks(text)
         for key, value in LABELS[locale].items():
             if key in ("header", "sep", "colon"):
                 continue

@@ -99,10 +99,11 @@ def test_explain_shows_the_logged_decision(logged: tuple[Path, list[int]]) -> No
         "rules",
         "memory",
         "evidence",
+        "index",
         "work",
         "notice",
     ]
-    assert [s["number"] for s in data["sections"]] == list(range(8))
+    assert [s["number"] for s in data["sections"]] == list(range(9))
     memory_section = data["sections"][4]
     assert [e["ref"] for e in memory_section["included"]] == ["mem_s1_card"]
     assert memory_section["included"][0]["why"] == "bm25 0.80 + kind 1.00"

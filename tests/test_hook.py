@@ -200,13 +200,13 @@ def test_the_character_cap_holds_and_what_it_cut_is_logged(
     hook: Callable[..., CliResult], cli: Callable[..., CliResult], db_path: Path
 ) -> None:
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    (db_path.parent / "memory.toml").write_text("[hook]\nmaxContextChars = 1000\n")
+    (db_path.parent / "memory.toml").write_text("[hook]\nmaxContextChars = 1400\n")
     hook("SessionStart", source="startup")
     result = hook("UserPromptSubmit", prompt="port 8080 staging database card numbers checkout")
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert len(context) <= 1000
+    assert len(context) <= 1400
     explained = cli("--db", str(db_path), "explain", "--json").json()
-    assert explained["budget"] <= 1000 // 4
+    assert explained["budget"] <= 1400 // 4
     sections = explained["sections"]
     assert any(section["included"] for section in sections)
     reasons = {o["reason"] for section in sections for o in section["omitted"]}
@@ -214,7 +214,7 @@ def test_the_character_cap_holds_and_what_it_cut_is_logged(
     # Without the cap the same prompt brings more.
     (db_path.parent / "memory.toml").unlink()
     uncapped = hook("UserPromptSubmit", prompt="port 8080 staging database card numbers checkout")
-    assert len(json.loads(uncapped.stdout)["hookSpecificOutput"]["additionalContext"]) > 1000
+    assert len(json.loads(uncapped.stdout)["hookSpecificOutput"]["additionalContext"]) > 1400
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import new_db
 
-from memplug.assemble import LABELS, AssemblyRequest
+from memplug.assemble import LABELS, AssemblyRequest, labels_for
 from memplug.memory import Memory
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def test_the_injection_is_omitted_with_its_reason(shop: Memory) -> None:
 
 
 def test_every_quoting_line_is_labelled_as_evidence(shop: Memory) -> None:
-    labels = LABELS[shop.config.assembly.locale]
+    labels = labels_for(shop.config.assembly.locale)
     notice = labels["section.notice"]
     # memplug's own statements in the notice section, which quote nothing.
     own = ("- " + labels["notice.insufficient"], "- " + labels["notice.incomplete"].split("{")[0])
@@ -178,3 +178,12 @@ def test_what_the_agent_copied_from_tool_output_is_not_quoted(copied: Memory) ->
 
 
 COPY_REFS = {f"shop-1:{200 + i}" for i in range(len(COPIES))}
+
+
+@pytest.fixture(autouse=True)
+def _one_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests judge which lines are worth quoting at all: every line that passes is
+    quoted (one tier), so that the two tiers' own criterion (test_index.py) is not what
+    they measure."""
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTE_SPECIFIC", "0")
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTES", "100")

@@ -249,3 +249,12 @@ def test_which_requests_ask_about_earlier_work_and_which_a_step_answers(
 )
 def test_which_messages_only_ask(text: str, only: bool) -> None:
     assert asks_only(text) is only
+
+
+@pytest.fixture(autouse=True)
+def _one_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests judge which lines are worth quoting at all: every line that passes is
+    quoted (one tier), so that the two tiers' own criterion (test_index.py) is not what
+    they measure."""
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTE_SPECIFIC", "0")
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTES", "100")

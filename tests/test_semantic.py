@@ -687,3 +687,12 @@ def test_a_memory_under_another_budget_shares_its_loaded_provider(tmp_path: Path
         assert memory.with_config(smaller).semantic is memory.semantic
         other = replace(config, semantic=replace(config.semantic, candidates=5))
         assert memory.with_config(other).semantic is not memory.semantic
+
+
+@pytest.fixture(autouse=True)
+def _one_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests judge which lines are worth quoting at all: every line that passes is
+    quoted (one tier), so that the two tiers' own criterion (test_index.py) is not what
+    they measure."""
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTE_SPECIFIC", "0")
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTES", "100")

@@ -440,3 +440,12 @@ def test_a_record_that_only_worked_is_quoted_for_a_question_a_step_answers(
     assert (ref in {e.ref for e in result.included if e.section == "work"}) is (left_out is None)
     omitted = {o.ref: (o.reason, o.detail) for o in result.omitted if o.section == "work"}
     assert omitted.get(ref) == left_out
+
+
+@pytest.fixture(autouse=True)
+def _one_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests judge which lines are worth quoting at all: every line that passes is
+    quoted (one tier), so that the two tiers' own criterion (test_index.py) is not what
+    they measure."""
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTE_SPECIFIC", "0")
+    monkeypatch.setenv("MEMPLUG_ASSEMBLY__QUOTES", "100")

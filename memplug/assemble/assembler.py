@@ -196,6 +196,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
     ) -> AssemblyResult:
         """Pack candidates into sections under the budget; same input ⇒ same bytes."""
         self.asking_session, self.origins = request.session_id, {}
+        self.labels = labels_for(self.config.assembly.locale, request.pull)
         has_query = bool(task_text.strip())
         strict = not asks_about_earlier_work(task_text)
         # A compaction's step (its query built from the summary) brings back what the
@@ -284,7 +285,9 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         where we were come from elsewhere), and not again while the same notice is
         still in the context."""
         # The coverage reasons are the event search's; work records have their own index.
-        evidence = sum(e.section in ("memory", "evidence") for e in content) >= QUALIFIED_SOURCES
+        evidence = (
+            sum(e.section in ("memory", "evidence", "index") for e in content) >= QUALIFIED_SOURCES
+        )
         kept = []
         for notice in notices:
             if not evidence:

@@ -24,7 +24,7 @@ from memplug.retrieve.precision import CARRIED
 from memplug.text import estimate_tokens
 
 # Sections whose lines name one source each: cited once, they are not quoted again.
-_BY_REF = frozenset({"memory", "evidence", "work"})
+_BY_REF = frozenset({"memory", "evidence", "index", "work"})
 
 # Labels (`[ev s1:4]`) and markers (`[redacted:password]`): a line that holds nothing
 # else once its secrets are withheld is not worth quoting.
@@ -189,7 +189,8 @@ class Draft(Struct):
         a work record it names is in the message — or left out only because the model
         already sees it, the budget had no room, the core shows it or its item says it."""
         if any(
-            e.section in ("memory", "evidence") or (e.section == "work" and e.kind != RECENT)
+            e.section in ("memory", "evidence", "index")
+            or (e.section == "work" and e.kind != RECENT)
             for e in self.entries
         ):
             return True

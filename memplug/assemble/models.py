@@ -39,6 +39,7 @@ SECTIONS: tuple[str, ...] = (
     "rules",
     "memory",
     "evidence",
+    "index",
     "work",
     "notice",
 )
@@ -285,6 +286,14 @@ class CandidateSource(Protocol):
 # -- request and result ----------------------------------------------------------------
 
 
+class Pull(Struct, frozen=True):
+    """How the agent fetches what the message only points at: the shell command that
+    runs memory on its machine, and whether memplug's MCP tools are in its tool list."""
+
+    command: str = "memory"
+    mcp: bool = False
+
+
 class AssemblyRequest(Struct, frozen=True):
     """One assembly attempt: a host pre-step, ``memory assemble``, or the Python API."""
 
@@ -306,6 +315,8 @@ class AssemblyRequest(Struct, frozen=True):
     # The standing instructions the host loads itself, as (file name, text): a core line
     # they already state is not said again.
     standing: tuple[tuple[str, str], ...] = ()
+    # How the agent reading the message pulls more from memory (None: the plain CLI).
+    pull: Pull | None = None
 
 
 class Entry(Struct, frozen=True):

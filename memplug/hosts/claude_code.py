@@ -385,3 +385,40 @@ def standing_files(cwd: str | None, home: Path | None = None) -> tuple[tuple[str
         except OSError:
             continue
     return tuple(out)
+
+
+# Claude Code's MCP registrations: the user's (and per-project) in ~/.claude.json, the
+# shared ones in <project>/.mcp.json. Larger files are not read on the prompt path.
+MCP_FILE_MAX_BYTES = 8 * 1024 * 1024
+
+
+def mcp_registered(cwd: str | None, server: str, home: Path | None = None) -> bool:
+    """Whether ``server`` is one of the MCP servers Claude Code starts for a session in
+    ``cwd``: a byte search first (most prompts stop there), JSON only on a hit."""
+    if not cwd:
+        return False
+    needle = json.dumps(server).encode()
+    for path in (Path(cwd) / ".mcp.json", (home or Path.home()) / ".claude.json"):
+        try:
+            if path.stat().st_size > MCP_FILE_MAX_BYTES:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if needle in data and _names_server(data, cwd, server):
+            return True
+    return False
+
+
+def _names_server(data: bytes, cwd: str, server: str) -> bool:
+    try:
+        settings = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(settings, dict):
+        return False
+    scopes = [settings]
+    projects = settings.get("projects")
+    if isinstance(projects, dict) and isinstance(projects.get(cwd), dict):
+        scopes.append(projects[cwd])
+    return any(isinstance(s.get("mcpServers"), dict) and server in s["mcpServers"] for s in scopes)

@@ -408,11 +408,15 @@ def inject(
     deadline: Deadline,
     *,
     project: str | None = None,
+    mcp: bool | None = None,
 ) -> dict[str, Any] | None:
     """Assemble for this step and wrap it as the hook's documented JSON output
-    (``project``: the payload's cwd, whose core a session with no events yet gets)."""
+    (``project``: the payload's cwd, whose core a session with no events yet gets;
+    ``mcp``: whether memplug's MCP tools are the agent's, None to read Claude Code's
+    settings)."""
+    from memplug.hosts.claude_skill import MCP_SERVER
     from memplug.messages import Message, Source
-    from memplug.plugin import AssemblyRequest
+    from memplug.plugin import AssemblyRequest, Pull
 
     session_id, event = str(report.session_id), str(report.event)
     project = project_of(project)  # a worktree or a subfolder: its repository's project
@@ -446,6 +450,9 @@ def inject(
             project=project,
             summary=work_at_hand(visible) if event == "SessionStart" else None,
             standing=cc.standing_files(project),
+            # The skill names this machine's exact command; the message names `memory`,
+            # so that what it says is the same bytes on every machine.
+            pull=Pull(mcp=cc.mcp_registered(project, MCP_SERVER) if mcp is None else mcp),
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)

@@ -80,7 +80,9 @@ def handle(
             report.session_id = session_id
         if event in INJECTING and session_id:
             prompt, cwd = ch._str(payload.get("prompt")), ch._str(payload.get("cwd"))
-            report.output = ch.inject(memory, report, prompt, deadline, project=cwd)
+            report.output = ch.inject(
+                memory, report, prompt, deadline, project=cwd, mcp=_mcp_registered(cwd)
+            )
     except Exception as error:
         report.errors.append(f"{type(error).__name__}: {error}")
     finally:
@@ -138,3 +140,18 @@ def capture_rollout(
     if new:
         memory.derive([session_id], upgrade_ms=deadline.left_ms() / 2)
     return session_id
+
+
+def _mcp_registered(cwd: str | None) -> bool:
+    """Whether Codex starts memplug's MCP server: its table in the user's or the
+    project's config.toml (a byte search; the prompt path parses no TOML)."""
+    from memplug.hosts.codex_install import codex_home
+
+    folders = [codex_home()] + ([Path(cwd) / ".codex"] if cwd else [])
+    for folder in folders:
+        try:
+            if b"[mcp_servers.memplug]" in (folder / "config.toml").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False

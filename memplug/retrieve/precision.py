@@ -129,6 +129,11 @@ class QueryTerms:
         )
 
     @property
+    def specific_groups(self) -> int:
+        """How many of the query's term groups name something specific in scope."""
+        return sum(self._specific)
+
+    @property
     def specific(self) -> bool:
         """The query names something specific that occurs in scope: without it (a
         "continue", a "yes, do it") no line is relevant to it by its words."""

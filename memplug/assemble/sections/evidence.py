@@ -34,7 +34,8 @@ from memplug.assemble.render import (
     snippet,
 )
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import QueryTerms, Relevance, asks_only
+from memplug.assemble.sections.index import IndexSection, strong_match
+from memplug.retrieve.precision import FELL_OFF, QueryTerms, Relevance, asks_only
 from memplug.retrieve.scoring import NEAR
 from memplug.text import may_hold_cjk, normalize_text
 
@@ -71,7 +72,7 @@ _LOOKING = re.compile(
     re.I | re.S,
 )
 # What leads a message in without saying anything ("You're right -", "That makes sense.").
-_LEAD_IN = re.compile(_FILLERS, re.I)
+LEAD_IN = re.compile(_FILLERS, re.I)
 _SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
 # A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
 _FINDING = re.compile(
@@ -114,8 +115,9 @@ class _Step(NamedTuple):
     replies: Mapping[tuple[str, int], int]
 
 
-class EvidenceSections(SectionBase):
-    """Section 5 of the message (mixed into the Assembler)."""
+class EvidenceSections(IndexSection, SectionBase):
+    """Sections 5 and 6 of the message: raw evidence and its index (mixed into the
+    Assembler)."""
 
     def _evidence_section(
         self,
@@ -147,8 +149,8 @@ class EvidenceSections(SectionBase):
                 kept.append(event)
             else:
                 draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
-        passed = self._relevant(draft, candidates, kept, carried, step)
-        self._offer_evidence(draft, candidates, passed)
+        passed, fell_off = self._relevant(draft, candidates, kept, carried, step)
+        self._offer_evidence(draft, candidates, passed, fell_off)
 
     def _screened_out(self, event: EventCandidate, step: _Step) -> tuple[str, str] | None:
         """Why ``event`` is not quoted whatever the query (reason, detail), or None."""
@@ -190,12 +192,14 @@ class EvidenceSections(SectionBase):
         kept: Sequence[EventCandidate],
         carried: Mapping[str, Sequence[str]],
         step: _Step,
-    ) -> list[EventCandidate]:
+    ) -> tuple[list[EventCandidate], list[EventCandidate]]:
         """The kept events that clear the relevance bar (precision.Relevance), in rank
-        order; the rest are omitted with the bar's reason."""
+        order, and those that hold enough of the query but ranked where relevance fell
+        off (the index may still point at them); the rest are omitted with the bar's
+        reason."""
         cfg = self.config.assembly
         if not cfg.precise or candidates.terms is None:
-            return list(kept)
+            return list(kept), []
         judge = Relevance(
             candidates.terms,
             candidates.events,
@@ -206,28 +210,52 @@ class EvidenceSections(SectionBase):
             RESULT_OWN_TERMS if step.results_only else 0,
         )
         passed: list[EventCandidate] = []
+        fell_off: list[EventCandidate] = []
         for event in kept:
             why_not = judge.reason(event)
             if why_not is None:
                 passed.append(event)
-            else:
-                draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
-        return passed
+                continue
+            draft.omit(event.ref, "evidence", why_not[0], event.score, why_not[1])
+            if why_not[0] == FELL_OFF:
+                fell_off.append(event)
+        return passed, fell_off
 
     def _offer_evidence(
-        self, draft: Draft, candidates: Candidates, passed: list[EventCandidate]
+        self,
+        draft: Draft,
+        candidates: Candidates,
+        passed: list[EventCandidate],
+        fell_off: Sequence[EventCandidate] = (),
     ) -> None:
-        """Offer the relevant events' lines, findings first, repeats folded into one."""
+        """Quote the relevant events that match strongly (sections.index.strong_match),
+        findings first, repeats folded into one; index the others, then those relevance
+        let fall off."""
         cfg = self.config.assembly
         title = self.labels["section.evidence"]
-        assistant = 0
+        assistant = quoted = 0
+        runner_up = _runner_up(passed, fell_off)
         # Findings first: what the user stated and what the agent concluded, then the rest
         # in rank order (a stable sort keeps the ranking within each).
         passed.sort(key=lambda e: 0 if e.role == "user" or _FINDING.search(e.text) else 1)
         folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
         shared = self.shared_frames([event for event, _ in folded]) if cfg.shared_frames else {}
+        indexed: list[tuple[EventCandidate, str, str]] = []
         for event, others in folded:
             said = event.type == "assistant/message"
+            strong = strong_match(
+                event,
+                candidates.terms,
+                runner_up.get(event.ref),
+                cfg.quote_specific,
+                cfg.quote_margin,
+            )
+            if not cfg.precise:
+                strong = "assembly.precise is off"
+            if strong is None or quoted >= cfg.quotes:
+                why = "a weak match" if strong is None else f"past assembly.quotes ({strong})"
+                indexed.append((event, why, self._gist_text(event)))
+                continue
             if said and assistant >= cfg.assistant_quotes:
                 draft.omit(
                     event.ref, "evidence", OVER_LIMIT, event.score, "assembly.assistantQuotes"
@@ -246,11 +274,27 @@ class EvidenceSections(SectionBase):
                 line,
                 kind=event.type,
                 score=event.score,
-                why=event.why,
+                why=f"{event.why} quoted: {strong}".strip(),
                 group=heading,
                 position=event.seq,
             )
             assistant += int(said and taken)
+            quoted += int(taken)
+        for event in fell_off:
+            indexed.append((event, FELL_OFF, self._gist_text(event)))
+        self._offer_index(draft, candidates.terms, indexed)
+
+    def _gist_text(self, event: EventCandidate) -> str:
+        """What an index line's gist is cut from: the agent's own words (as a quote of
+        them would be, without blocks or what it copied from tool output), past any
+        lead-in that says nothing."""
+        text = event.text
+        if event.type == "assistant/message":
+            limit = self.config.assembly.assistant_snippet_chars
+            text = self._own_words(event, prose_only(text, self.labels["quote.block"]), limit)
+        flat = " ".join(text.split())
+        match = LEAD_IN.match(flat)
+        return flat[match.end() :] if match and match.end() < len(flat) else flat
 
     def _turn_replies(self, candidates: Candidates) -> dict[tuple[str, int], int]:
         """Per session and turn of a ranked agent message, the seq of the turn's last
@@ -376,6 +420,17 @@ class EvidenceSections(SectionBase):
         return " ".join(out)
 
 
+def _runner_up(
+    passed: Sequence[EventCandidate], fell_off: Sequence[EventCandidate]
+) -> dict[str, float]:
+    """The best ranked passing event's ref → the score of the next candidate (passing or
+    fallen off): what its margin is measured against. A lone candidate has none."""
+    ranked = sorted([*passed, *fell_off], key=lambda e: (-e.score, e.ref))
+    if len(ranked) < 2 or ranked[0] not in passed:
+        return {}
+    return {ranked[0].ref: ranked[1].score}
+
+
 def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     """Filler, an announcement that it will look at something, or one naming nothing
     (``strict``: any announcement)."""
@@ -411,7 +466,7 @@ def _cut_empty(line: str, block: str) -> bool:
     if quote.rstrip(" …").endswith(": " + block) and len(quote) <= LEAD_IN_CHARS:
         return True  # what it introduces is the unquoted block
     quote = quote.replace(block, " ").replace(ELLIPSIS, " ").strip()
-    quote = _LEAD_IN.sub("", quote, count=1)  # matches at the start, if only emptily
+    quote = LEAD_IN.sub("", quote, count=1)  # matches at the start, if only emptily
     # CJK runs are not split into words: a quote that can hold them is not judged.
     return len(_WORD.findall(quote)) < MIN_QUOTE_WORDS and not may_hold_cjk(quote)
 
