@@ -95,6 +95,11 @@ class RetrievalConfig(Section, frozen=True):
             "command": 0.4,
         }
     )
+    # The tool role's weight on the pull path (`memory search`, memory_search): an agent
+    # searching memory wants a turn's conclusion or a person's word before raw tool
+    # output that says the same words more often. Assembly keeps `roleWeights`. Chosen
+    # on the next-day questions, every author held out (docs/benchmarks.md).
+    search_tool_weight: Annotated[float, Clamp(0.0, 10.0)] = 0.25
     # Lexical ranking shape, measured on LoCoMo and LongMemEval-S dev (docs/search.md,
     # docs/benchmarks.md): BM25 re-scored in code, a text's length measured against a
     # fixed pivot and capped, so that a long answer that mentions everything does not

@@ -220,4 +220,6 @@ class Retriever:
         # Not imported at the top: the prompt hook retrieves, it does not search.
         from memplug.retrieve.search import Search
 
-        return Search(self.search_store, self.ranking, self._paths, self._similar)
+        weights = {**self.ranking.role_weights, "tool": self.config.retrieval.search_tool_weight}
+        ranking = replace(self.ranking, role_weights=weights)
+        return Search(self.search_store, ranking, self._paths, self._similar)
