@@ -187,7 +187,7 @@ class AssemblyConfig(Section, frozen=True):
     quotes: Annotated[int, Clamp(0, 100)] = 3
     quote_specific: Annotated[int, Clamp(0, 20)] = 3
     quote_margin: Annotated[float, Clamp(1.0, 100.0)] = 2.0
-    index_lines: Annotated[int, Clamp(0, 100)] = 10
+    index_lines: Annotated[int, Clamp(0, 100)] = 30
 
     @property
     def budget_tokens(self) -> int:

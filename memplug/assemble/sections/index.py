@@ -20,9 +20,11 @@ from memplug.retrieve.precision import QueryTerms
 from memplug.text import estimate_tokens
 
 # A gist is at most this many words (or, in CJK text, twice as many characters), and
-# starts this many words before the first matched one.
+# starts this many words before the first matched one; a text of at most WHOLE_WORDS
+# words is its own gist (cutting a chat turn saves a few tokens and loses its sense).
 GIST_WORDS = 20
 GIST_LEAD_WORDS = 4
+WHOLE_WORDS = 30
 
 
 def strong_match(
@@ -58,6 +60,8 @@ def gist(text: str, terms: QueryTerms | None) -> str:
         return ""
     if len(words) == 1:  # CJK runs and one long token: cut by characters
         return snippet(words[0], 2 * GIST_WORDS)
+    if len(words) <= WHOLE_WORDS:
+        return " ".join(words)
     hits = [terms.found(word) for word in words] if terms is not None else []
     first = next((i for i, f in enumerate(hits) if f.strong), None)
     if first is None:
