@@ -21,6 +21,7 @@ from memplug.errors import (
     DatabaseBusy,
     DatabaseError,
     DatabaseMissing,
+    DatabaseReadOnly,
     SchemaTooNew,
     UsageError,
 )
@@ -137,8 +138,8 @@ def translate_error(error: apsw.Error, path: Path) -> DatabaseError:
     return DatabaseError(f"database error on {path}: {error}")
 
 
-def _read_only(path: Path) -> DatabaseError:
-    return DatabaseError(
+def _read_only(path: Path) -> DatabaseReadOnly:
+    return DatabaseReadOnly(
         f"the database {path} is read-only: reading commands work, this one writes"
     )
 
@@ -373,8 +374,12 @@ class Database:
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def integrity_check(self) -> list[str]:
-        """``['ok']`` when SQLite finds nothing wrong; else its messages."""
-        return [str(row[0]) for row in self.conn.execute("PRAGMA integrity_check")]
+        """``['ok']`` when SQLite finds nothing wrong; else its messages (a page too
+        damaged for the check to walk is one message too)."""
+        try:
+            return [str(row[0]) for row in self.conn.execute("PRAGMA integrity_check")]
+        except apsw.CorruptError as error:
+            return [f"the check stopped: {error}"]
 
     def close(self) -> None:
         self.conn.close()

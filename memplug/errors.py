@@ -39,6 +39,10 @@ class DatabaseBusy(DatabaseError):
     """Another writer held the write lock longer than this one could wait."""
 
 
+class DatabaseReadOnly(DatabaseError):
+    """This process may read the database but not write it."""
+
+
 class NotFound(UsageError):
     """An id, session or token names nothing in the database."""
 

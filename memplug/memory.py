@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from memplug.db import Database, utc_now
 from memplug.errors import DatabaseBusy
 from memplug.paths import default_db_path
-from memplug.store.peek import saved_positions
+from memplug.store.peek import lagging_derivation, saved_positions
 from memplug.store.records import (
     EventRow,
     InsertResult,
@@ -204,6 +204,13 @@ class Memory:
         if not database.exists():
             return {}
         return saved_positions(str(database), session_ids)
+
+    @staticmethod
+    def derivation_lags(path: str | os.PathLike[str] | None, session_ids: Sequence[str]) -> bool:
+        """Whether derivation of any of ``session_ids`` waits (a tool hook captured and
+        left it), read without opening the database; a missing file has nothing waiting."""
+        database = default_db_path(path)
+        return database.exists() and lagging_derivation(str(database), session_ids)
 
     def close(self) -> None:
         self.db.close()
@@ -804,6 +811,31 @@ class Memory:
             out.write(line)
             count += 1
         return count
+
+    def salvage_to(self, target: Path) -> dict[str, int]:
+        """Copy every event this database still yields into a new database at ``target``,
+        derived there (``memory doctor --repair``). A session whose pages fail midway
+        keeps the events read before the failure. Like export, only events travel; a
+        person's retractions and promotions are derived state of the old file.
+        Returns the counts: events copied, sessions, sessions cut short."""
+        import tempfile
+
+        try:
+            sessions = self.store.events.session_ids()
+        except Exception:  # the session table itself is unreadable: nothing to walk
+            sessions = []
+        damaged = 0
+        with tempfile.TemporaryFile() as spool:
+            for session in sessions:
+                try:
+                    for line in self.iter_export([session]):
+                        spool.write(line.encode("utf-8"))
+                except Exception:  # a damaged page: the events before it are kept
+                    damaged += 1
+            spool.seek(0)
+            with Memory.open(target, create=True) as copy:
+                summary = copy.import_jsonl([("salvage", spool)])
+        return {"events": summary.new, "sessions": len(sessions), "damaged": damaged}
 
     def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
         from memplug.capture import event_to_json

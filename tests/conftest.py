@@ -29,6 +29,7 @@ SESSIONS = FIXTURES / "sessions"
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path_factory.mktemp("memplug-home")
     monkeypatch.setenv("MEMPLUG_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))  # the hooks' told failures
     for name in ("MEMPLUG_DB", "MEMPLUG_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memplug.hosts import claude_hook
-from memplug.hosts.claude_idle import nothing_new, unread
+from memplug.hosts.claude_idle import TOOL_BACKLOG_BYTES, due, nothing_new, unread
 from memplug.store.peek import saved_positions
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
@@ -68,7 +68,7 @@ def test_anything_else_is_left_to_the_hook(
     assert not probe(db, {**payload, **change})
 
 
-def test_a_grown_transcript_or_another_database_is_not_idle(
+def test_a_backlog_past_the_bound_or_another_database_is_not_idle(
     captured: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     db, payload = captured
@@ -79,7 +79,20 @@ def test_a_grown_transcript_or_another_database_is_not_idle(
     assert not probe(tmp_path / "empty.sqlite", idle)  # no host_cursors table
     with open(payload["transcript_path"], "a", encoding="utf-8") as transcript:
         transcript.write("\n")
+    assert probe(db, idle)  # a few new lines wait for the turn's end
+    with open(payload["transcript_path"], "a", encoding="utf-8") as transcript:
+        transcript.write("\n" * TOOL_BACKLOG_BYTES)
     assert not probe(db, idle)
+
+
+def test_the_tool_hook_rule() -> None:
+    saved = {"offset": 100, "seen": 100}
+    assert not due(100, saved, False, "PostToolUse")
+    assert not due(100 + TOOL_BACKLOG_BYTES, saved, False, "PostToolUse")
+    assert due(101 + TOOL_BACKLOG_BYTES, saved, False, "PostToolUseFailure")
+    assert due(101, saved, False, "Stop") and due(101, saved, True, "UserPromptSubmit")
+    assert due(90, saved, False, "PostToolUse")  # rewritten or truncated: read it now
+    assert due(10, None, False, "PostToolUse")  # a session's first hook reads it
 
 
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"\xff\xfe", b"[]", b'"x"', b"[" * 100_000])

@@ -17,6 +17,7 @@ import pytest
 from memplug.db import BUSY_TIMEOUT_MS
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
+from memplug.memory import Memory
 from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
@@ -400,3 +401,40 @@ def test_after_a_compaction_the_query_is_the_work_at_hand_never_continue() -> No
     assert "partial index on orders(status)" in focus and "load test" in focus
     assert "Speed up checkout" not in focus and "read the transcript" not in focus
     assert claude_hook.work_at_hand([{"type": "user/message", "text": "continue"}]) is None
+
+
+def test_tool_hooks_leave_a_short_backlog_and_derivation_to_the_turns_end(
+    cli: Callable[..., CliResult], project: Path, tmp_path: Path
+) -> None:
+    """A tool hook reads nothing under the bound and derives nothing at all; the Stop
+    after it catches up from the same cursor, and derives even with no byte new."""
+    from memplug.hosts.claude_idle import TOOL_BACKLOG_BYTES
+
+    lines = (project / f"{SID}.jsonl").read_bytes().splitlines(keepends=True)
+    growing = tmp_path / "growing" / f"{SID}.jsonl"
+    growing.parent.mkdir()
+    db = tmp_path / "turns.sqlite"
+
+    def run(event: str) -> dict[str, Any]:
+        payload = {"session_id": SID, "transcript_path": str(growing), "hook_event_name": event}
+        result = cli("--db", str(db), "hook", "claude-code", input=json.dumps(payload))
+        assert (result.returncode, result.stdout) == (0, "")
+        return next(s for s in status(cli, db)["sessions"] if s["session_id"] == SID)
+
+    growing.write_bytes(b"".join(lines[:9]))
+    before = run("Stop")
+    assert before["extraction_lag"] == 0
+    growing.write_bytes(b"".join(lines[:30]))
+    assert run("PostToolUse") == before  # a short backlog waits
+    after = run("Stop")
+    assert after["events"] > before["events"] and after["extraction_lag"] == 0
+
+    # Past the bound the tool hook captures, and still leaves derivation to Stop.
+    padding = b" " * TOOL_BACKLOG_BYTES + b"\n"
+    growing.write_bytes(b"".join(lines) + padding)
+    captured = run("PostToolUse")
+    assert captured["events"] > after["events"] and captured["extraction_lag"] > 0
+    assert Memory.derivation_lags(db, [SID])  # what Stop reads when no byte is new
+    done = run("Stop")
+    assert done["events"] >= captured["events"] and done["extraction_lag"] == 0
+    assert not Memory.derivation_lags(db, [SID])

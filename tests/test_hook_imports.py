@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from memplug.hosts.claude_idle import TOOL_BACKLOG_BYTES
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
 # Run the console script's function, then write every loaded module's name to argv[1].
@@ -161,10 +163,11 @@ def test_a_hook_with_nothing_new_imports_its_probe_and_nothing_else(
 def test_a_tool_hook_with_new_lines_goes_on_to_the_hook(
     hook_run: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
-    """The idle check above can fail: a grown transcript is captured by the hook module."""
+    """The idle check above can fail: a backlog past what a tool hook leaves to the
+    turn's end is captured by the hook module."""
     db, payload = hook_run
     with open(payload["transcript_path"], "a", encoding="utf-8") as transcript:
-        transcript.write("{}\n")
+        transcript.write("{}\n" * (TOOL_BACKLOG_BYTES // 3 + 1))
     stdin = json.dumps({**payload, "hook_event_name": "PostToolUse"})
     modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
     assert "memplug.hosts.claude_hook" in modules

@@ -3,6 +3,7 @@ file): reading commands work, writing ones give one line."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -99,3 +100,55 @@ def test_writing_commands_say_the_database_is_read_only(
         f"the database {read_only_db} is read-only: reading commands work, this one writes"
         in done.stderr
     )
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
+SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"
+
+
+def _prompt_hook(cli, db: Path, transcript: Path) -> dict:
+    payload = {
+        "session_id": SID,
+        "transcript_path": str(transcript),
+        "cwd": "/home/ana/shop",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "what did we decide about the card payments?",
+    }
+    done = cli("--db", str(db), "hook", "claude-code", input=json.dumps(payload))
+    assert done.returncode == 0 and not done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def test_a_hook_injects_from_a_read_only_database_and_says_so_once(
+    cli, read_only_db: Path, tmp_path: Path
+) -> None:
+    """The transcript holds lines to capture: they cannot be kept, memory is still read."""
+    project = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(FIXTURES, project)
+    before = read_only_db.read_bytes()
+    first = _prompt_hook(cli, read_only_db, project / f"{SID}.jsonl")
+    assert first["hookSpecificOutput"]["additionalContext"].startswith("[memplug] Memory")
+    assert "is read-only" in first["systemMessage"]
+    assert "nothing new is kept" in first["systemMessage"]
+    assert "`memory doctor`" in first["systemMessage"]
+    again = _prompt_hook(cli, read_only_db, project / f"{SID}.jsonl")
+    assert "systemMessage" not in again and again["hookSpecificOutput"]["additionalContext"]
+    assert read_only_db.read_bytes() == before
+
+
+def test_a_broken_database_is_told_once_until_it_works_again(cli, tmp_path: Path) -> None:
+    project = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(FIXTURES, project)
+    transcript = project / f"{SID}.jsonl"
+    db = tmp_path / "memory.sqlite"
+    db.write_bytes(b"not a database " * 400)
+    first = _prompt_hook(cli, db, transcript)
+    assert set(first) == {"systemMessage"}
+    assert "is corrupt or not a memplug database" in first["systemMessage"]
+    assert "nothing is captured or shown until it is fixed" in first["systemMessage"]
+    assert _prompt_hook(cli, db, transcript) == {}  # the same failure: quiet
+    db.unlink()
+    working = _prompt_hook(cli, db, transcript)  # a new file: capture works again
+    assert "systemMessage" not in working
+    db.write_bytes(b"still not a database " * 400)
+    assert "systemMessage" in _prompt_hook(cli, db, transcript)  # another file: told anew

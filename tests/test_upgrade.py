@@ -294,6 +294,13 @@ def test_status_says_stale_and_what_happens_then_a_command_does_it(
 def test_twelve_hooks_on_an_old_database_migrate_and_upgrade_it_once(tmp_path: Path) -> None:
     path = copy_of(3, tmp_path)
     assert_quiet(path, fire_hooks(path, tmp_path, source=NEW_SESSION))
+    # The turn's end derives what the tool hooks captured, upgrades included.
+    stop = json.dumps(
+        {**json.loads(tool_hook_payload(tmp_path, NEW_SESSION)), "hook_event_name": "Stop"}
+    )
+    command = [sys.executable, "-m", "memplug.cli", "--db", str(path), "hook", "claude-code"]
+    ended = subprocess.run(command, input=stop, capture_output=True, text=True)
+    assert_quiet(path, [ended])
     with Memory.open(path, create=False) as memory:
         # 56 small events fit one hook's step: the file is current without a command.
         assert not memory.derivation_state()["stale"]
@@ -319,7 +326,10 @@ def test_a_hook_takes_what_fits_its_step_and_leaves_a_big_session_to_a_command(
         "m._source_digest = lambda: 'edited'; from memplug.cli import main; "
         "main(['--db', sys.argv[1], 'hook', 'claude-code'])"
     )
-    payload = tool_hook_payload(tmp_path, NEW_SESSION)
+    # A Stop hook: tool hooks leave derivation, upgrades included, to the turn's end.
+    payload = json.dumps(
+        {**json.loads(tool_hook_payload(tmp_path, NEW_SESSION)), "hook_event_name": "Stop"}
+    )
     hooked = subprocess.run(
         [sys.executable, "-c", code, str(path)], input=payload, capture_output=True, text=True
     )

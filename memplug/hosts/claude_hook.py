@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from memplug.errors import DatabaseBusy, ValidationError
+from memplug.errors import DatabaseBusy, DatabaseError, DatabaseReadOnly, ValidationError
 from memplug.hosts import claude_code as cc
-from memplug.hosts.claude_idle import TOOL_EVENTS, unread
+from memplug.hosts.claude_idle import TOOL_EVENTS, due
 from memplug.paths import config_file, default_db_path, hook_pending_file, project_of
 from memplug.vocab import MEMPLUG_SOURCE_KIND
 
@@ -97,6 +97,10 @@ class HookReport(Struct):
     skipped: str | None = None
     output: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
+    # The database's failure this hook met (told once, see memplug.hosts.notice), and
+    # whether memory could still be read for the answer.
+    trouble: str | None = None
+    read_only: bool = False
 
 
 class Deadline:
@@ -184,21 +188,24 @@ def handle(
         answers = report.event == "UserPromptSubmit" or (
             report.event == "SessionStart" and payload.get("source") in REINJECT_SOURCES
         )
-        if not answers and not has_work(db_path, transcripts):
+        if not answers and not has_work(db_path, transcripts, report.event):
             return report
-        from memplug.memory import Memory
-
-        memory = Memory.open(db_path, config_path=config_path, create=True)
+        memory = open_memory(db_path, config_path, report)
         report.opened = True
         deadline = Deadline(memory.config.hook.deadline_ms)
         memory.set_lock_wait(LOG_WAIT_MS)
-        _drain_pending(memory)
-        capture_all(memory, transcripts, report, deadline)
-        # New events are embedded within a budget (a provider being on); the rest is
-        # caught up by later hooks, and until then searches say `vectors_incomplete`.
-        memory.embed_vectors(
-            budget_ms=min(memory.config.semantic.capture_budget_ms, deadline.left_ms())
-        )
+        if not report.read_only:
+            try:
+                _drain_pending(memory)
+                capture_all(memory, transcripts, report, deadline)
+            except DatabaseReadOnly as error:  # found at the first write: still answer
+                report.trouble, report.read_only = str(error), True
+        if report.event not in TOOL_EVENTS and not report.read_only:
+            # New events are embedded within a budget (a provider being on); the rest is
+            # caught up by later hooks, and until then searches say `vectors_incomplete`.
+            memory.embed_vectors(
+                budget_ms=min(memory.config.semantic.capture_budget_ms, deadline.left_ms())
+            )
         if answers:
             prompt = _str(payload.get("prompt"))
             cwd = _str(payload.get("cwd"))
@@ -206,11 +213,43 @@ def handle(
     except Exception as error:
         report.output = decision  # a broken precondition denies even if capture failed
         report.errors.append(f"{type(error).__name__}: {error}")
+        if isinstance(error, DatabaseError) and not isinstance(error, DatabaseBusy):
+            report.trouble = report.trouble or str(error)
     finally:
         if report.errors or report.skipped:
             _record(memory, db_path, config_path, report)
         if memory is not None:
             memory.close()
+    return told(report, db_path)
+
+
+def open_memory(db_path: str | None, config_path: str | None, report: HookReport) -> Memory:
+    """The database opened for writing; for reading only when writing fails and reading
+    works (a file this user cannot write is still memory to inject from)."""
+    from memplug.memory import Memory
+
+    try:
+        return Memory.open(db_path, config_path=config_path, create=True)
+    except DatabaseReadOnly as error:
+        report.trouble = str(error)
+    memory = Memory.open(db_path, config_path=config_path, create=False, readonly=True)
+    report.read_only = True
+    return memory
+
+
+def told(report: HookReport, db_path: str | None) -> HookReport:
+    """The report with the person told of a database failure, once (``notice``)."""
+    from memplug.hosts import notice  # the failure path only
+
+    if report.trouble is None:
+        return report
+    try:
+        text = notice.notice_text(report.trouble, report.read_only)
+        message = notice.tell_once(default_db_path(db_path), text)
+    except Exception:  # telling is a courtesy; the host must go on
+        return report
+    if message is not None:
+        report.output = {**(report.output or {}), "systemMessage": message}
     return report
 
 
@@ -234,23 +273,30 @@ def plan(payload: Mapping[str, Any], event: str, session_id: str) -> list[Transc
     return files
 
 
-def has_work(db_path: str | None, transcripts: list[Transcript]) -> bool:
-    """Whether any transcript grew (or holds a message to flush) since it was read."""
+def has_work(db_path: str | None, transcripts: list[Transcript], event: str) -> bool:
+    """Whether any transcript grew (or holds a message to flush) since it was read, or,
+    outside tool hooks, what a tool hook captured still waits to be derived."""
     if not transcripts:
         return False
     from memplug.memory import Memory
 
-    saved = Memory.saved_cursors(db_path, [t.session_id for t in transcripts])
-    return any(_grew(t, saved.get(t.session_id)) for t in transcripts)
+    sessions = [t.session_id for t in transcripts]
+    saved = Memory.saved_cursors(db_path, sessions)
+    if any(_grew(t, saved.get(t.session_id), event) for t in transcripts):
+        return True
+    return event not in TOOL_EVENTS and Memory.derivation_lags(db_path, sessions)
 
 
-def _grew(transcript: Transcript, saved: Mapping[str, Any] | None) -> bool:
-    """Whether the file has bytes not read yet, or a held message to flush."""
+def _grew(
+    transcript: Transcript, saved: Mapping[str, Any] | None, event: str | None = None
+) -> bool:
+    """Whether the file has bytes not read yet, or a held message to flush; for a tool
+    hook (``event``), more than it leaves to the turn's end (``claude_idle.due``)."""
     try:
         size = transcript.path.stat().st_size
     except OSError:
         return True
-    return unread(size, saved, transcript.final)
+    return due(size, saved, transcript.final, event)
 
 
 def capture_all(
@@ -269,11 +315,14 @@ def capture_all(
         report.transcripts += 1
         if new:
             sessions.add(transcript.session_id)
-    if sessions:
-        from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
+    if report.event in TOOL_EVENTS:
+        # Derivation (its rules cost a tool hook most of its time) waits for the next
+        # prompt or Stop: derive() takes up every session whose extraction lags.
+        return
+    from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
 
-        # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
-        memory.derive(sessions, upgrade_ms=min(UPGRADE_STEP_MS, deadline.left_ms() / 2))
+    # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
+    memory.derive(sessions, upgrade_ms=min(UPGRADE_STEP_MS, deadline.left_ms() / 2))
     if report.event in FLUSHING_EVENTS:
         # Between model calls the main agent's latest assistant message is its reply,
         # not the text before a tool call: that is the one the checks are for.

@@ -6,7 +6,7 @@ needs the payload, the transcript's size and its saved cursor, so this module us
 (:func:`memplug.store.peek.saved_positions`): such a hook then exits before the host
 registry, the hook module or the configuration are imported. Whenever it is not sure
 it says "not idle", and :mod:`memplug.hosts.claude_hook` decides (and reports) as
-always; that module asks :func:`unread` the same question, so the rule is one.
+always; that module asks :func:`due` the same question, so the rule is one.
 """
 
 from __future__ import annotations
@@ -25,6 +25,12 @@ TOOL_EVENTS: frozenset[str] = frozenset({"PreToolUse", "PostToolUse", "PostToolU
 # Tool hooks read only their own transcript; PreToolUse may also answer with a
 # precondition's decision, which needs the configuration.
 IDLE_EVENTS: frozenset[str] = TOOL_EVENTS - {"PreToolUse"}
+# Unread bytes a tool hook leaves to the turn's Stop, the next prompt, a compaction or
+# the session's end, which read from the same cursor: capture is exact either way, and
+# a turn's tool calls then pay the event validator's import (most of a capturing hook's
+# CPU) once instead of once each. The bound keeps what a prompt hook catches up within
+# its deadline (docs/claude-code.md, "What each hook costs").
+TOOL_BACKLOG_BYTES = 1024 * 1024
 
 
 def unread(size: int, saved: Mapping[str, Any] | None, final: bool) -> bool:
@@ -36,9 +42,19 @@ def unread(size: int, saved: Mapping[str, Any] | None, final: bool) -> bool:
     return size != seen or (final and offset < seen)
 
 
+def due(size: int, saved: Mapping[str, Any] | None, final: bool, event: str | None) -> bool:
+    """Whether a hook of ``event`` reads the transcript now: it has unread bytes (see
+    :func:`unread`) and, for a tool hook, more of them than ``TOOL_BACKLOG_BYTES``."""
+    if not unread(size, saved, final):
+        return False
+    if event not in TOOL_EVENTS or saved is None:
+        return True
+    return not 0 <= size - int(saved.get("seen", -1)) <= TOOL_BACKLOG_BYTES
+
+
 def nothing_new(stdin: bytes, database: str, read_cursors: CursorReader) -> bool:
-    """True only for a tool hook (not PreToolUse) whose transcript has not grown since
-    it was read: the whole hook then does nothing and answers nothing."""
+    """True only for a tool hook (not PreToolUse) with nothing :func:`due`: the whole
+    hook then does nothing and answers nothing."""
     try:
         payload = json.loads(stdin.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -52,4 +68,5 @@ def nothing_new(stdin: bytes, database: str, read_cursors: CursorReader) -> bool
         size = os.stat(path).st_size
     except (OSError, ValueError):
         return False
-    return not unread(size, read_cursors(database, [session_id]).get(session_id), final=False)
+    saved = read_cursors(database, [session_id]).get(session_id)
+    return not due(size, saved, False, payload["hook_event_name"])

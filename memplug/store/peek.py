@@ -32,23 +32,44 @@ def saved_positions(path: str, session_ids: Sequence[str]) -> dict[str, dict[str
     A database that is missing, older than this table or unreadable answers with
     nothing, which a hook reads as "something may be new".
     """
-    found: dict[str, dict[str, Any]] = {}
+    marks = ", ".join("?" for _ in session_ids)
+    rows = _select(
+        path,
+        f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",
+        tuple(session_ids),
+    )
+    try:
+        return {str(session_id): json.loads(state) for session_id, state in rows or ()}
+    except ValueError:
+        return {}
+
+
+def lagging_derivation(path: str, session_ids: Sequence[str]) -> bool:
+    """Whether any of ``session_ids`` has events past its extraction checkpoint: a tool
+    hook captured them and left their derivation to the next prompt or Stop. An
+    unreadable database answers True ("look"), like a missing cursor."""
+    marks = ", ".join("?" for _ in session_ids)
+    rows = _select(
+        path,
+        "SELECT 1 FROM checkpoints WHERE coalesce(last_extract_seq, -1) < last_event_seq "
+        f"AND session_id IN ({marks}) LIMIT 1",
+        tuple(session_ids),
+    )
+    return rows is None or bool(rows)
+
+
+def _select(path: str, sql: str, args: tuple[str, ...]) -> list[tuple[Any, ...]] | None:
+    """The rows of one read-only query; None when the file cannot answer it."""
     try:
         conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error:
-        return found
+        return None
     try:
         conn.set_busy_timeout(PEEK_WAIT_MS)
         conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
         conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
-        marks = ", ".join("?" for _ in session_ids)
-        for session_id, state in conn.execute(
-            f"SELECT session_id, state_json FROM host_cursors WHERE session_id IN ({marks})",
-            tuple(session_ids),
-        ):
-            found[str(session_id)] = json.loads(state)
-    except (apsw.Error, ValueError):
-        return {}
+        return list(conn.execute(sql, args))
+    except apsw.Error:
+        return None
     finally:
         conn.close()
-    return found
