@@ -32,8 +32,10 @@ REFUSING: dict[str, list[str]] = {
 }
 # Create the database (they capture), or never open it as a command of their own.
 # `sync` captures what it pulls, so `sync` and `sync init` create it like `import`; so
-# does `remember`, which captures the one event it keeps.
+# does `remember`, which captures the one event it keeps. `doctor` reports a missing
+# file as a finding (exit 1) and creates nothing (tests/test_doctor.py).
 OTHERS = {
+    "doctor",
     "import",
     "remember",
     "skills",

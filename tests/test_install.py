@@ -150,10 +150,8 @@ def test_uninstall_of_a_memplug_only_file_removes_the_file_it_made(
     assert done.returncode == 0
     assert not user_settings(home).exists()
     assert "(removed: nothing else was in it)" in done.stdout.splitlines()[0]
-    # The one backup holds the file as it was before uninstall changed it.
-    backups = list(user_settings(home).parent.glob("*memplug-backup*"))
-    assert [b.name for b in backups] == ["settings.json.memplug-backup"]
-    assert len(ours(json.loads(backups[0].read_text()), "Stop")) == 1
+    # A file memplug made and alone changed needs no backup, at install or uninstall.
+    assert not list(user_settings(home).parent.glob("*memplug-backup*"))
 
 
 def test_an_empty_file_of_the_users_comes_back_the_same_to_claude_code(
@@ -163,8 +161,9 @@ def test_an_empty_file_of_the_users_comes_back_the_same_to_claude_code(
     path.parent.mkdir(parents=True)
     path.write_text("{}\n")
     install("install", "claude-code")
-    assert Path(install("uninstall", "claude-code", "--json").json()["backup"]).exists()
-    assert not path.exists() and (home / ".claude" / "settings.json.memplug-backup").exists()
+    assert install("uninstall", "claude-code", "--json").json()["backup"] is None
+    assert not path.exists()  # no file and `{}` are the same settings to Claude Code
+    assert not (home / ".claude" / "settings.json.memplug-backup").exists()
 
 
 def test_repeated_installs_keep_one_backup(
@@ -207,6 +206,56 @@ def test_project_scope_writes_the_project_settings(
     assert result.returncode == 0, result.stderr
     assert len(ours(json.loads((project / ".claude" / "settings.json").read_text()), "Stop")) == 1
     assert not user_settings(home).exists()
+
+
+def _with_path(cwd: Path, home: Path, path: str, *args: str) -> CliResult:
+    import os
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "memplug.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "HOME": str(home), "PATH": path},
+        timeout=60,
+    )
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def test_the_shared_project_file_runs_memory_from_path_and_says_when_it_is_not_there(
+    home: Path, tmp_path: Path
+) -> None:
+    import sys
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    venv_bin = str(Path(sys.executable).parent)
+    done = _with_path(project, home, "/usr/bin:/bin", "--db", str(tmp_path / "m.sqlite"),
+                      "install", "claude-code", "--project")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shared = json.loads((project / ".claude" / "settings.json").read_text())
+    assert {h["command"] for h in ours(shared, "Stop")} == {"memory hook claude-code"}
+    assert str(tmp_path) not in json.dumps(shared)  # no path of this machine
+    assert "warning: `memory` is not on PATH" in done.stderr
+    on_path = _with_path(project, home, f"{venv_bin}:/usr/bin:/bin", "install", "claude-code",
+                         "--project")  # fmt: skip
+    assert on_path.returncode == 0 and "not on PATH" not in on_path.stderr
+
+
+def test_local_scope_writes_this_machines_project_file(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    db = tmp_path / "m.sqlite"
+    done = _in(project, home, "--db", str(db), "install", "claude-code", "--local", "--json")
+    assert done.returncode == 0, done.stderr
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert str(db) in ours(local, "Stop")[0]["command"]
+    assert not (project / ".claude" / "settings.json").exists() and not user_settings(home).exists()
+    gone = _in(project, home, "uninstall", "claude-code", "--local", "--json")
+    assert gone.returncode == 0 and not (project / ".claude" / "settings.local.json").exists()
+    refused = _in(project, home, "install", "claude-code", "--local", "--mcp")
+    assert refused.returncode == 2 and "--mcp takes --user or --project" in refused.stderr
 
 
 def _run_hook(command: str, home: Path, env: dict[str, str]) -> None:
@@ -328,7 +377,9 @@ def test_user_and_project_together_are_refused(home: Path, tmp_path: Path) -> No
     for verb in ("install", "uninstall"):
         done = _memory(home, verb, "claude-code", "--user", "--project", cwd=tmp_path)
         assert done.returncode == 2
-        assert done.stderr == "Error: --user and --project exclude each other; give one\n"
+        assert done.stderr == (
+            "Error: --user, --project and --local exclude each other; give one\n"
+        )
     assert not user_settings(home).exists() and not (tmp_path / ".claude").exists()
 
 
@@ -358,7 +409,7 @@ def test_the_shared_mcp_json_names_no_path_of_this_machine(home: Path, tmp_path:
         "env": {},
     }
     assert sys.prefix not in text and str(tmp_path) not in text
-    assert done.stderr.startswith("warning: .mcp.json is shared, so it names no path")
+    assert "warning: .mcp.json is shared, so it names no path" in done.stderr
     # The user's own ~/.claude.json still gets this installation's script and database.
     user = memory("--db", str(tmp_path / "mine.sqlite"), "install", "claude-code", "--mcp",
                   env={"HOME": str(home)})  # fmt: skip

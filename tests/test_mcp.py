@@ -329,6 +329,34 @@ def test_install_registers_the_server_beside_the_hooks(
     assert json.loads(config.read_text())["mcpServers"] == {"other": {"command": "x"}}
 
 
+@pytest.mark.parametrize(
+    ("prefix", "hint"),
+    [
+        ("/home/ana/.local/share/pipx/venvs/memplug-local", "pipx install --force"),
+        ("/home/ana/.venv", "pip install"),
+    ],
+)
+def test_install_without_the_extra_warns_with_the_installers_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefix: str, hint: str
+) -> None:
+    import importlib.util
+    import sys
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    monkeypatch.setattr(sys, "prefix", prefix)
+    out = CliRunner().invoke(cli, ["install", "claude-code", "--mcp"])
+    assert out.exit_code == 0, out.output
+    assert (
+        "warning: the MCP server needs the mcp extra, which this install lacks: "
+        f"{hint} 'memplug-local[mcp]'"
+    ) in out.stderr
+    assert "memplug" in json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]
+
+
 def test_project_scope_writes_mcp_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

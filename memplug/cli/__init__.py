@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "rebuild": "memplug.cli.items:rebuild_cmd",
     "purge": "memplug.cli.admin:purge_cmd",
     "config": "memplug.cli.status:config_group",
+    "doctor": "memplug.cli.doctor:doctor_cmd",
     "hook": "memplug.cli.hook:hook_group",
     "skills": "memplug.cli.skills:skills_group",
     "rules": "memplug.cli.skills:rules_group",

@@ -6,6 +6,7 @@ is in the host's module (for Claude Code, :mod:`memplug.hosts.claude_install`).
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import click
@@ -13,17 +14,25 @@ import click
 from memplug.cli.hosts import HostGroup
 from memplug.cli.output import CliContext, emit, json_option
 from memplug.hosts import HostSpec
+from memplug.installer import extra_command
 
 _user = click.option(
     "--user", is_flag=True, help="The user's settings: every project (the default)."
 )
-_project = click.option("--project", is_flag=True, help="This project's settings only.")
+_project = click.option(
+    "--project", is_flag=True, help="This project's settings only (the shared file)."
+)
+_local = click.option(
+    "--local",
+    is_flag=True,
+    help="This project's settings on this machine only (hosts that have such a file).",
+)
 
 
-def _scope(user: bool, project: bool) -> str:
-    if user and project:
-        raise click.UsageError("--user and --project exclude each other; give one")
-    return "project" if project else "user"
+def _scope(user: bool, project: bool, local: bool = False) -> str:
+    if user + project + local > 1:
+        raise click.UsageError("--user, --project and --local exclude each other; give one")
+    return "project" if project else "local" if local else "user"
 
 
 _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
@@ -73,6 +82,7 @@ def _install_command(spec: HostSpec) -> click.Command:
     @click.command(spec.name, help=install.__doc__)
     @_user
     @_project
+    @_local
     @_dry_run
     @click.option(
         "--command",
@@ -93,15 +103,21 @@ def _install_command(spec: HostSpec) -> click.Command:
         ctx: CliContext,
         user: bool,
         project: bool,
+        local: bool,
         dry_run: bool,
         command: str | None,
         mcp: bool,
         agents_md: bool,
         as_json: bool,
     ) -> None:
-        scope = _scope(user, project)
+        scope = _scope(user, project, local)
+        if mcp and scope == "local":
+            raise click.UsageError("--mcp takes --user or --project (the MCP server's files)")
         options = ctx.global_options()
-        data = _data(install(scope, command, dry_run=dry_run, options=options))
+        report = install(scope, command, dry_run=dry_run, options=options)
+        for warning in report.warnings:
+            click.echo(warning, err=True)
+        data = _data(report)
         if mcp:
             from memplug.hosts.mcp import server_entry
 
@@ -115,6 +131,14 @@ def _install_command(spec: HostSpec) -> click.Command:
                     err=True,
                 )
             data["mcp"] = _data(_mcp_part(spec)(scope, server, dry_run=dry_run))
+            if importlib.util.find_spec("mcp") is None:
+                # Registered anyway (the extra may come next), but said now, not when
+                # the harness starts a server that exits for lack of it.
+                click.echo(
+                    "warning: the MCP server needs the mcp extra, which this install lacks: "
+                    + extra_command("mcp"),
+                    err=True,
+                )
         if agents_md:
             if spec.instructions is None:
                 raise click.UsageError(f"{spec.name} takes no --agents-md")
@@ -131,11 +155,16 @@ def _uninstall_command(spec: HostSpec) -> click.Command:
     @click.command(spec.name, help=uninstall.__doc__)
     @_user
     @_project
+    @_local
     @_dry_run
     @_mcp_out
     @json_option
-    def run(user: bool, project: bool, dry_run: bool, mcp: bool, as_json: bool) -> None:
-        scope = _scope(user, project)
+    def run(
+        user: bool, project: bool, local: bool, dry_run: bool, mcp: bool, as_json: bool
+    ) -> None:
+        scope = _scope(user, project, local)
+        if mcp and scope == "local":
+            raise click.UsageError("--mcp takes --user or --project (the MCP server's files)")
         data = _data(uninstall(scope, dry_run=dry_run))
         if mcp:
             data["mcp"] = _data(_mcp_part(spec)(scope, None, dry_run=dry_run))

@@ -7,6 +7,7 @@ import importlib.util
 import click
 
 from memplug.cli.output import CliContext, json_option
+from memplug.installer import extra_command
 
 
 @click.command("mcp")
@@ -23,9 +24,7 @@ def mcp_cmd(ctx: CliContext, as_json: bool) -> None:
     `--json` is accepted for symmetry: the protocol on stdout is JSON-RPC either way.
     """
     if importlib.util.find_spec("mcp") is None:
-        raise click.UsageError(
-            "the MCP server needs the mcp extra: pip install 'memplug-local[mcp]'"
-        )
+        raise click.UsageError("the MCP server needs the mcp extra: " + extra_command("mcp"))
     from memplug.hosts.mcp import serve
 
     serve(ctx.db_path, ctx.config_path)

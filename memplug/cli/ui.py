@@ -7,6 +7,7 @@ import importlib.util
 import click
 
 from memplug.cli.output import CliContext, json_option
+from memplug.installer import extra_command
 
 UI_MODULES = ("starlette", "jinja2", "uvicorn", "multipart")
 
@@ -31,8 +32,7 @@ def ui_cmd(ctx: CliContext, port: int, no_open: bool, read_only: bool, as_json: 
     missing = [name for name in UI_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise click.UsageError(
-            f"the viewer needs the ui extra ({', '.join(missing)} missing): "
-            "pip install 'memplug-local[ui]'"
+            f"the viewer needs the ui extra ({', '.join(missing)} missing): " + extra_command("ui")
         )
     from memplug.ui.app import Settings, free_port, serve
 

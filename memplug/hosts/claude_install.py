@@ -13,6 +13,7 @@ import copy
 import json
 import os
 import shlex
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,6 +64,8 @@ class InstallReport(Struct):
     deleted: bool = False
     dry_run: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
+    # What the person should know before relying on the install (one line each).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -78,22 +81,41 @@ class InstallReport(Struct):
             "written": self.written,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
+            "warnings": self.warnings,
         }
 
 
 def settings_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
-    """``user`` → ``~/.claude/settings.json``; ``project`` → ``<project>/.claude/settings.json``."""
+    """``user`` → ``~/.claude/settings.json``; ``project`` → ``<project>/.claude/settings.json``
+    (committed, shared); ``local`` → ``<project>/.claude/settings.local.json`` (this
+    machine's, which Claude Code keeps out of git)."""
     if scope == "user":
         return (home or Path.home()) / ".claude" / "settings.json"
     if scope == "project":
         return (project_dir or Path.cwd()) / ".claude" / "settings.json"
-    raise UsageError(f"unknown scope {scope!r} (expected user or project)")
+    if scope == "local":
+        return (project_dir or Path.cwd()) / ".claude" / "settings.local.json"
+    raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
 
 
-def default_command(options: Sequence[str] = ()) -> str:
+def default_command(options: Sequence[str] = (), *, shared: bool = False) -> str:
     """The command the hooks run, with ``options`` (the ``--db`` and ``--config`` in
-    force at install time) before the hook's name."""
+    force at install time) before the hook's name; in a ``shared`` file (committed,
+    used on other machines) ``memory`` from PATH and each person's own database."""
+    if shared:
+        return shlex.join(["memory", *MARKER.split()])
     return shlex.join([memory_script(), *options, *MARKER.split()])
+
+
+def path_warning(shared: bool) -> str | None:
+    """What a shared install must say when ``memory`` is not on this machine's PATH."""
+    if not shared or shutil.which("memory") is not None:
+        return None
+    return (
+        "warning: `memory` is not on PATH, and the hooks in a shared file run it from "
+        "there: `pipx ensurepath` (pipx) or add this install's bin folder to PATH, "
+        "or install with --local for this machine only"
+    )
 
 
 def mcp_config_path(scope: str, project_dir: Path | None = None, home: Path | None = None) -> Path:
@@ -183,6 +205,19 @@ def _is_ours(hook: Any, marker: str = MARKER) -> bool:
         return False
     options = words[1::2]
     return len(words) % 2 == 1 and all(option in _GLOBAL_OPTIONS for option in options)
+
+
+def installed(settings: dict[str, Any]) -> dict[str, list[str]]:
+    """``hook event → commands`` of memplug's entries in Claude Code ``settings``."""
+    found: dict[str, list[str]] = {}
+    hooks = settings.get("hooks")
+    for event, entries in (hooks if isinstance(hooks, dict) else {}).items():
+        for entry in entries if isinstance(entries, list) else ():
+            inner = entry.get("hooks") if isinstance(entry, dict) else None
+            for hook in inner if isinstance(inner, list) else ():
+                if _is_ours(hook):
+                    found.setdefault(str(event), []).append(str(hook["command"]))
+    return found
 
 
 def merge(
@@ -282,21 +317,38 @@ def read_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def write_settings(path: Path, settings: dict[str, Any] | None) -> str | None:
-    """Back up the current file (when there is one), then replace it atomically, or
-    with ``settings`` None remove it."""
-    backup = None
+def holds_others(path: Path) -> bool:
+    """Whether ``path`` holds anything memplug did not write (what a backup is for):
+    a file memplug created and alone changed needs none."""
+    if not path.exists():
+        return False
+    try:
+        rest, _ = unmerge(read_settings(path))
+        rest, _ = merge_permissions(rest, None)
+        rest, _ = merge_mcp(rest, None)
+    except UsageError:
+        return True  # not JSON memplug can read: keep what is there
+    return bool(rest)
+
+
+def write_settings(
+    path: Path, settings: dict[str, Any] | None, *, backup: bool = True
+) -> str | None:
+    """Back up the current file (when there is one and ``backup``), then replace it
+    atomically, or with ``settings`` None remove it."""
+    saved = None
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = 0o600
     if path.exists():
         mode = path.stat().st_mode & 0o777
+    if path.exists() and backup:
         backup_path = backup_name(path)
         backup_path.write_bytes(path.read_bytes())
         os.chmod(backup_path, mode)
-        backup = str(backup_path)
+        saved = str(backup_path)
     if settings is None:
         path.unlink(missing_ok=True)
-        return backup
+        return saved
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
@@ -307,7 +359,7 @@ def write_settings(path: Path, settings: dict[str, Any] | None) -> str | None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    return backup
+    return saved
 
 
 def has_preconditions(options: Sequence[str]) -> bool:
@@ -355,7 +407,7 @@ def install(
     """The hooks, the permission rules for memory's read commands and the skill
     (:mod:`memplug.hosts.claude_skill`) in ``path``; ``shared``: a file others use too,
     so the agent's commands name ``memory`` on PATH."""
-    command = default_command(options) if command is None else hook_command(command)
+    command = default_command(options, shared=shared) if command is None else hook_command(command)
     # PreToolUse runs only to answer a precondition: with none configured, every tool
     # call would pay a hook for nothing (an older install's entry is taken out).
     events = HOOKS if has_preconditions(options) else DEFAULT_HOOKS
@@ -370,6 +422,12 @@ def install(
     merged, changes["permissions"] = merge_permissions(merged, permission_rules(agent))
     report = write_report(path, command, merged, changes, dry_run)
     report.changes["skill"] = write_skill(skill_path(path), render_skill(agent), dry_run=dry_run)
+    if shared and options and command == default_command(options, shared=True):
+        report.warnings.append(
+            f"warning: {path.name} is shared, so its hooks name no path of this machine: "
+            f"they use each person's default database, not {' '.join(options)}"
+        )
+    report.warnings += [w for w in [path_warning(shared)] if w]
     return report
 
 
@@ -405,7 +463,7 @@ def write_report(
     report = InstallReport(str(path), command, changes, dry_run=dry_run, settings=settings)
     if report.changed and not dry_run:
         # Nothing left is the same to Claude Code as no file: do not leave a `{}` behind.
-        report.backup = write_settings(path, settings or None)
+        report.backup = write_settings(path, settings or None, backup=holds_others(path))
         report.written = True
         report.deleted = not settings
     return report
@@ -420,9 +478,12 @@ def install_scope(
 ) -> InstallReport:
     """Merge memplug's hooks into Claude Code's settings.
 
-    A backup first; idempotent; other hooks untouched. --user: ~/.claude/settings.json;
-    --project: ./.claude/settings.json. The --db and --config in force (or MEMPLUG_DB,
-    MEMPLUG_HOME, MEMPLUG_CONFIG) are written into the hook command. Also the skill
+    Idempotent; other hooks untouched; a backup first of a file that holds more than
+    memplug's. --user: ~/.claude/settings.json; --project: ./.claude/settings.json,
+    committed and shared, so its hooks run `memory` from PATH with each person's own
+    database; --local: ./.claude/settings.local.json, this machine's. Outside --project
+    the --db and --config in force (or MEMPLUG_DB, MEMPLUG_HOME, MEMPLUG_CONFIG) are
+    written into the hook command. Also the skill
     (.claude/skills/memplug/SKILL.md: when and how the agent searches memory) and
     permission rules that let it run memory search, expand, timeline, core and
     remember, and the MCP tools, without asking each time."""

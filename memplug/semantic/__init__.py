@@ -100,4 +100,6 @@ _DISTRIBUTION = {"memplug_table": "memplug-local-table"}
 def _without_extra(error: ImportError) -> str:
     module = (error.name or str(error)).split(".")[0]
     package = _DISTRIBUTION.get(module, module)
-    return f"semantic search needs {package} (not installed): pip install 'memplug-local[semantic]'"
+    from memplug.installer import extra_command
+
+    return f"semantic search needs {package} (not installed): {extra_command('semantic')}"

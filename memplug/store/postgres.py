@@ -27,6 +27,7 @@ from typing import Any
 from msgspec import Struct
 
 from memplug.errors import MemplugError, UsageError
+from memplug.installer import extra_command
 
 # pg_advisory_xact_lock keys: "memp" + 1 for schema changes, + 2 for push vs purge.
 _SCHEMA_LOCK = 0x6D656D70_01
@@ -134,9 +135,7 @@ def _driver() -> Any:
         import psycopg
         import psycopg.conninfo
     except ImportError:
-        raise UsageError(
-            "sync needs the PostgreSQL driver: pip install 'memplug-local[sync]'"
-        ) from None
+        raise UsageError("sync needs the PostgreSQL driver: " + extra_command("sync")) from None
     return psycopg
 
 
