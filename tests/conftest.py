@@ -30,6 +30,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("memplug-home")
     monkeypatch.setenv("MEMPLUG_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))  # the hooks' told failures
+    monkeypatch.delenv("COLUMNS", raising=False)  # tables fit it; piped output is whole
     for name in ("MEMPLUG_DB", "MEMPLUG_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     for name in list(os.environ):

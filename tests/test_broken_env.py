@@ -332,7 +332,12 @@ def test_the_hook_never_fails_the_host_and_reports_later(
     payload = hook_payload(tmp_path)
     restore = breaks(db)
     result = run(db, "hook", "claude-code", stdin=payload)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (result.returncode, result.stderr) == (0, "")
+    # The person is told once, through Claude Code's systemMessage; nothing else is said.
+    told = json.loads(result.stdout)
+    assert list(told) == ["systemMessage"] and note in told["systemMessage"]
+    assert told["systemMessage"].endswith("`memory doctor` checks the file and says what to do.")
+    assert run(db, "hook", "claude-code", stdin=payload).stdout == ""
     assert note in pending_notes(db)
     restore()
     # The next hook that can open the database writes the note where status shows it.

@@ -47,3 +47,41 @@ def test_a_claude_code_transcript_is_captured_as_the_hook_would(tmp_path: Path) 
     assert exports[0] == exports[1] and f"{SID}/agent-" in exports[0]
     again = memory("--db", str(imported), "import", str(transcript), "--json").json()
     assert again["new"] == 0
+    assert again["present"] == data["new"]  # the whole file is counted, each time
+
+
+def test_a_transcript_with_a_malformed_line_gives_the_same_counts_each_time(
+    tmp_path: Path,
+) -> None:
+    lines = (FIXTURES / f"{SID}.jsonl").read_text().splitlines(keepends=True)
+    transcript = tmp_path / f"{SID}.jsonl"
+    transcript.write_text("".join(lines[:5]) + '{"broken\n' + "".join(lines[5:]))
+    db = tmp_path / "m.sqlite"
+    first, second = (memory("--db", str(db), "import", str(transcript)) for _ in range(2))
+    assert (first.returncode, second.returncode) == (2, 2)
+    new = int(first.stdout.split()[0])
+    assert new > 20 and first.stdout.startswith(f"{new} new, 0 already present")
+    assert second.stdout.startswith(f"0 new, {new} already present")
+    for done in (first, second):
+        assert "1 malformed line(s) skipped" in done.stderr
+
+
+def test_a_hook_goes_on_from_an_import_and_an_import_from_a_hook(tmp_path: Path) -> None:
+    """The import's re-read moves the cursor forward only: seqs never repeat or skip."""
+    lines = (FIXTURES / f"{SID}.jsonl").read_text().splitlines(keepends=True)
+    transcript = tmp_path / f"{SID}.jsonl"
+    db = tmp_path / "m.sqlite"
+    payload = json.dumps(
+        {"session_id": SID, "transcript_path": str(transcript), "hook_event_name": "Stop"}
+    )
+    transcript.write_text("".join(lines[:12]))
+    assert memory("--db", str(db), "hook", "claude-code", input=payload).returncode == 0
+    transcript.write_text("".join(lines[:30]))
+    assert memory("--db", str(db), "import", str(transcript)).returncode == 0
+    transcript.write_text("".join(lines))
+    assert memory("--db", str(db), "hook", "claude-code", input=payload).returncode == 0
+    assert memory("--db", str(db), "import", str(transcript)).stdout.startswith("0 new")
+    whole = tmp_path / "whole.sqlite"
+    assert memory("--db", str(whole), "import", str(transcript)).returncode == 0
+    exports = [memory("--db", str(d), "export", "--session", SID).stdout for d in (db, whole)]
+    assert exports[0] == exports[1]

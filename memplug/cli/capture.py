@@ -63,7 +63,7 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
                 summary = memory.import_jsonl(streams, embed=False)
         except ImportInterrupted as interrupted:
             _interrupted(interrupted.summary, as_json)
-        failed = _capture_transcripts(memory, transcripts, summary)
+        failed = _capture_transcripts(memory, transcripts, summary, not quiet and not as_json)
         failed += _capture_rollouts(memory, rollouts, summary, not quiet and not as_json)
         summary.vectors = embed_with_bar(memory, show_bar)
     data = summary.as_dict()
@@ -173,9 +173,12 @@ def _is_claude_code(name: str) -> bool:
     return False
 
 
-def _capture_transcripts(memory: Memory, names: list[str], summary: ImportSummary) -> list[str]:
+def _capture_transcripts(
+    memory: Memory, names: list[str], summary: ImportSummary, show: bool
+) -> list[str]:
     """Capture Claude Code transcripts as the hook does (same sessions, same cursors, so
-    a later hook goes on from where this stopped); their counts join ``summary``."""
+    a later hook goes on from where this stopped), each read from its first byte so that
+    a second import counts what is already present; their counts join ``summary``."""
     if not names:
         return []
     from pathlib import Path
@@ -186,10 +189,19 @@ def _capture_transcripts(memory: Memory, names: list[str], summary: ImportSummar
     files = []
     for name in names:
         session = cc.session_id_for(name)
-        files.append(ch.Transcript(Path(name), session, True))
-        files += [ch.Transcript(p, f"{session}/{p.stem}", True) for p in cc.subagent_paths(name)]
+        files.append(ch.Transcript(Path(name), session, True, reread=True))
+        files += [
+            ch.Transcript(p, f"{session}/{p.stem}", True, reread=True)
+            for p in cc.subagent_paths(name)
+        ]
     report = ch.HookReport(event="import")
-    ch.capture_all(memory, files, report, ch.Deadline(float("inf")))
+    # One file at a time, so a terminal sees the bar move (derivation runs per file too).
+    hidden = len(files) < 2 or not (show and sys.stderr.isatty())
+    with click.progressbar(
+        files, label="claude code transcripts", file=sys.stderr, hidden=hidden
+    ) as bar:
+        for transcript in bar:
+            ch.capture_all(memory, [transcript], report, ch.Deadline(float("inf")))
     summary.new += report.captured
     summary.present += report.present
     return report.errors

@@ -136,7 +136,7 @@ def _render(path: Path, checks: list[Check]) -> str:
     return "\n".join(
         [
             f"database {path}",
-            table(rows, ["state", "check", "found", "next"]),
+            table(rows, ["state", "check", "found", "next"], fit=("found",)),
             verdict[worst(checks)],
         ]
     )

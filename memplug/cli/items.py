@@ -41,16 +41,17 @@ def _render_items(data: dict[str, Any]) -> str:
     if not data["items"]:
         return f"{head}\nno memory items"
     rows = [
-        [
-            item["id"],
-            item["kind"],
-            item["status"],
-            clip(item["content"].replace("\n", " "), 60),
-            item["superseded_by"] or "",
-        ]
+        [item["id"], item["kind"], item["status"], clip(item["content"].replace("\n", " "), 60)]
         for item in data["items"]
     ]
-    return head + "\n" + table(rows, ["id", "kind", "status", "content", "superseded by"])
+    lines = table(rows, ["id", "kind", "status", "content"], fit=("content",)).split("\n")
+    out = [head, *lines[:2]]
+    for line, item in zip(lines[2:], data["items"], strict=True):
+        out.append(line)
+        if item["superseded_by"]:
+            # A line of its own: an id is copied whole, never clipped to fit.
+            out.append(f"  └ superseded by {item['superseded_by']}")
+    return "\n".join(out)
 
 
 @click.command("items")

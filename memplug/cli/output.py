@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -15,6 +15,7 @@ from msgspec import Struct
 from memplug.config import LoadedConfig
 from memplug.memory import Memory
 from memplug.paths import default_db_path
+from memplug.text import clip
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
@@ -103,12 +104,47 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], str] | None = None) -
         click.echo(render(data))
 
 
-def table(rows: list[list[str]], headers: list[str]) -> str:
-    """A plain, aligned text table (no colours: output is often piped)."""
+def output_width() -> int | None:
+    """The columns output must fit: ``COLUMNS`` when set, else the terminal's when
+    stdout is one; None (no limit) when piped, so scripts get every character."""
+    import shutil
+
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _fit(widths: list[int], flexible: list[int], limit: int | None) -> list[int]:
+    """The ``flexible`` columns narrowed, widest first, until a row fits ``limit``
+    (none below 12 characters); ids and refs stay whole, to be copied."""
+    fitted = list(widths)
+    if limit is None or not flexible:
+        return fitted
+    while sum(fitted) + 2 * (len(fitted) - 1) > limit:
+        widest = max(flexible, key=lambda i: fitted[i])
+        if fitted[widest] <= 12:
+            break
+        fitted[widest] -= 1
+    return fitted
+
+
+def table(rows: list[list[str]], headers: list[str], fit: Sequence[str] = ()) -> str:
+    """A plain, aligned text table (no colours: output is often piped). The columns
+    named in ``fit`` (free text) narrow to the terminal's width (``output_width``), a
+    cell too long for its column ending in "…"."""
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    flexible = [i for i, h in enumerate(headers) if h in fit]
+    fitted = _fit(widths, flexible, output_width())
+    if fitted != widths:
+        widths = fitted
+        headers = [clip(h, widths[i]) for i, h in enumerate(headers)]
+        rows = [[clip(c, widths[i]) for i, c in enumerate(r)] for r in rows]
     lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)

@@ -53,7 +53,9 @@ def _render_page(data: dict[str, Any]) -> str:
                     clip(hit["snippet"], 72),
                 ]
             )
-        lines.append(table(rows, ["score", "ref", "what", "why", "snippet"]))
+        lines.append(
+            table(rows, ["score", "ref", "what", "why", "snippet"], fit=("why", "snippet"))
+        )
         first = data.get("offset", 0) + 1
         lines.append(
             f"hits {first}–{first + len(hits) - 1} of {data['total']} (* = exact symbol pinned)"

@@ -66,7 +66,9 @@ def _render_skills(data: dict[str, Any]) -> str:
         ]
         for s in data["skills"]
     ]
-    return table(rows, ["skill", "version", "enabled", "rules", "description"])
+    return table(
+        rows, ["skill", "version", "enabled", "rules", "description"], fit=("description",)
+    )
 
 
 @skills_group.command("list")
@@ -100,7 +102,7 @@ def _render_rules(data: dict[str, Any]) -> str:
         ]
         for r in data["rules"]
     ]
-    return table(rows, ["rule", "category", "active", "source", "text"])
+    return table(rows, ["rule", "category", "active", "source", "text"], fit=("text",))
 
 
 @rules_group.command("list")

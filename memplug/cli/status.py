@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -183,13 +184,15 @@ def config_show(ctx: CliContext, as_json: bool) -> None:
         rows = [
             [
                 k,
-                str(v["value"])
+                # As the config file spells it: TOML takes JSON's strings, numbers,
+                # booleans and arrays as they are (not Python's reprs).
+                json.dumps(v["value"], ensure_ascii=False)
                 + (f" (clamped from {v['clamped_from']})" if "clamped_from" in v else ""),
                 v["source"],
             ]
             for k, v in d["values"].items()
         ]
-        return table(rows, ["key", "value", "source"])
+        return table(rows, ["key", "value", "source"], fit=("value",))
 
     warn_clamped(loaded)
 

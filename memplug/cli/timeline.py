@@ -25,7 +25,7 @@ def _render(data: dict[str, Any]) -> str:
             ]
             for entry in data["entries"]
         ]
-        lines.append(table(rows, ["time", "events", "kind", "what"]))
+        lines.append(table(rows, ["time", "events", "kind", "what"], fit=("what",)))
         lines.append(f"{len(data['entries'])} of {data['total']} entries")
     else:
         lines.append("no entries")

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from memplug.errors import DatabaseBusy, DatabaseError, DatabaseReadOnly, ValidationError
+from memplug.errors import (
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseReadOnly,
+    SchemaTooNew,
+    ValidationError,
+)
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, due
 from memplug.paths import config_file, default_db_path, hook_pending_file, project_of
@@ -118,6 +124,9 @@ class Transcript(Struct, frozen=True):
     path: Path
     session_id: str
     final: bool
+    # Read whole from the first byte, not from the saved cursor (`memory import`: the
+    # same file gives the same counts and the same malformed lines each time).
+    reread: bool = False
 
 
 # -- entry points -------------------------------------------------------------------
@@ -213,7 +222,7 @@ def handle(
     except Exception as error:
         report.output = decision  # a broken precondition denies even if capture failed
         report.errors.append(f"{type(error).__name__}: {error}")
-        if isinstance(error, DatabaseError) and not isinstance(error, DatabaseBusy):
+        if isinstance(error, DatabaseError | SchemaTooNew) and not isinstance(error, DatabaseBusy):
             report.trouble = report.trouble or str(error)
     finally:
         if report.errors or report.skipped:
@@ -344,6 +353,8 @@ def capture_transcript(
     """
     hosts = memory.store.hosts
     session_id, path = transcript.session_id, transcript.path
+    if transcript.reread:
+        return reread_transcript(memory, transcript, report)
     new = present = 0
     while True:
         if not _grew(transcript, hosts.cursor(session_id)):
@@ -389,6 +400,36 @@ def capture_transcript(
             report.errors.append(f"{path.name}: {len(result.errors)} malformed line(s) skipped")
         if not result.more:
             return new, present
+
+
+def reread_transcript(
+    memory: Memory, transcript: Transcript, report: HookReport
+) -> tuple[int, int]:
+    """The whole file read again, without the database's links: the same events and
+    seqs an incremental read gives (tests/test_hook.py), so what is stored already is
+    counted present and each malformed line is reported again. The saved cursor only
+    moves forward, so a hook reading on from it never goes back."""
+    from memplug.models import parse_event
+
+    hosts, session_id = memory.store.hosts, transcript.session_id
+    result = cc.read_all(transcript.path, session_id=session_id)
+    events = []
+    for event in result.events:
+        try:
+            events.append(parse_event(event))
+        except ValidationError as error:
+            report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
+    with memory.store.write_transaction():
+        inserted = memory.store_events(events, origin=HOST)
+        hosts.save_links(session_id, result.links)
+        saved = hosts.cursor(session_id)
+        if saved is None or int(saved.get("offset", 0)) <= result.state.offset:
+            state = result.state
+            hosts.save_cursor(session_id, HOST, str(transcript.path), state.offset, state.to_dict())
+    if result.errors:
+        name = transcript.path.name
+        report.errors.append(f"{name}: {len(result.errors)} malformed line(s) skipped")
+    return inserted.new, inserted.present
 
 
 # -- preconditions ----------------------------------------------------------------------
