@@ -8,13 +8,12 @@ what the host sent beyond normalisation, the text cap and ``<private>`` redactio
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memplug.config import CaptureConfig
 from memplug.models import ContentBlock, HostEvent
-from memplug.paths import project_root
+from memplug.paths import project_key_of
 from memplug.store.ports import Storage
 from memplug.store.records import InsertResult
 from memplug.text import canonical_json, normalize_text, redact_private, sha256_hex
@@ -107,14 +106,8 @@ class Capture:
 
 
 def project_key(event: HostEvent) -> str | None:
-    """The project an event is stored under: the git repository its folder is in (its
-    main working tree: a subfolder or a linked worktree is the same project), worked out
-    on this machine at capture; else what the host named (``project``), else nothing
-    (the ``cwd`` is then the project). A name that is no path is the host's to keep."""
-    named = event.project
-    if named is not None and named != event.cwd and not os.path.isabs(named):
-        return named
-    return project_root(named or event.cwd or "") or named
+    """The project ``event`` is stored under (:func:`memplug.paths.project_key_of`)."""
+    return project_key_of(event.project, event.cwd)
 
 
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:

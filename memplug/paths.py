@@ -66,6 +66,13 @@ def memory_script() -> str:
     return "memory"
 
 
+# A file that makes its folder a project of its own (empty), or names the project its
+# folder belongs to (a path, absolute or relative to the folder): a monorepo's package
+# split out, or two folders merged. Committed with the code, so every clone and worktree
+# agrees (docs/events.md, "Projects").
+PROJECT_FILE = ".memplug-project"
+
+
 @functools.lru_cache(maxsize=512)
 def project_root(path: str) -> str | None:
     """The project a folder belongs to when it is in a git repository: the repository's
@@ -73,21 +80,54 @@ def project_root(path: str) -> str | None:
     (``git worktree add``). Worked out from ``.git`` entries alone, never by running git:
     a ``.git`` folder marks a main working tree; a ``.git`` file points at the git dir,
     whose ``commondir`` (a linked worktree's) leads to the main one, and with none (a
-    submodule) the folder is its own repository. None outside a repository, or for a
-    path that is not an absolute path on this machine."""
+    submodule) the folder is its own repository. A ``PROJECT_FILE`` met on the way up
+    decides instead. None outside a repository and with no such file, or for a path that
+    is not an absolute path on this machine."""
     if not path or not os.path.isabs(path):
         return None
     folder = os.path.realpath(path)
     while True:
-        dot = os.path.join(folder, ".git")
-        if os.path.isdir(dot):
-            return folder
-        if os.path.isfile(dot):
-            return _worktree_main(folder, dot)
+        marker = os.path.join(folder, PROJECT_FILE)
+        if os.path.isfile(marker):
+            return _marked(folder, marker)
+        found = _repository_at(folder)
+        if found is not None:
+            return found[1]
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def _repository_at(folder: str) -> tuple[str, str] | None:
+    """``(working tree, main working tree)`` when ``folder`` holds a ``.git`` entry."""
+    dot = os.path.join(folder, ".git")
+    if os.path.isdir(dot):
+        return folder, folder
+    if os.path.isfile(dot):
+        return folder, _worktree_main(folder, dot)
+    return None
+
+
+def _marked(folder: str, marker: str) -> str:
+    """The project a ``PROJECT_FILE`` gives its folder: the folder itself, or the folder
+    it names; either one as seen from its repository's main working tree, so a linked
+    worktree's copy of the file names the same project."""
+    try:
+        with open(marker, encoding="utf-8", errors="replace") as stream:
+            named = stream.read(4096).strip().splitlines()
+    except OSError:
+        named = []
+    if named and named[0].strip():
+        folder = os.path.realpath(os.path.join(folder, os.path.expanduser(named[0].strip())))
+    tree = folder
+    while (found := _repository_at(tree)) is None:
+        parent = os.path.dirname(tree)
+        if parent == tree:
+            return folder
+        tree = parent
+    working, main = found
+    return os.path.normpath(os.path.join(main, os.path.relpath(folder, working)))
 
 
 def _worktree_main(folder: str, dot: str) -> str:
@@ -107,6 +147,17 @@ def _worktree_main(folder: str, dot: str) -> str:
     # The common dir of a repository with a working tree is its `.git`; of a bare one,
     # the repository itself.
     return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def project_key_of(project: str | None, cwd: str | None) -> str | None:
+    """The project an event is stored under: the git repository its folder is in (its
+    main working tree: a subfolder or a linked worktree is the same project), worked out
+    on this machine; else what the host named (``project``), else nothing (the ``cwd``
+    is then the project). A name that is no path is the host's to keep. Capture stores
+    it; re-derivation works it out again for events an older memplug stored."""
+    if project is not None and project != cwd and not os.path.isabs(project):
+        return project
+    return project_root(project or cwd or "") or project
 
 
 def project_of(cwd: str | None) -> str | None:

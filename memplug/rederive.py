@@ -30,6 +30,7 @@ from memplug.cues.structural import (
 from memplug.db import utc_now
 from memplug.dialogue import TOOL_CALL, TOOL_RESULT, Dialogue, is_user_statement
 from memplug.errors import NotFound
+from memplug.paths import project_key_of
 from memplug.store.ports import ItemPort, Storage
 from memplug.store.records import ActionRow, EventRow, ItemFact
 from memplug.text import short_hash
@@ -102,6 +103,10 @@ class Follower(Protocol):
         """``items``: the memory items ``event`` created, whatever their status now."""
 
 
+# How events are keyed to projects (see versions()).
+PROJECT_KEYS = 1
+
+
 class Deriving:
     """The running half of the extractor: which events are read, in which order, with
     which dialogue, and what is recorded when one fails. What a statement or an action
@@ -122,6 +127,9 @@ class Deriving:
             "structure": short_hash(*sorted(rule.ref for rule in STRUCTURAL_RULES)),
             "categories": categories_version(),
             "proposals": self.config.extraction.extract_proposals,
+            # 1: projects are git repositories; a database keyed by folders is re-keyed
+            # as each session is derived again (_rekey).
+            "projects": PROJECT_KEYS,
         }
         versions.update((follower.name, follower.version) for follower in self.followers)
         return versions
@@ -171,6 +179,16 @@ class Deriving:
             self._rederive(session_id, report)
         return report
 
+    def _rekey(self, session_id: str) -> None:
+        """Events an older memplug stored under their folder go under their repository
+        (``project_key_of`` on this machine), before the session is derived again, so
+        its derived rows are the repository's too (docs/events.md, "Projects")."""
+        events = self.store.events
+        for project, cwd in events.places(session_id):
+            key = project_key_of(project, cwd)
+            if key != project:
+                events.rekey(session_id, (project, cwd), key)
+
     def _catch_up(self, session_id: str, report: ExtractReport) -> None:
         checkpoint = self.items.checkpoint(session_id)
         top_seq, top_id = self.items.event_bounds(session_id)
@@ -199,6 +217,7 @@ class Deriving:
         self.items.set_checkpoint(session_id, top_seq, top_id)
 
     def _rederive(self, session_id: str, report: ExtractReport) -> None:
+        self._rekey(session_id)
         self.items.clear_derived(session_id)
         report.sessions.append(session_id)
         report.rederived.append(session_id)

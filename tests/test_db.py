@@ -171,7 +171,12 @@ def test_a_hook_on_a_newer_database_touches_nothing(db_path: Path, tmp_path: Pat
     payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "port?",
                "transcript_path": str(transcript), "cwd": "/home/ana/shop"}  # fmt: skip
     result = run_cli("--db", str(db_path), "hook", "claude-code", input=json.dumps(payload))
-    assert (result.returncode, result.stdout) == (0, "")
+    # Nothing injected; the person is told once why, and what helps.
+    assert result.returncode == 0
+    told = json.loads(result.stdout)["systemMessage"]
+    assert "has schema 999, newer than this memplug" in told and "`memory doctor`" in told
+    again = run_cli("--db", str(db_path), "hook", "claude-code", input=json.dumps(payload))
+    assert (again.returncode, again.stdout) == (0, "")
     assert db_path.read_bytes() == before
     # The error waits beside the file for a memplug that can open it.
     pending = db_path.with_name(db_path.name + ".hook-pending.jsonl").read_text()

@@ -80,3 +80,68 @@ def test_captured_events_take_their_repository_and_keep_their_cwd(
     found = memory("--db", str(db_path), "search", "quasarplum", "--json", cwd=repo / "pkg" / "sub")
     sessions_found = {hit["session_id"] for hit in found.json()["hits"]}
     assert sessions_found and sessions_found <= {"root", "wt"}
+
+
+def test_a_project_file_splits_a_package_out_and_merges_a_folder_in(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Committed with the code (here: written in both working trees, as a checkout
+    would), the file names the same project from the main tree and from a worktree."""
+    project_root.cache_clear()
+    root, worktree = repo.resolve(), (tmp_path / "repo-wt").resolve()
+    for tree in (root, worktree):
+        (tree / "pkg").mkdir(exist_ok=True)
+        (tree / "pkg" / ".memplug-project").write_text("")
+    assert project_root(str(root / "pkg" / "sub")) == str(root / "pkg")
+    (worktree / "pkg" / "sub").mkdir(parents=True, exist_ok=True)
+    assert project_root(str(worktree / "pkg" / "sub")) == str(root / "pkg")
+    assert project_root(str(root)) == str(root)  # the rest of the repository is as before
+    loose = tmp_path / "scratch"
+    loose.mkdir()
+    (loose / ".memplug-project").write_text("../repo\n")  # merged into the repository
+    assert project_root(str(loose)) == str(root)
+    project_root.cache_clear()
+
+
+def test_an_older_database_keyed_by_folders_is_re_keyed_by_its_upgrade(
+    cli: Callable[..., CliResult], db_path: Path, tmp_path: Path
+) -> None:
+    """Stored by a memplug that keyed projects by folder (here: before the folder was a
+    repository), two sessions are two projects; the upgrade's re-derivation makes them
+    the repository's one project, each event keeping its cwd; status says it is due."""
+    from memplug.memory import Memory
+
+    repo = tmp_path / "later-repo"
+    (repo / "sub").mkdir(parents=True)
+    lines = [
+        {"session_id": "top", "seq": 1, "type": "user/message", "role": "user",
+         "text": "Decision: invoices round half up zephyrquill.", "cwd": str(repo)},
+        {"session_id": "deep", "seq": 1, "type": "user/message", "role": "user",
+         "text": "Decision: receipts stay in UTC zephyrquill.", "cwd": str(repo / "sub")},
+    ]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    assert cli("--db", str(db_path), "import", "-", input=text).returncode == 0
+
+    def projects() -> dict[str, str]:
+        data = cli("--db", str(db_path), "status", "--json").json()
+        return {s["session_id"]: s["project"] for s in data["sessions"]}
+
+    assert projects() == {"top": str(repo), "deep": str(repo / "sub")}
+    git("init", "-q", ".", cwd=repo)
+    with Memory.open(db_path, create=False) as memory, memory.store.write_transaction():
+        made = dict(memory.store.items.derivation("derived_with") or {})
+        made.pop("projects")  # what the older memplug recorded, from its own sources
+        made["source"] = "older"
+        memory.store.items.set_derivation("derived_with", made)
+    from tests.installed import memory as installed
+
+    stale = installed("--db", str(db_path), "status", "--json").json()["derivation"]
+    assert stale["stale"] and "projects" in stale["changed"]
+    assert installed("--db", str(db_path), "doctor", "--repair", "--json").returncode in (0, 1)
+    root = str(repo.resolve())
+    assert projects() == {"top": root, "deep": root}
+    assert cli("--db", str(db_path), "inspect", "deep:1", "--json").json()["cwd"] == str(
+        repo / "sub"
+    )
+    core = cli("--db", str(db_path), "core", "--project", root, "--json").json()
+    assert len(core["lines"]) == 2

@@ -284,6 +284,30 @@ class EventStore:
             )
         ]
 
+    def places(self, session_id: str) -> list[tuple[str | None, str | None]]:
+        """Each ``(project, cwd)`` the session's events were stored with."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT project, cwd FROM events WHERE session_id = ? ORDER BY 1, 2",
+            (session_id,),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def rekey(
+        self, session_id: str, place: tuple[str | None, str | None], project: str | None
+    ) -> None:
+        """Store the session's events of ``place`` under ``project``, and the session
+        under its events' project (the caller's transaction; derived rows follow when the
+        session is derived again). Each event keeps its ``cwd``."""
+        self.conn.execute(
+            "UPDATE events SET project = ? WHERE session_id = ? AND project IS ? AND cwd IS ?",
+            (project, session_id, *place),
+        )
+        self.conn.execute(
+            "UPDATE sessions SET project = (SELECT max(coalesce(project, cwd)) FROM events "
+            "WHERE session_id = ?1) WHERE session_id = ?1",
+            (session_id,),
+        )
+
     def lagging_sessions(self) -> list[str]:
         """Sessions with events past their extraction checkpoint."""
         rows = self.conn.execute(
