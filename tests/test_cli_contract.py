@@ -77,7 +77,8 @@ def test_a_query_with_no_terms_is_empty_and_complete_even_over_truncated_text(
     coverage = (
         "coverage: complete — this empty result is authoritative"
         if not query.strip()
-        else "coverage: INCOMPLETE (short_terms) — absence here is not proof"
+        else "coverage: INCOMPLETE (short_terms) — absence here is not proof\n"
+        "  next: one- and two-letter words are not looked up alone: use a longer word"
     )
     assert done.stdout == f"scope: global\nno hits\n{coverage}\n"
 

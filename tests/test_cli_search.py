@@ -32,11 +32,17 @@ def test_a_short_query_is_not_an_authoritative_empty(db: str) -> None:
     done = memory("--db", db, "search", "x")
     assert done.returncode == 0, done.stderr
     assert "authoritative" not in done.stdout
-    assert done.stdout.splitlines()[-1] == (
-        "coverage: INCOMPLETE (short_terms) — absence here is not proof"
-    )
+    assert done.stdout.splitlines()[-2:] == [
+        "coverage: INCOMPLETE (short_terms) — absence here is not proof",
+        # Coverage says what to do about it, not only why.
+        "  next: one- and two-letter words are not looked up alone: use a longer word",
+    ]
     data = json.loads(memory("--db", db, "search", "x", "--json").stdout)
-    assert data["coverage"] == {"complete": False, "reasons": ["short_terms"]}
+    assert data["coverage"] == {
+        "complete": False,
+        "reasons": ["short_terms"],
+        "next_steps": ["one- and two-letter words are not looked up alone: use a longer word"],
+    }
     # The paths that can answer it do.
     for mode in ("phrase", "regex"):
         found = json.loads(memory("--db", db, "search", "x", "--mode", mode, "--json").stdout)

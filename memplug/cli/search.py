@@ -73,6 +73,7 @@ def _render_page(data: dict[str, Any]) -> str:
             + ")"
             + (" — absence here is not proof" if not hits else "")
         )
+        lines += [f"  next: {step}" for step in coverage.get("next_steps") or ()]
     if coverage.get("error"):
         lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")
     if data.get("next"):

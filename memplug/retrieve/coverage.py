@@ -21,6 +21,21 @@ STALE_POINTER = "stale_pointer"
 UNKNOWN_SESSION = "unknown_session"
 SHORT_TERMS = "short_terms"
 
+# What to do about each reason: coverage says what a caller can change, not only why.
+NEXT_STEPS: dict[str, str] = {
+    CANDIDATE_BUDGET: "more matched than was ranked: narrow with --session, --since or rarer words",
+    TERMS_CAPPED: "the query was cut: ask with fewer, rarer words",
+    LIKE_WINDOW: "short words were scanned in part: add a word of three letters or more",
+    LIKE_CAP: "short words were scanned in part: add a word of three letters or more",
+    TRUNCATED: "some events were cut at capture: `memory expand REF` reads one whole",
+    REGEX_TIMEOUT: "the regex stopped early: anchor it, or narrow with --session",
+    REGEX_HAYSTACK: "the regex read texts in part: narrow with --session or --since",
+    PARENT_CYCLE: "a session's branch links loop: --branches all reads every event",
+    STALE_POINTER: "the token is out of date: search again",
+    UNKNOWN_SESSION: "no such session: `memory status` lists them",
+    SHORT_TERMS: "one- and two-letter words are not looked up alone: use a longer word",
+}
+
 # A letter or digit standing alone (not inside a word, path, version or identifier):
 # the query parser keeps no term for it, so nothing looked it up.
 _LONE = re.compile(r"(?<![\w./\\:@-])[^\W_](?![\w/\\:@-])")
@@ -28,7 +43,13 @@ _LONE = re.compile(r"(?<![\w./\\:@-])[^\W_](?![\w/\\:@-])")
 
 def coverage(reasons: Iterable[str]) -> Coverage:
     listed = sorted(set(reasons))
-    return Coverage(complete=not listed, reasons=listed)
+    return Coverage(complete=not listed, reasons=listed, next_steps=next_steps(listed))
+
+
+def next_steps(reasons: Iterable[str]) -> list[str] | None:
+    """The distinct steps for ``reasons``, in their order; None when there are none."""
+    steps = list(dict.fromkeys(NEXT_STEPS[r] for r in reasons if r in NEXT_STEPS))
+    return steps or None
 
 
 def stale(message: str) -> Coverage:
@@ -36,6 +57,7 @@ def stale(message: str) -> Coverage:
         complete=False,
         reasons=[STALE_POINTER],
         error=ErrorInfo(code=STALE_POINTER, message=message),
+        next_steps=next_steps([STALE_POINTER]),
     )
 
 

@@ -47,6 +47,8 @@ class Coverage(Struct, frozen=True, kw_only=True):
     complete: bool = True
     reasons: list[str] = field(default_factory=list)
     error: ErrorInfo | None = None
+    # What the caller (a person, an agent) can do about ``reasons``, one line each.
+    next_steps: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """An assembly's coverage (``memory assemble --json``, the assembly log): the

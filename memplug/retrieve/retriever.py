@@ -13,7 +13,7 @@ from memplug.query import parse_query
 from memplug.retrieve.adjacency import Adjacency
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.candidates import Collector
-from memplug.retrieve.coverage import UNKNOWN_SESSION, coverage, stale
+from memplug.retrieve.coverage import UNKNOWN_SESSION, coverage, next_steps, stale
 from memplug.retrieve.evidence import Selection, successors
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, Expander
 from memplug.retrieve.models import Coverage, ExpandResult, RetrievalResult, SearchPage
@@ -147,7 +147,11 @@ class Retriever:
                 items=(),
                 evidence=(),
                 omitted=(),
-                coverage=Coverage(complete=True, reasons=[UNKNOWN_SESSION]),
+                coverage=Coverage(
+                    complete=True,
+                    reasons=[UNKNOWN_SESSION],
+                    next_steps=next_steps([UNKNOWN_SESSION]),
+                ),
                 signals=signals.to_json(),
             )
         resolved = resolve_scope(store, scope, session_id)
