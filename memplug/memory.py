@@ -743,8 +743,10 @@ class Memory:
         *,
         progress: ProgressCallback | None = None,
         embed: bool = True,
+        project: str | None = None,
     ) -> ImportSummary:
-        """Import generic JSONL; bad lines are rejected by number, good ones kept.
+        """Import generic JSONL; bad lines are rejected by number, good ones kept;
+        ``project`` stores every event under that project, whatever it names.
 
         Each batch commits on its own, so an interrupted import keeps every batch
         before it and a rerun completes the rest (duplicates are ignored). Ctrl-C raises
@@ -756,7 +758,7 @@ class Memory:
         """
         summary = ImportSummary()
         try:
-            self._import_streams(streams, summary, progress)
+            self._import_streams(streams, summary, progress, project)
             if embed:
                 summary.vectors = self.embed_vectors()
         except KeyboardInterrupt:
@@ -768,6 +770,7 @@ class Memory:
         streams: Sequence[tuple[str, BinaryIO]],
         summary: ImportSummary,
         progress: ProgressCallback | None,
+        project: str | None = None,
     ) -> None:
         from memplug.jsonl import Rejected, read_events
 
@@ -779,6 +782,8 @@ class Memory:
                 if isinstance(item, Rejected):
                     summary.rejected.append(item)
                 else:
+                    if project is not None:
+                        item = item.model_copy(update={"project": project})
                     batch.append(item)
                     if len(batch) >= IMPORT_BATCH:
                         summary.add(self._import_batch(batch))

@@ -85,3 +85,23 @@ def test_a_hook_goes_on_from_an_import_and_an_import_from_a_hook(tmp_path: Path)
     assert memory("--db", str(whole), "import", str(transcript)).returncode == 0
     exports = [memory("--db", str(d), "export", "--session", SID).stdout for d in (db, whole)]
     assert exports[0] == exports[1]
+
+
+def test_import_project_stores_the_events_under_it_and_keeps_their_cwd(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite"
+    line = {"session_id": "pkg", "seq": 1, "type": "user/message", "role": "user",
+            "text": "We use ruff.", "cwd": str(tmp_path / "mono" / "packages" / "api")}  # fmt: skip
+    done = memory("--db", str(db), "import", "-", "--project", "api", input=json.dumps(line) + "\n")
+    assert done.returncode == 0, done.stderr
+    lines = (FIXTURES / f"{SID}.jsonl").read_text()
+    transcript = tmp_path / f"{SID}.jsonl"
+    transcript.write_text(lines)
+    assert memory("--db", str(db), "import", str(transcript), "--project", "shop").returncode == 0
+    sessions = {
+        s["session_id"]: s["project"]
+        for s in memory("--db", str(db), "status", "--json").json()["sessions"]
+    }
+    assert sessions["pkg"] == "api" and sessions[SID] == "shop"
+    assert memory("--db", str(db), "inspect", "pkg:1", "--json").json()["cwd"] == line["cwd"]
+    empty = memory("--db", str(db), "import", "-", "--project", " ", input="")
+    assert empty.returncode == 2 and "--project is empty" in empty.stderr

@@ -22,8 +22,16 @@ if TYPE_CHECKING:
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @json_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--project",
+    default=None,
+    help="Store every event under this project (a folder is read as its repository), "
+    "whatever their cwd says: to merge or split projects by hand.",
+)
 @click.pass_obj
-def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bool) -> None:
+def import_cmd(
+    ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bool, project: str | None
+) -> None:
     """Import generic JSONL host events (FILE may be - for stdin).
 
     A Claude Code transcript (its records carry `sessionId`) is recognised and captured
@@ -41,6 +49,10 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
         _check_readable(name)
     rollouts += [name for name in files if name != "-" and codex.is_rollout(name)]
     files = tuple(name for name in files if name not in rollouts)
+    if project is not None and rollouts:
+        raise click.UsageError("--project takes JSONL files and Claude Code transcripts")
+    if project is not None and not project.strip():
+        raise click.UsageError("--project is empty: give a folder or a name")
     transcripts = [name for name in files if name != "-" and _is_claude_code(name)]
     with ExitStack() as stack:
         streams: list[tuple[str, BinaryIO]] = []
@@ -58,12 +70,16 @@ def import_cmd(ctx: CliContext, files: tuple[str, ...], as_json: bool, quiet: bo
                 bar = stack.enter_context(
                     click.progressbar(length=total, label="importing", file=sys.stderr)
                 )
-                summary = memory.import_jsonl(streams, progress=bar.update, embed=False)
+                summary = memory.import_jsonl(
+                    streams, progress=bar.update, embed=False, project=project
+                )
             else:
-                summary = memory.import_jsonl(streams, embed=False)
+                summary = memory.import_jsonl(streams, embed=False, project=project)
         except ImportInterrupted as interrupted:
             _interrupted(interrupted.summary, as_json)
-        failed = _capture_transcripts(memory, transcripts, summary, not quiet and not as_json)
+        failed = _capture_transcripts(
+            memory, transcripts, summary, not quiet and not as_json, project
+        )
         failed += _capture_rollouts(memory, rollouts, summary, not quiet and not as_json)
         summary.vectors = embed_with_bar(memory, show_bar)
     data = summary.as_dict()
@@ -174,7 +190,7 @@ def _is_claude_code(name: str) -> bool:
 
 
 def _capture_transcripts(
-    memory: Memory, names: list[str], summary: ImportSummary, show: bool
+    memory: Memory, names: list[str], summary: ImportSummary, show: bool, project: str | None
 ) -> list[str]:
     """Capture Claude Code transcripts as the hook does (same sessions, same cursors, so
     a later hook goes on from where this stopped), each read from its first byte so that
@@ -189,9 +205,9 @@ def _capture_transcripts(
     files = []
     for name in names:
         session = cc.session_id_for(name)
-        files.append(ch.Transcript(Path(name), session, True, reread=True))
+        files.append(ch.Transcript(Path(name), session, True, reread=True, project=project))
         files += [
-            ch.Transcript(p, f"{session}/{p.stem}", True, reread=True)
+            ch.Transcript(p, f"{session}/{p.stem}", True, reread=True, project=project)
             for p in cc.subagent_paths(name)
         ]
     report = ch.HookReport(event="import")

@@ -127,6 +127,8 @@ class Transcript(Struct, frozen=True):
     # Read whole from the first byte, not from the saved cursor (`memory import`: the
     # same file gives the same counts and the same malformed lines each time).
     reread: bool = False
+    # The project its events are stored under, whatever their cwd (`import --project`).
+    project: str | None = None
 
 
 # -- entry points -------------------------------------------------------------------
@@ -415,6 +417,8 @@ def reread_transcript(
     result = cc.read_all(transcript.path, session_id=session_id)
     events = []
     for event in result.events:
+        if transcript.project is not None:
+            event["project"] = transcript.project
         try:
             events.append(parse_event(event))
         except ValidationError as error:
