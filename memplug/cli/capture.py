@@ -42,18 +42,7 @@ def import_cmd(
     Exit 0 when every line was taken, 2 when any line was rejected; the good lines are
     kept either way, and importing the same events again changes nothing.
     """
-    from memplug.hosts import codex
-
-    files, rollouts = _rollouts(files)
-    for name in files:
-        _check_readable(name)
-    rollouts += [name for name in files if name != "-" and codex.is_rollout(name)]
-    files = tuple(name for name in files if name not in rollouts)
-    if project is not None and rollouts:
-        raise click.UsageError("--project takes JSONL files and Claude Code transcripts")
-    if project is not None and not project.strip():
-        raise click.UsageError("--project is empty: give a folder or a name")
-    transcripts = [name for name in files if name != "-" and _is_claude_code(name)]
+    files, rollouts, transcripts = _sorted_inputs(files, project)
     with ExitStack() as stack:
         streams: list[tuple[str, BinaryIO]] = []
         total = 0
@@ -114,6 +103,25 @@ def import_cmd(
         )
     if summary.rejected or failed:
         sys.exit(2)
+
+
+def _sorted_inputs(
+    names: tuple[str, ...], project: str | None
+) -> tuple[tuple[str, ...], list[str], list[str]]:
+    """``(files, Codex rollouts, Claude Code transcripts)``; ``files`` holds the
+    transcripts and the JSONL streams. Checked before anything is opened."""
+    from memplug.hosts import codex
+
+    files, rollouts = _rollouts(names)
+    for name in files:
+        _check_readable(name)
+    rollouts += [name for name in files if name != "-" and codex.is_rollout(name)]
+    files = tuple(name for name in files if name not in rollouts)
+    if project is not None and rollouts:
+        raise click.UsageError("--project takes JSONL files and Claude Code transcripts")
+    if project is not None and not project.strip():
+        raise click.UsageError("--project is empty: give a folder or a name")
+    return files, rollouts, [name for name in files if name != "-" and _is_claude_code(name)]
 
 
 def _rollouts(names: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
