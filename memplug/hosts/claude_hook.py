@@ -330,10 +330,12 @@ def capture_all(
         # Derivation (its rules cost a tool hook most of its time) waits for the next
         # prompt or Stop: derive() takes up every session whose extraction lags.
         return
-    from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
+    # Nothing new and nothing a tool hook left: a prompt pays for no derivation check.
+    if sessions or memory.store.events.lagging_sessions():
+        from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
 
-    # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
-    memory.derive(sessions, upgrade_ms=min(UPGRADE_STEP_MS, deadline.left_ms() / 2))
+        # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
+        memory.derive(sessions, upgrade_ms=min(UPGRADE_STEP_MS, deadline.left_ms() / 2))
     if report.event in FLUSHING_EVENTS:
         # Between model calls the main agent's latest assistant message is its reply,
         # not the text before a tool call: that is the one the checks are for.
