@@ -542,6 +542,10 @@ class Memory:
             return message
         return None
 
+    def derivation_waits(self) -> bool:
+        """Whether any session's extraction lags its events (a tool hook left it)."""
+        return bool(self.store.events.lagging_sessions())
+
     # -- derived state made by older code (upgrades) ------------------------------------
 
     def derivation_state(self) -> dict[str, Any]:

@@ -331,7 +331,7 @@ def capture_all(
         # prompt or Stop: derive() takes up every session whose extraction lags.
         return
     # Nothing new and nothing a tool hook left: a prompt pays for no derivation check.
-    if sessions or memory.store.events.lagging_sessions():
+    if sessions or memory.derivation_waits():
         from memplug.memory import UPGRADE_STEP_MS  # loaded with the open database
 
         # Re-deriving what older rules made is paced to the deadline (docs/storage.md).
