@@ -77,7 +77,7 @@ class Capture:
             event.entry_id,
             event.parent_id,
             event.cwd,
-            project_key(event),
+            project_key_of(event.project, event.cwd),
             int(self.is_generated(event, text)),
             int(self.is_searchable(event)),
             "archive" if truncated else "host",
@@ -103,11 +103,6 @@ class Capture:
             if archived is not None:
                 archive.append(archived)
         return self.store.events.insert(rows, archive, origin=origin, bulk=bulk)
-
-
-def project_key(event: HostEvent) -> str | None:
-    """The project ``event`` is stored under (:func:`memplug.paths.project_key_of`)."""
-    return project_key_of(event.project, event.cwd)
 
 
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memplug.db import code_schema_version
+from memplug.paths import file_modes
 
 if TYPE_CHECKING:
     from memplug.config import Config, LoadedConfig
@@ -29,17 +28,6 @@ class Opened(Protocol):
     @property
     def semantic(self) -> Semantic: ...
     def derivation_state(self) -> dict[str, Any]: ...
-
-
-def file_modes(path: Path) -> dict[str, Any]:
-    """The database file and directory modes, and whether they are still private."""
-    file_mode = stat.S_IMODE(os.stat(path).st_mode)
-    dir_mode = stat.S_IMODE(os.stat(path.parent).st_mode)
-    return {
-        "file": f"{file_mode:o}",
-        "dir": f"{dir_mode:o}",
-        "private": not (file_mode & 0o077) and not (dir_mode & 0o077),
-    }
 
 
 def database_bytes(path: Path) -> int:

@@ -9,12 +9,12 @@ written by a salvage; the new file's name is said, for the person to move into p
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from msgspec import Struct
+
+from memplug.paths import file_modes, writable
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage
@@ -51,14 +51,14 @@ def file_checks(path: Path) -> list[Check]:
     if size == 0:
         return [Check("file", "fail", f"{path} is empty", "a hook or `memory import` makes one")]
     checks = [Check("file", "ok", f"{path} ({size:,} bytes)")]
-    file_mode = stat.S_IMODE(path.stat().st_mode)
-    dir_mode = stat.S_IMODE(path.parent.stat().st_mode)
-    if file_mode & 0o077 or dir_mode & 0o077:
-        detail = f"others may read it: file {file_mode:o}, folder {dir_mode:o}"
-        checks.append(Check("modes", "warn", detail, f"chmod 600 {path}; chmod 700 {path.parent}"))
+    modes = file_modes(path)
+    shown = f"file {modes['file']}, folder {modes['dir']}"
+    if not modes["private"]:
+        fix = f"chmod 600 {path}; chmod 700 {path.parent}"
+        checks.append(Check("modes", "warn", f"others may read it: {shown}", fix))
     else:
-        checks.append(Check("modes", "ok", f"private: file {file_mode:o}, folder {dir_mode:o}"))
-    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+        checks.append(Check("modes", "ok", f"private: {shown}"))
+    if not writable(path):
         detail = "this user cannot write it: memory is read and shown, nothing new is kept"
         checks.append(Check("writable", "warn", detail, f"check the owner of {path}"))
     return checks

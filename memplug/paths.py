@@ -9,6 +9,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 CONFIG_FILENAME = "memory.toml"
 # The name on the package index (`pip install memplug-local`); "memplug" there is an
@@ -147,6 +148,25 @@ def _worktree_main(folder: str, dot: str) -> str:
     # The common dir of a repository with a working tree is its `.git`; of a bare one,
     # the repository itself.
     return os.path.dirname(common) if os.path.basename(common) == ".git" else common
+
+
+def file_modes(path: Path) -> dict[str, Any]:
+    """The database file's and its folder's modes (octal text), and whether both are
+    still private (`memory status`, `memory doctor`)."""
+    import stat
+
+    file_mode = stat.S_IMODE(os.stat(path).st_mode)
+    dir_mode = stat.S_IMODE(os.stat(os.path.dirname(os.path.abspath(path))).st_mode)
+    return {
+        "file": f"{file_mode:o}",
+        "dir": f"{dir_mode:o}",
+        "private": not (file_mode & 0o077) and not (dir_mode & 0o077),
+    }
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write the database (the file and the folder of its WAL)."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 def project_key_of(project: str | None, cwd: str | None) -> str | None:

@@ -52,6 +52,8 @@ NEVER = (
     "memplug.quantities",
     "memplug.capture",
     "memplug.jsonl",
+    # What tells a person of a failing database: a hook that works never needs it.
+    "memplug.hosts.notice",
 )
 # A tool hook with nothing new reads the payload, the transcript's size and its saved
 # cursor, and stops: these are the only memplug modules it imports, and beyond the
@@ -62,7 +64,6 @@ IDLE_NEVER = (
     "typing",
     "dataclasses",
     "pathlib",
-    "hashlib",
     "logging",
     "msgspec",
     "Stemmer",

@@ -16,7 +16,7 @@ from memplug.doctor import Check, database_checks, file_checks, repair, salvage_
 from memplug.errors import MemplugError
 from memplug.installer import extra_command
 from memplug.memory import Memory
-from memplug.paths import default_db_path, project_root
+from memplug.paths import default_db_path, project_root, writable
 
 # Each extra and a module that tells it is installed.
 EXTRAS: tuple[tuple[str, str], ...] = (
@@ -86,16 +86,16 @@ def _database(path: Path, config: str | None, fix: bool) -> list[Check]:
     checks = file_checks(path)
     if worst(checks) == "fail":
         return checks
-    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    can_write = writable(path)
     try:
-        memory = Memory.open(path, config_path=config, create=False, readonly=not writable)
+        memory = Memory.open(path, config_path=config, create=False, readonly=not can_write)
     except MemplugError as error:
         checks.append(Check("open", "fail", str(error), "memory doctor --repair (a salvage copy)"))
         return checks + ([_salvage(path, config)] if fix else [])
     with memory:
         try:
-            found = database_checks(memory, writable=writable)
-            if fix and writable:
+            found = database_checks(memory, writable=can_write)
+            if fix and can_write:
                 found = repair(memory, found)
         except Exception as error:  # a damaged page met by a check itself
             failure = engine_error(error, path) or error

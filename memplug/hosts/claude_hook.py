@@ -250,10 +250,10 @@ def open_memory(db_path: str | None, config_path: str | None, report: HookReport
 
 def told(report: HookReport, db_path: str | None) -> HookReport:
     """The report with the person told of a database failure, once (``notice``)."""
-    from memplug.hosts import notice  # the failure path only
-
     if report.trouble is None:
         return report
+    from memplug.hosts import notice  # the failure path only
+
     try:
         text = notice.notice_text(report.trouble, report.read_only)
         message = notice.tell_once(default_db_path(db_path), text)
