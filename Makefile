@@ -7,11 +7,11 @@ SHARED ?= ../shared
 
 .PHONY: demo check test postgres chromium lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
 
-# The semantic extra's table is its own distribution, built from this checkout first.
+# The semantic extra's table is its own distribution, which the extra finds in this
+# checkout (memplug/semantic/table/requirement.py).
 $(STAMP): pyproject.toml memplug/semantic/table/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e memplug/semantic/table
 	$(BIN)/python -m pip install --quiet -e '.[test,lint,pydantic-ai,mcp,semantic,bench,sync,ui,browser]'
 	touch $(STAMP)
 

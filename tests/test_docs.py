@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib.metadata import metadata
 from pathlib import Path
 
 from memplug.cli import COMMANDS
@@ -82,9 +83,7 @@ def test_every_install_line_names_the_distribution_that_is_built() -> None:
     assert "memplug/hosts/claude_plugin/hooks/hooks.json" in {f for f, _ in lines}
     wrong = [(f, spec) for f, spec in lines if re.sub(r"\[.*\]$", "", spec) not in (name, ".")]
     assert not wrong, f"install lines naming another distribution: {wrong}"
-    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
+    extras = metadata(name).get_all("Provides-Extra") or []
     unknown = [
         (f, spec)
         for f, spec in lines
