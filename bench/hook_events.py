@@ -209,14 +209,15 @@ def _replay_table(names: Sequence[str], runs: Sequence[Sequence[dict[str, list[f
     """Per tree: the tool calls' CPU p50/p95 and each session's hook CPU, in seconds."""
     head = "| hook CPU | " + " | ".join(names) + " |"
     rows = [head, "| --- |" + " ---: |" * len(names)]
-    for event in ("PreToolUse", "PostToolUse"):
+    per = {"PreToolUse": "tool call", "PostToolUse": "tool call", "UserPromptSubmit": "prompt"}
+    for event, unit in (*per.items(), ("Stop", "turn")):
         samples = [[ms for one in tree for ms in one.get(event, ())] for tree in runs]
         if not samples[0]:
             continue
         cells = [
             f"p50 {percentiles(x)['p50']:.0f} / p95 {percentiles(x)['p95']:.0f} ms" for x in samples
         ]
-        rows.append(f"| per tool call: {event} | " + " | ".join(cells) + " |")
+        rows.append(f"| per {unit}: {event} | " + " | ".join(cells) + " |")
     for index, _ in enumerate(runs[0]):
         totals = [sum(sum(v) for v in tree[index].values()) / 1000 for tree in runs]
         tool_calls = len(runs[0][index].get("PostToolUse", ()))
