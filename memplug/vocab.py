@@ -94,6 +94,9 @@ USER_INPUT_SOURCE_KINDS: frozenset[str] = frozenset({"user", "input", "prompt", 
 # What memplug stamps on its own injected message.
 MEMPLUG_SOURCE_KIND = "memplug"
 MEMPLUG_SOURCE_FORM = "evidence"
+# The source form of a compaction summary, in every host: what the context kept of the
+# work before it (a visible message of this form is what the message must not repeat).
+COMPACT_SUMMARY_FORM = "compact-summary"
 
 # Timeline entry kinds (docs/timeline.md); `decision` and `constraint` are items' kinds.
 TIMELINE_KINDS: tuple[str, ...] = (

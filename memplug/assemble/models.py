@@ -90,10 +90,14 @@ PASTED = "pasted output"
 # was said on the way to a result (a question whose answer came later, the agent's talk
 # before its reply of the turn, a tool call) rather than the result.
 ON_THE_WAY = "on the way"
+# After a compaction: every word of the line that can name something is in the summary
+# the model now reads instead of the work before it.
+IN_SUMMARY = "in the compaction summary"
 OMISSION_REASONS: tuple[str, ...] = (
     OVER_BUDGET,
     BELOW_MIN_SCORE,
     VISIBLE,
+    IN_SUMMARY,
     NOT_QUOTABLE,
     SUPERSEDED,
     GENERATED,

@@ -11,8 +11,8 @@ from memplug.assemble.models import OMISSION_REASONS, ItemCandidate, Pull, TaskL
 from memplug.messages import Message
 from memplug.redaction import clear_cut
 from memplug.refs import event_ref
-from memplug.text import normalize_text
-from memplug.vocab import GENERATED_TEXT_PREFIXES
+from memplug.text import may_hold_cjk, normalize_text
+from memplug.vocab import COMPACT_SUMMARY_FORM, GENERATED_TEXT_PREFIXES
 
 if TYPE_CHECKING:
     from memplug.retrieve.work import WorkHit
@@ -364,6 +364,24 @@ def task_text_from_messages(
     return None
 
 
+# A word that can name something, for "does the compaction summary say this already?":
+# letters and digits, joined by what an identifier, a path or a version holds; at least
+# SUMMARY_WORD_CHARS long or holding a digit ("the", "and", "for" name nothing).
+_SUMMARY_WORD = re.compile(r"\w(?:[\w./:@#-]*\w)?")
+SUMMARY_WORD_CHARS = 4
+# A text with fewer such words says too little to tell whether a summary holds it.
+SUMMARY_MIN_WORDS = 3
+
+
+def naming_words(text: str) -> frozenset[str]:
+    """The words of ``text`` (lowercased) that can name something."""
+    return frozenset(
+        w
+        for w in _SUMMARY_WORD.findall(text.lower())
+        if len(w) >= SUMMARY_WORD_CHARS or any(c.isdigit() for c in w)
+    )
+
+
 class VisibleText:
     """The text the model sees at this step, for "is this already in its context?".
 
@@ -371,11 +389,14 @@ class VisibleText:
     each of its lines is a line of them — how an event reappears in a host's context,
     and how a line of an earlier injection does. A clipped quote does not hide the
     whole event. Set lookups only: a long context must not cost a scan per candidate.
+    A compaction summary in the context tells in its own words what came before it, so
+    what it already says is judged by words (:meth:`in_summary`), not by lines.
     """
 
     def __init__(self, messages: Sequence[Message]) -> None:
         whole: set[str] = set()
         lines: set[str] = set()
+        summary: set[str] = set()
         for message in messages:
             if not message.text:
                 continue
@@ -383,9 +404,12 @@ class VisibleText:
             text = normalize_text(message.text)
             whole.add(" ".join(text.split()))
             lines.update(" ".join(line.split()) for line in text.splitlines())
+            if message.source is not None and message.source.form == COMPACT_SUMMARY_FORM:
+                summary |= naming_words(text)
         lines.discard("")
         self._whole = frozenset(whole)
         self._lines = frozenset(lines)
+        self._summary = frozenset(summary)
         self._seen: dict[str, bool] = {}
 
     def __bool__(self) -> bool:
@@ -398,6 +422,14 @@ class VisibleText:
             found = self._contains(text)
             self._seen[text] = found
         return found
+
+    def in_summary(self, text: str) -> bool:
+        """Every word of ``text`` that can name something is in a compaction summary the
+        model sees (a text of CJK script is not judged: it has no such words)."""
+        if not self._summary or may_hold_cjk(text):
+            return False
+        words = naming_words(text)
+        return len(words) >= SUMMARY_MIN_WORDS and words <= self._summary
 
     def _contains(self, text: str) -> bool:
         flat = " ".join(text.split())
@@ -495,8 +527,13 @@ def item_visible(
 def work_visible(hit: WorkHit, session_id: str, compacted_at: int | None) -> bool:
     """A call of the step's own session made since its latest compaction (or ever, when
     it never was compacted) is still in the context of a host that sent its messages."""
-    row = hit.row
-    return row.session_id == session_id and (compacted_at is None or row.seq > compacted_at)
+    return since_compaction(hit.row.session_id, hit.row.seq, session_id, compacted_at)
+
+
+def since_compaction(session: str, seq: int, asking: str, compacted_at: int | None) -> bool:
+    """An event of the asking session after its latest compaction (or any of its events,
+    when it never was compacted): what the host still shows the model, tool calls too."""
+    return session == asking and (compacted_at is None or seq > compacted_at)
 
 
 def count_reasons(omitted: Iterable[Mapping[str, Any]]) -> dict[str, int]:

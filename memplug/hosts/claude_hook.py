@@ -44,10 +44,11 @@ from memplug.errors import (
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, due
 from memplug.paths import config_file, default_db_path, hook_pending_file, project_of
-from memplug.vocab import MEMPLUG_SOURCE_KIND
+from memplug.vocab import COMPACT_SUMMARY_FORM, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
+    from memplug.messages import Message
     from memplug.plugin import AssemblyResult
 
 HOST = cc.HOST
@@ -72,7 +73,10 @@ FLUSHING_EVENTS: frozenset[str] = frozenset(
 REINJECT_SOURCES: frozenset[str] = frozenset({"startup", "compact", "resume"})
 # The most text a model context holds (≈200k tokens); older text was compacted away.
 VISIBLE_CHARS = 800_000
-VISIBLE_TYPES: frozenset[str] = frozenset({"user/message", "assistant/message", "command"})
+# The compaction summary too: what it says of the work before it is not said again.
+VISIBLE_TYPES: frozenset[str] = frozenset(
+    {"user/message", "assistant/message", "command", "compaction/summary"}
+)
 # Characters one estimated token can stand for (ASCII), and the share of the cap kept
 # for the newlines the estimate does not count: they turn the cap into a token budget.
 CHARS_PER_TOKEN = 4
@@ -521,15 +525,7 @@ def inject(
     # candidate "visible"; long tool output would only slow the comparison down.
     sources = VISIBLE_TYPES | set(memory.config.assembly.evidence_types)
     visible = visible_events(memory, session_id)
-    messages = tuple(
-        Message(
-            role=e["role"] or "user",
-            text=e["text"],
-            source=Source(kind=e["source_kind"]) if e.get("source_kind") else None,
-        )
-        for e in visible
-        if e["type"] in sources
-    )
+    messages = tuple(_visible_message(e) for e in visible if e["type"] in sources)
     if event == "UserPromptSubmit":
         own = Source(kind=MEMPLUG_SOURCE_KIND)
         logged = logged_injections(memory, session_id, visible)
@@ -636,6 +632,15 @@ def work_at_hand(visible: list[Mapping[str, Any]]) -> str | None:
     ]
     focus = "\n".join(wanted) if wanted else summary[-SUMMARY_CHARS:]
     return focus[:SUMMARY_CHARS]
+
+
+def _visible_message(event: Mapping[str, Any]) -> Message:
+    from memplug.messages import Message, Source
+
+    form = COMPACT_SUMMARY_FORM if event["type"] == "compaction/summary" else None
+    kind = event.get("source_kind") or None
+    source = Source(kind=kind, form=form) if kind or form else None
+    return Message(role=event["role"] or "user", text=event["text"], source=source)
 
 
 def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:

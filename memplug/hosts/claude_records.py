@@ -57,7 +57,12 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug.vocab import GENERATED_TEXT_MARKERS, MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
+from memplug.vocab import (
+    COMPACT_SUMMARY_FORM,
+    GENERATED_TEXT_MARKERS,
+    MEMPLUG_SOURCE_FORM,
+    MEMPLUG_SOURCE_KIND,
+)
 
 HOST = "claude-code"
 PENDING_CALLS_CAP = 512
@@ -325,7 +330,7 @@ class Mapper:
                 "type": "compaction/summary",
                 "role": "user",
                 "text": _plain_text(content),
-                "source": {"kind": GENERATED, "form": "compact-summary"},
+                "source": {"kind": GENERATED, "form": COMPACT_SUMMARY_FORM},
             }
             if record.get("isVisibleInTranscriptOnly"):
                 event["visible_in_transcript_only"] = True

@@ -33,6 +33,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.vocab import COMPACT_SUMMARY_FORM
+
 HOST = "codex"
 # At most this much of a rollout is read by one call; the next call goes on from there.
 READ_BYTES = 8 << 20
@@ -283,7 +285,7 @@ def _compaction(payload: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     summary = str(payload.get("message") or "")
     if summary.strip():
-        source = {"kind": "compaction-checkpoint", "form": "compact-summary"}
+        source = {"kind": "compaction-checkpoint", "form": COMPACT_SUMMARY_FORM}
         made.append(
             {"type": "compaction/summary", "role": "system", "text": summary, "source": source}
         )

@@ -14,6 +14,7 @@ from memplug.assemble.models import (
     DUPLICATE,
     EMPTY_TEXT,
     GENERATED,
+    IN_SUMMARY,
     NARRATION,
     NOT_QUOTABLE,
     ON_THE_WAY,
@@ -168,6 +169,8 @@ class EvidenceSections(IndexSection, SectionBase):
             # The event that captured the current input: the model has it already,
             # whether or not the host passed the step's messages.
             return VISIBLE, "the query itself"
+        if step.visible.in_summary(event.text):
+            return IN_SUMMARY, ""
         if event.type == "assistant/message" and self._narration(event.text, step.strict):
             return NARRATION, "announces a step"
         if step.results_only and event.role == "user" and asks_only(event.text):

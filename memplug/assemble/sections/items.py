@@ -11,6 +11,7 @@ from memplug.assemble.models import (
     BELOW_MIN_SCORE,
     DUPLICATE,
     IN_CORE,
+    IN_SUMMARY,
     SUPERSEDED,
     VISIBLE,
     Candidates,
@@ -72,6 +73,9 @@ class ItemSections(SectionBase):
                 continue
             if item_visible(item, texts, visible):
                 draft.omit(item.id, "memory", VISIBLE, item.score)
+                continue
+            if visible.in_summary(item.content):
+                draft.omit(item.id, "memory", IN_SUMMARY, item.score)
                 continue
             draft.offer(
                 "memory",
