@@ -45,6 +45,7 @@ from memplug.query import parse_query
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.precision import FELL_OFF, QueryTerms
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.work import WorkFound
 from memplug.text import estimate_tokens
 
 
@@ -688,3 +689,20 @@ def test_a_summary_query_passes_over_a_generic_request() -> None:
     asked = [Message(role="user", text="add the index on orders(status)")]
     request = AssemblyRequest("s1", messages=asked, summary="Current work: the partial index.")
     assert assembler.task_text(request).endswith("add the index on orders(status)")
+
+
+def test_task_lines_the_model_still_sees_are_not_said_again() -> None:
+    """A task line set by a tool call of this session since its latest compaction (a todo
+    list it wrote) is in the model's context as written; one from before it is not."""
+    seen = [Message(role="user", text="anything the host shows")]
+    before = Candidates(events=(CARD_EVENT,), work=WorkFound(compacted_at=50))
+    kept = run(before, TASK, messages=seen)
+    # s1:8 is before the compaction at seq 50; s1:88 after it.
+    assert "make checkout p95 under 200 ms." in kept.text
+    assert "load test the checkout endpoint." not in kept.text
+    assert reasons(kept)["task:open_items:0"] == VISIBLE
+    never = run(Candidates(events=(CARD_EVENT,), work=WorkFound()), TASK, messages=seen)
+    assert "## Task state" not in never.text
+    # A host that passes no messages says nothing of what the model sees: all of it stays.
+    blind = run(Candidates(events=(CARD_EVENT,), work=WorkFound()), TASK)
+    assert "load test the checkout endpoint." in blind.text

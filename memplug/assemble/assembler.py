@@ -374,7 +374,7 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         draft.omitted.extend(candidates.omitted)
         if core is not None:
             self._core_section(draft, core, task_state, visible, request.standing)
-        self._task_section(draft, task_state, visible)
+        self._task_section(draft, task_state, visible, candidates.work)
         self._skill_sections(draft, candidates)
         texts = self._source_texts(candidates) if visible else {}
         superseded = self._memory_section(draft, candidates, visible, texts)

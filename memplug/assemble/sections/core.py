@@ -15,11 +15,12 @@ from memplug.assemble.models import (
     ResidentLine,
     TaskState,
 )
-from memplug.assemble.render import VisibleText, one_line, snippet, task_line
+from memplug.assemble.render import VisibleText, one_line, since_compaction, snippet, task_line
 from memplug.assemble.sections.base import SectionBase
 from memplug.refs import EventRef, event_ref
 
 if TYPE_CHECKING:
+    from memplug.retrieve.work import WorkFound
     from memplug.skill_rules import CoreLine, RuleHit
     from memplug.store.records import ValidationRecord
 
@@ -73,7 +74,11 @@ class CoreSections(SectionBase):
         for line in chosen:
             draft.offer("core", title, line.ref, line.line, kind=line.kind, why=line.why)
 
-    def _task_section(self, draft: Draft, state: TaskState, visible: VisibleText) -> None:
+    def _task_section(
+        self, draft: Draft, state: TaskState, visible: VisibleText, work: WorkFound | None
+    ) -> None:
+        """Section 1: the session's task state, less the lines whose event the model still
+        sees (a todo list it wrote since the compaction is in its context as it wrote it)."""
         title = self.labels["section.task"]
         counters: dict[str, int] = {}
         sources = self._texts([EventRef.find(line.ref) for line in state.lines]) if visible else {}
@@ -84,7 +89,11 @@ class CoreSections(SectionBase):
             text = task_line(line, self.labels)
             at = EventRef.find(line.ref)
             source = sources.get(at) if at is not None else None
-            if source is not None and visible.contains(source):
+            shown = source is not None and visible.contains(source)
+            asking = self.asking_session
+            if visible and work is not None and at is not None and asking is not None:
+                shown = shown or since_compaction(*at, asking, work.compacted_at)
+            if shown:
                 draft.omit(ref, "task", VISIBLE, detail=line.ref or "")
                 continue
             draft.offer("task", title, ref, text, kind=line.field, why="task state")
