@@ -84,3 +84,28 @@ def test_a_gist_is_at_most_its_words_and_marks_its_cuts() -> None:
     assert cut.startswith("…") and cut.endswith("…") and "stripe" in cut
     assert len(cut.strip("…").split()) == GIST_WORDS
     assert gist("short stripe line", TERMS) == "short stripe line"
+
+
+def test_an_index_alone_carries_no_degradation_notice() -> None:
+    """The index only points, and a pull reports its own coverage: an incomplete search
+    is said beside quoted evidence, not beside pointers alone."""
+    from memplug.assemble import NOTHING_TO_QUALIFY, Coverage, TaskState
+
+    config = load_config(None, environ={}).config
+    request = AssemblyRequest("s2", query="where is the stripe sandbox key vault?")
+    gap = Coverage(complete=False, reasons=["truncated_events"])
+    weak_too = EventCandidate(
+        "s1", 12, "assistant/message", f"{FILLER} the stripe page moved {FILLER}",
+        "assistant", score=1.8, time="2026-03-02T12:00:00Z",
+    )  # fmt: skip
+
+    def build(*events: EventCandidate) -> object:
+        found = Candidates(events=events, terms=TERMS, coverage=gap)
+        return Assembler(config).build(request, request.query or "", found, TaskState())
+
+    pointers = build(WEAK, weak_too)
+    assert {e.section for e in pointers.included} == {"index"}
+    assert "## Notice" not in pointers.text
+    assert {o.reason for o in pointers.omitted if o.section == "notice"} == {NOTHING_TO_QUALIFY}
+    quoted = build(STRONG, WEAK, weak_too)
+    assert "evidence" in {e.section for e in quoted.included}

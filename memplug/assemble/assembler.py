@@ -281,13 +281,12 @@ class Assembler(CoreSections, ItemSections, EvidenceSections, WorkSections, Noti
         draft: Draft, notices: Sequence[Entry], content: Sequence[Entry]
     ) -> list[Entry]:
         """The degradation notices worth saying: beside the searched evidence whose
-        absence they qualify (memory items and raw events; the core, work records and
+        absence they qualify (memory items and quoted events; the core, work records and
         where we were come from elsewhere), and not again while the same notice is
-        still in the context."""
+        still in the context. The index only points: a pull reports its own coverage
+        (``memory search``'s coverage line and what to do next)."""
         # The coverage reasons are the event search's; work records have their own index.
-        evidence = (
-            sum(e.section in ("memory", "evidence", "index") for e in content) >= QUALIFIED_SOURCES
-        )
+        evidence = sum(e.section in ("memory", "evidence") for e in content) >= QUALIFIED_SOURCES
         kept = []
         for notice in notices:
             if not evidence:
