@@ -149,6 +149,22 @@ def test_status_on_a_missing_database_creates_nothing(cli, tmp_path: Path) -> No
     assert not home.exists()
 
 
+def test_status_of_a_named_database_that_is_not_there_is_exit_2(
+    cli_process, tmp_path: Path
+) -> None:
+    """Through the installed script: a mistyped --db (or MEMPLUG_DB) is an error, the
+    default place on a fresh install is not (above)."""
+    missing = tmp_path / "typo" / "memroy.sqlite"
+    for args, env in (
+        (["--db", str(missing), "status"], {}),
+        (["status", "--json"], {"MEMPLUG_DB": str(missing)}),
+    ):
+        result = cli_process(*args, env=env)
+        assert result.returncode == 2, result.stdout
+        assert result.stderr == f"Error: no memplug database at {missing}\n"
+    assert not missing.parent.exists()
+
+
 def test_export_of_a_missing_database_is_a_one_line_error(cli, tmp_path: Path) -> None:
     result = cli("--db", str(tmp_path / "none.sqlite"), "export")
     assert result.returncode == 2

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memplug.cli.output import CliContext, emit, json_option, table, warn_clamped
+from memplug.errors import DatabaseMissing
 
 
 def _render_status(data: dict[str, Any]) -> str:
@@ -147,6 +148,10 @@ def status_cmd(ctx: CliContext, as_json: bool) -> None:
 
     path = ctx.resolved_path()
     if not path.exists():
+        if ctx.db_path:
+            # A path someone named (--db, MEMPLUG_DB) that holds nothing is a mistake to
+            # say; the default place is only a fresh install's.
+            raise DatabaseMissing(f"no memplug database at {path}")
         emit(missing_status(path), as_json, _render_status)
         return
     # Status only reports: stale derived memory is left for the next command.
