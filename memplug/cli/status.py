@@ -148,11 +148,13 @@ def status_cmd(ctx: CliContext, as_json: bool) -> None:
 
     path = ctx.resolved_path()
     if not path.exists():
-        if ctx.db_path:
-            # A path someone named (--db, MEMPLUG_DB) that holds nothing is a mistake to
-            # say; the default place is only a fresh install's.
+        missing = missing_status(path)
+        if ctx.db_path and not missing["hook_pending"]["count"]:
+            # A path someone named (--db, MEMPLUG_DB) that holds nothing, not even the
+            # errors of hooks that ran against it, is a mistake to say; the default
+            # place is only a fresh install's.
             raise DatabaseMissing(f"no memplug database at {path}")
-        emit(missing_status(path), as_json, _render_status)
+        emit(missing, as_json, _render_status)
         return
     # Status only reports: stale derived memory is left for the next command.
     with ctx.read(upgrade=False) as memory:
