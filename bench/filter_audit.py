@@ -29,7 +29,7 @@ from typing import Any
 
 from bench import nextday, sessions
 from memplug.assemble.sections import evidence
-from memplug.retrieve import precision
+from memplug.retrieve import phrases, precision
 
 HALVES = {"daaain": "A", "napoli": "A", "entireio": "B", "obra": "B"}
 _NEVER = re.compile(r"(?!)")
@@ -79,15 +79,15 @@ FILTERS: dict[str, tuple[str, Callable[[], list[tuple[object, object]]]]] = {
     ),
     "finding words": (
         "no phrase marks a finding (`_FINDING`): a short status is narration",
-        lambda: [(evidence._FINDING, _NEVER)],
+        lambda: [(phrases.FINDING, _NEVER)],
     ),
     "lead-in words": (
         "no lead-in is cut from a quote (`LEAD_IN`)",
-        lambda: [(evidence.LEAD_IN, _NEVER)],
+        lambda: [(phrases.LEAD_IN, _NEVER)],
     ),
     "generic words": (
         "no word is generic (`GENERIC_WORDS`): `continue` is a query",
-        lambda: [(precision.GENERIC_WORDS, frozenset())],
+        lambda: [(phrases.GENERIC_WORDS, frozenset())],
     ),
     "earlier-work questions: never": (
         "no request asks about earlier work: always strict (`asks_about_earlier_work`)",

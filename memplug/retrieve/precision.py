@@ -39,6 +39,7 @@ from msgspec import Struct
 from memplug.query import QuerySignals, Term
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.lexical import TermCounter, term_idf
+from memplug.retrieve.phrases import ASKS_FOR, ASKS_FOR_STEP, GENERIC_WORDS, PAST, PROPOSES, WE_DID
 from memplug.retrieve.ranking import Ranking
 from memplug.text import may_hold_cjk
 
@@ -52,14 +53,6 @@ WEAK_SHARE = 0.5
 SPECIFIC_SHARE = 0.25
 SYMBOL_SHARE = 0.5
 SPECIFIC_MIN_DF = 20
-# Words that ask to go on or agree ("continue", "ok, do it", "yes, commit"): what they
-# would match is whatever happened to say them, never what the request is about.
-GENERIC_WORDS = frozenset(
-    "continue continu go ahead proceed carry keep going yes yeah yep yup ok okay sure "
-    "please thanks thank do it that this those these again next done good great fine "
-    "nice cool perfect now lgtm sounds right agreed agree commit push try retry run "
-    "same also well let lets on with the and to a".split()
-)
 
 
 class Found(Struct, frozen=True):
@@ -167,33 +160,12 @@ _CONTENT = re.compile(r"[^\W\d_]{3,}")
 _LETTERS = re.compile(r"[^\W\d_]+")
 # Where one sentence of a request ends and the next begins.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n")
-_WE_DID = re.compile(r"\b(?:did|have|had) we\b|\bwe (?:did|ran|changed|edited|wrote|used)\b")
-# A question about what happened: a past or perfect auxiliary anywhere in it ("why was
-# it closed?", "how many tests passed after the change?" has none, but opens below).
-_PAST = re.compile(r"\b(?:did|was|were|had|has|have|ago|earlier|last time)\b")
-# Questions that ask for something that exists or was settled (a file, a command, a
-# cause, a count, the way we do a thing, whether a thing holds): what was done before
-# may be their answer. Modal questions and open ones ("can we …?", "could we detect
-# …?", "what if …?", "how does X look today?") ask what to do next.
-_ASKS_FOR = (
-    "which ", "where ", "why ", "who ", "when ", "how many ", "how much ", "how do we ",
-    "how did ", "what is the ", "what's the ", "what was ", "what were ", "what did ",
-    "is ", "are ", "does ", "do ",
-)  # fmt: skip
 # A question about earlier work is asked in a few words: a longer message holding
 # questions is a discussion (chosen on the tune half of the replayed sessions; 20 to 30
 # words give the same share there, docs/benchmarks.md).
 QUESTION_MAX_WORDS = 25
-# Questions that propose a step rather than ask for a fact.
-_PROPOSES = (
-    "can we ", "could we ", "should we ", "shall we ", "what if ", "why not ",
-    "why don't we ", "how about ", "let's ", "lets ",
-)  # fmt: skip
 # What may open a question without being part of it: a list mark, a quote, "Q:".
 _LIST_MARK = re.compile(r"^(?:(?:[-*>]|q:)\s*)+")
-# Questions whose answer may be a step itself: the command that was run, the file that
-# was read or copied, where something lives, how a thing is done here.
-_ASKS_FOR_STEP = ("which ", "where ", "how do we ", "how did we ", "what command ")
 # A pasted block (a log, a diff) is not the person's question, whatever it holds.
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
@@ -309,8 +281,8 @@ def asks_about_earlier_work(text: str) -> bool:
     if len(lowered.split()) > QUESTION_MAX_WORDS:
         return False
     return (
-        any(q.startswith(_ASKS_FOR) or _PAST.search(q) is not None for q in _questions(text))
-        or _WE_DID.search(lowered) is not None
+        any(q.startswith(ASKS_FOR) or PAST.search(q) is not None for q in _questions(text))
+        or WE_DID.search(lowered) is not None
     )
 
 
@@ -320,7 +292,7 @@ def asks_only(text: str) -> bool:
     keep both?", "can we drop it?"): the answer it got says more than the question."""
     sentences = _sentences(_own_words(text))
     return bool(sentences) and all(
-        x.endswith("?") and not _LIST_MARK.sub("", x).startswith(_PROPOSES) for x in sentences
+        x.endswith("?") and not _LIST_MARK.sub("", x).startswith(PROPOSES) for x in sentences
     )
 
 
@@ -328,7 +300,7 @@ def asks_for_steps(text: str) -> bool:
     """A question a step itself may answer ("which command runs the tests?", "where does
     the library live?", "which example did we copy?"): records that only say a command
     ran or a file was read are worth quoting for it, and for nothing else."""
-    return any(q.startswith(_ASKS_FOR_STEP) for q in _questions(text))
+    return any(q.startswith(ASKS_FOR_STEP) for q in _questions(text))
 
 
 def _own_words(text: str) -> str:

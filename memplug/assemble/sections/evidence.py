@@ -36,53 +36,14 @@ from memplug.assemble.render import (
 )
 from memplug.assemble.sections.base import SectionBase
 from memplug.assemble.sections.index import IndexSection, strong_match
+from memplug.retrieve.phrases import FINDING, INTENT, LEAD_IN, LOOKING
 from memplug.retrieve.precision import FELL_OFF, QueryTerms, Relevance, asks_only
 from memplug.retrieve.scoring import NEAR
 from memplug.text import may_hold_cjk, normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
 _NUMBER = re.compile(r"\d+")
-# A sentence of the agent announcing its next step rather than reporting a finding
-# ("Let me read X.", "Now I'll check Y.", "Perfect!"), after any filler words.
-_FILLERS = (
-    r"(?:(?:ok(?:ay)?|now|great|good|perfect|excellent|right|alright|first|next|then|so|"
-    r"done|all right|good thinking|good question|good point|good catch|fair point|got it|"
-    r"understood|sure|i see(?: the (?:issue|problem))?|you'?re (?:right|correct)|"
-    r"(?:that )?makes sense|that's helpful context|absolutely|yes)\s*[,.!:—–-]?\s*)*"
-)
-# Announcements: a plan, an instruction to itself ("Now fix X:"), an offer ("Want me to
-# merge it?", "Should I keep it at 50?").
-_PLANS = (
-    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|we need to|"
-    r"time to|(?:do you )?want me to|should i|shall i|would you like me to|"
-    r"(?:fix|update|add|remove|write|create|edit|implement|apply|rename|move|wire))"
-)
-_GERUNDS = r"(?:i'm |now )?(?:looking|checking|reading|searching|exploring|examining|reviewing)"
-_INTENT = re.compile(_FILLERS + r"(?:(?:" + _PLANS + "|" + _GERUNDS + r")\b.*)?", re.I | re.S)
-# An announcement that it will look at something: whatever it names, it found nothing yet.
-_LOOKING = re.compile(
-    _FILLERS
-    + r"(?:"
-    + _GERUNDS
-    + "|"
-    + _PLANS
-    + r"\s+(?:(?:also|first|now|quickly|just|then|briefly|next|actually)\s+)*"
-    + r"(?:read|check|look|see|verify|examine|explore|investigate|search|find|trace|"
-    r"understand|inspect|review|run|start|get|dig|confirm|take a look|study|analy[sz]e|"
-    r"make sure))\b.*",
-    re.I | re.S,
-)
-# What leads a message in without saying anything ("You're right -", "That makes sense.").
-LEAD_IN = re.compile(_FILLERS, re.I)
 _SENTENCES = re.compile(r"\S.*?(?:[.!?:](?=\s|\Z)|\Z)", re.S)
-# A finding: the cause, the fix, a decision the agent reports. Quoted ahead of the rest.
-_FINDING = re.compile(
-    r"\b(?:cause[sd]?|because|the (?:bug|issue|problem|fix)|found (?:the|it)|"
-    r"fixed (?:by|it|the)|turns out|decided|decision|"
-    r"instead of|works now|now works|fails?|failed|failing|the reason|unused|no longer|never|"
-    r"not called|broken|missing|wrong|doesn't|does not|isn't|is not|can't|cannot)\b",
-    re.I,
-)
 # What names something in an agent's message: code in backticks, a path or dotted
 # name, an identifier with an underscore or inner capital, a number.
 _NAMES = re.compile(r"`[^`\n]+`|\w[/.]\w|\w_\w|[a-z][A-Z]|\d")
@@ -240,7 +201,7 @@ class EvidenceSections(IndexSection, SectionBase):
         runner_up = _runner_up(passed, fell_off)
         # Findings first: what the user stated and what the agent concluded, then the rest
         # in rank order (a stable sort keeps the ranking within each).
-        passed.sort(key=lambda e: 0 if e.role == "user" or _FINDING.search(e.text) else 1)
+        passed.sort(key=lambda e: 0 if e.role == "user" or FINDING.search(e.text) else 1)
         folded = _fold_repeats(passed, draft) if cfg.precise else [(e, []) for e in passed]
         shared = self.shared_frames([event for event, _ in folded]) if cfg.shared_frames else {}
         indexed: list[tuple[EventCandidate, str, str]] = []
@@ -329,7 +290,7 @@ class EvidenceSections(IndexSection, SectionBase):
         return (
             len(prose) <= SHORT_STATUS_CHARS
             and _empty_sentence(sentences[-1], strict)
-            and _FINDING.search(prose) is None
+            and FINDING.search(prose) is None
             and (strict or _NAMES.search(status) is None)
         )
 
@@ -437,9 +398,9 @@ def _runner_up(
 def _empty_sentence(sentence: str, strict: bool = False) -> bool:
     """Filler, an announcement that it will look at something, or one naming nothing
     (``strict``: any announcement)."""
-    if _LOOKING.fullmatch(sentence):
+    if LOOKING.fullmatch(sentence):
         return True
-    return _INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
+    return INTENT.fullmatch(sentence) is not None and (strict or _NAMES.search(sentence) is None)
 
 
 def _reply_after(event: EventCandidate, replies: Mapping[tuple[str, int], int]) -> int | None:
