@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -117,3 +117,19 @@ def test_a_bare_store_wraps_a_database(memory: Memory) -> None:
     assert store.counts()["error_log"] == 1
     assert store.schema_version() == memory.db.schema_version()
     assert store.integrity_check() == ["ok"]
+
+
+def test_the_architecture_doc_names_every_protocol_of_the_port() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text(
+        encoding="utf-8"
+    )
+    protocols = [
+        name
+        for name, value in vars(ports).items()
+        if inspect.isclass(value)
+        and Protocol in value.__mro__[1:]
+        and value.__module__ == ports.__name__
+    ]
+    assert len(protocols) >= 14
+    missing = [name for name in protocols if f"- `{name}`" not in doc]
+    assert not missing, f"docs/architecture.md does not name {missing}"
