@@ -1,4 +1,4 @@
-"""Which phrase filters of assembly earn their place (issue 39, point 6).
+"""Which phrase filters of assembly earn their place.
 
 python -m bench.filter_audit --shared ../shared [--only NAME]
 

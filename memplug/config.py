@@ -10,7 +10,7 @@ conversion checks (``msgspec.convert``, lax as TOML and environment strings need
 pydantic models: every Claude Code hook is a fresh process that loads the
 configuration, and importing pydantic (or pydantic-settings, for its environment
 mapping) costs that process more than the dozen scalar and list types here need
-(docs/benchmarks.md, "Config and records (round 6)").
+(docs/benchmarks.md, "Config and records").
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class AssemblyConfig(Section, frozen=True):
     # item, holds a strong term or two weak ones worth at least evidence_min_share of
     # the query's IDF (or sits next to a line that holds twice that), and stops where
     # relevance falls off (a ranking score under evidence_falloff of the best quotable
-    # line's). False quotes every ranked candidate that fits, as before issue 13 (the
+    # line's). False quotes every ranked candidate that fits, as memplug first did (the
     # budget curve's baseline). Both chosen on LoCoMo, confirmed on LongMemEval-S dev.
     precise: bool = True
     evidence_falloff: Annotated[float, Clamp(0.0, 1.0)] = 0.3

@@ -34,7 +34,7 @@ _PICK_FILL = (
 
 # fmt: off
 AGENT_RULES: tuple[Rule, ...] = (
-    # -- said to a coding agent (issue 24) ----------------------------------------------------
+    # -- said to a coding agent ---------------------------------------------------------------
     # People do not label what they tell an agent: "let's do vite", "we explicitly don't
     # want hardcoded visual tests", "A". These rules read only where an agent is listening
     # (a coding host's event, a session with tool calls): in chat the same words are
