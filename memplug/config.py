@@ -100,6 +100,11 @@ class RetrievalConfig(Section, frozen=True):
     # output that says the same words more often. Assembly keeps `roleWeights`. Chosen
     # on the next-day questions, every author held out (docs/benchmarks.md).
     search_tool_weight: Annotated[float, Clamp(0.0, 10.0)] = 0.25
+    # The assistant role's weight on the pull path: the agent's reply of a turn (what it
+    # found, fixed, decided) is what a later search for that work asks for, beside a
+    # person's word. Chosen on the next-day questions, one author held out at a time
+    # (docs/search.md, "Conclusions before tool output"); assembly keeps `roleWeights`.
+    search_assistant_weight: Annotated[float, Clamp(0.0, 10.0)] = 0.7
     # Lexical ranking shape, measured on LoCoMo and LongMemEval-S dev (docs/search.md,
     # docs/benchmarks.md): BM25 re-scored in code, a text's length measured against a
     # fixed pivot and capped, so that a long answer that mentions everything does not

@@ -283,9 +283,11 @@ def test_a_search_hit_brings_its_neighbours_weighed_by_their_role(fresh: Memory)
     why = {r: h.why for r, h in zip(refs(page), page.hits, strict=True)}
     assert why["u:2"] == "near:u:1" and why["a:2"] == "near:a:1"
     score = {r: h.score for r, h in zip(refs(page), page.hits, strict=True)}
-    # Same hit, same share: the assistant's reply receives half (its role weight).
+    # Same hit, same share: the assistant's reply receives less (its pull-path weight).
     assert score["u:2"] > score["a:2"]
-    even = validate_config({"retrieval": {"roleWeights": {"user": 1.0, "assistant": 1.0}}})
+    even = validate_config(
+        {"retrieval": {"roleWeights": {"user": 1.0}, "searchAssistantWeight": 1.0}}
+    )
     page = Retriever(fresh.store, even).search("billing port", scope="global")
     score = {r: h.score for r, h in zip(refs(page), page.hits, strict=True)}
     assert score["u:2"] == pytest.approx(score["a:2"])

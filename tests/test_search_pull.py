@@ -33,8 +33,10 @@ def test_search_ranks_the_conclusion_above_the_tool_output(memory: Memory) -> No
     _import(memory, _events())
     hits = _refs(memory)
     assert hits.index("s:3") < hits.index("s:2"), hits
-    # With the tool weight assembly uses, the long output wins: the setting is what moves it.
-    retrieval = replace(memory.config.retrieval, search_tool_weight=0.5)
+    # With the weights assembly uses, the long output wins: the settings are what move it.
+    retrieval = replace(
+        memory.config.retrieval, search_tool_weight=0.5, search_assistant_weight=0.5
+    )
     config = replace(memory.config, retrieval=retrieval)
     same = Memory(memory.db, replace(memory.loaded, config=config))
     hits = _refs(same)
@@ -44,3 +46,33 @@ def test_search_ranks_the_conclusion_above_the_tool_output(memory: Memory) -> No
 def _refs(memory: Memory) -> list[str]:
     page = memory.search("hatchling build error", limit=5)
     return [f"{h['session_id']}:{h['seq']}" for h in page["hits"] if h["kind"] == "event"]
+
+
+def test_search_ranks_the_agents_reply_before_the_question_it_answers(memory: Memory) -> None:
+    """The agent's reply that holds the finding comes before a person's message that
+    shares fewer of the words but weighs as a person's (retrieval.searchAssistantWeight);
+    at assembly's weight for the assistant, the person's message wins."""
+    question = "why is ci failing again? it all passed locally"
+    reply = (
+        "CI was failing on lint: main had lint errors, rebased onto the fixed main. The fix "
+        "is in the lint config now and the pipeline is green again after the rebase onto "
+        "the fixed main branch today."
+    )
+    _import(memory, [
+        {"session_id": "a", "cwd": "/p", "seq": 1, "type": "user/message", "role": "user",
+         "text": question},
+        {"session_id": "b", "cwd": "/p", "seq": 1, "type": "assistant/message",
+         "role": "assistant", "text": reply},
+    ])  # fmt: skip
+
+    def ranked(weight: float) -> list[str]:
+        retrieval = replace(memory.config.retrieval, search_assistant_weight=weight)
+        config = replace(memory.config, retrieval=retrieval)
+        page = Memory(memory.db, replace(memory.loaded, config=config)).search(
+            "why was ci failing on lint", limit=5
+        )
+        return [f"{h['session_id']}:{h['seq']}" for h in page["hits"] if h["kind"] == "event"]
+
+    assert memory.config.retrieval.search_assistant_weight == 0.7
+    assert ranked(0.7) == ["b:1", "a:1"]
+    assert ranked(0.5) == ["a:1", "b:1"]

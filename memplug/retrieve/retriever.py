@@ -224,6 +224,11 @@ class Retriever:
         # Not imported at the top: the prompt hook retrieves, it does not search.
         from memplug.retrieve.search import Search
 
-        weights = {**self.ranking.role_weights, "tool": self.config.retrieval.search_tool_weight}
+        pull = self.config.retrieval
+        weights = {
+            **self.ranking.role_weights,
+            "tool": pull.search_tool_weight,
+            "assistant": pull.search_assistant_weight,
+        }
         ranking = replace(self.ranking, role_weights=weights)
         return Search(self.search_store, ranking, self._paths, self._similar)
