@@ -76,3 +76,32 @@ def test_search_ranks_the_agents_reply_before_the_question_it_answers(memory: Me
     assert memory.config.retrieval.search_assistant_weight == 0.7
     assert ranked(0.7) == ["b:1", "a:1"]
     assert ranked(0.5) == ["a:1", "b:1"]
+
+
+def test_text_the_host_wrote_into_a_persons_turn_weighs_as_tool_output(memory: Memory) -> None:
+    """A command's output recorded in the person's turn (``<bash-stdout>``: the host wrote
+    it, no one said it) ranks with tool output on the pull path, below the agent's reply
+    that names the same thing; it follows retrieval.searchToolWeight."""
+    output = (
+        "<bash-stdout>opened pull request 9: research/pull/9 (pull request created)</bash-stdout>"
+    )
+    reply = "The test passed and the agent opened pull request research/pull/9."
+    _import(memory, [
+        {"session_id": "o", "cwd": "/p", "seq": 1, "type": "user/message", "role": "user",
+         "text": output},
+        {"session_id": "p", "cwd": "/p", "seq": 1, "type": "assistant/message",
+         "role": "assistant", "text": reply},
+    ])  # fmt: skip
+
+    def ranked(tool_weight: float) -> list[str]:
+        retrieval = replace(memory.config.retrieval, search_tool_weight=tool_weight)
+        config = replace(memory.config, retrieval=retrieval)
+        page = Memory(memory.db, replace(memory.loaded, config=config)).search(
+            "which pull request did the agent open", limit=5
+        )
+        return [f"{h['session_id']}:{h['seq']}" for h in page["hits"] if h["kind"] == "event"]
+
+    generated = memory.search("pull request", limit=5)["hits"]
+    assert {h["session_id"]: h["generated"] for h in generated}["o"] is True
+    assert ranked(memory.config.retrieval.search_tool_weight) == ["p:1", "o:1"]
+    assert ranked(4.0) == ["o:1", "p:1"]

@@ -228,6 +228,8 @@ class Retriever:
         weights = {
             **self.ranking.role_weights,
             "tool": pull.search_tool_weight,
+            # What the host wrote into a person's turn is raw output too, on this path.
+            "host": pull.search_tool_weight,
             "assistant": pull.search_assistant_weight,
         }
         ranking = replace(self.ranking, role_weights=weights)

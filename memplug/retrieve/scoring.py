@@ -214,6 +214,10 @@ class ScoringContext(Struct):
         weights = self.ranking.role_weights
         if event.type.startswith("tool/"):
             return weights.get("tool", 0.5)
+        # Text the host wrote into a person's turn (a command's output, a reminder, a
+        # notification): no one said it. Weighed as "host" where that role is given.
+        if event.generated and event.type == "user/message" and "host" in weights:
+            return weights["host"]
         return weights.get(event.role or "", weights.get("system", 0.4))
 
     def regex_lexical(self, count: int) -> float:
