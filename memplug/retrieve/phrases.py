@@ -37,6 +37,8 @@ class PhraseExample(Struct, frozen=True):
 
 
 class Phrases(Struct, frozen=True):
+    """One locale's phrases (the fields are described above) and their examples."""
+
     lang: str
     generic_words: frozenset[str]
     asks_for: tuple[str, ...]
