@@ -6,6 +6,9 @@ the document and the table disagree.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,8 @@ from memplug.cues import (
 )
 from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
 from memplug.cues.options import _INLINE, _INLINE_WORDS
+from memplug.cues.rule_model import LazyPattern, Rule
+from memplug.cues.rules import RULES_BY_ID
 from memplug.cues.sentences import _AGENT_SENTENCE_END, _BOLD_LABEL, _SENTENCE_END, _may_end
 from memplug.vocab import MEMORY_KINDS
 
@@ -467,3 +472,32 @@ def test_an_ascii_text_without_an_offer_word_has_no_inline_offer(parts) -> None:
     text = "".join(parts)
     if text.isascii() and not any(word in text.lower() for word in _INLINE_WORDS):
         assert list(_INLINE.finditer(text)) == []
+
+
+def _patterns(rule: Rule) -> list[LazyPattern]:
+    fields = (getattr(rule, name) for name in Rule.__struct_fields__)
+    return [value for value in fields if isinstance(value, LazyPattern)]
+
+
+def test_a_cue_pattern_compiles_when_first_used_and_then_is_the_compiled_pattern() -> None:
+    # A fresh process: this one's other tests have long since used every pattern.
+    code = """
+import re
+from memplug.cues import classify
+from memplug.cues.rule_model import LazyPattern
+from memplug.cues.rules import ALL_RULES
+fields = [getattr(rule, name) for rule in ALL_RULES for name in rule.__struct_fields__]
+patterns = [value for value in fields if isinstance(value, LazyPattern)]
+def compiled():
+    return sum(isinstance(getattr(p.search, "__self__", None), re.Pattern) for p in patterns)
+before = compiled()
+assert classify("Decision: we ship on Friday.") == "decision"
+print(len(patterns), before, compiled())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    total, before, after = map(int, done.stdout.split())
+    assert before == 0 and 0 < after < total
+    rule = RULES_BY_ID["en.decision.label"]
+    assert rule.pattern.search("Decision: x") is not None
+    assert rule.pattern.search.__self__ == re.compile(rule.pattern.source, rule.pattern.flags)
+    assert all(p.source for r in ALL_RULES for p in _patterns(r))

@@ -8,11 +8,43 @@ here imports them; ``rules`` assembles them into the one ``RULES`` table.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from msgspec import Struct
 
 _I = re.IGNORECASE
+
+
+class LazyPattern:
+    """A cue pattern compiled when it is first used.
+
+    A hook process reads a handful of the table's patterns, and compiling all of them
+    at import measured about 40% of a Stop hook's CPU. The first call of ``search``,
+    ``match`` or ``finditer`` compiles the pattern and puts the compiled pattern's own
+    methods in their place, so every later call costs what a plain ``re.Pattern`` does.
+    """
+
+    __slots__ = ("finditer", "flags", "match", "search", "source")
+
+    search: Callable[..., re.Match[str] | None]
+    match: Callable[..., re.Match[str] | None]
+    finditer: Callable[..., Iterator[re.Match[str]]]
+
+    def __init__(self, source: str, flags: int) -> None:
+        self.source = source
+        self.flags = flags
+        self.search = lambda *args: self._compile().search(*args)
+        self.match = lambda *args: self._compile().match(*args)
+        self.finditer = lambda *args: self._compile().finditer(*args)
+
+    def _compile(self) -> re.Pattern[str]:
+        compiled = re.compile(self.source, self.flags)
+        self.search, self.match, self.finditer = (
+            compiled.search,
+            compiled.match,
+            compiled.finditer,
+        )
+        return compiled
 
 
 class Example(Struct, frozen=True):
@@ -37,7 +69,7 @@ class Rule(Struct, frozen=True):
     kind: str
     lang: str
     summary: str
-    pattern: re.Pattern[str]
+    pattern: LazyPattern
     examples: tuple[Example, ...]
     # The cue frames the statement ("Decision:", "Remember that", "Actually,"): the
     # item's content starts after it. Cues that carry meaning ("must") stay in place.
@@ -51,21 +83,21 @@ class Rule(Struct, frozen=True):
     roles: tuple[str, ...] = ("user",)
     # A match is void when the text right after it matches ``not_after`` or the text
     # right before it matches ``not_before`` (searched at its end).
-    not_after: re.Pattern[str] | None = None
-    not_before: re.Pattern[str] | None = None
+    not_after: LazyPattern | None = None
+    not_before: LazyPattern | None = None
     # Where the rule is read: ``chat`` (people talking, to each other or to a chatbot)
     # and ``agent`` (a coding host: someone addressing an agent that acts on the work).
     # The same words are a rule to an agent and chatter between friends.
     contexts: tuple[str, ...] = ("chat", "agent")
     # Voids that hold only in chat: there a rule must name the work ("always the same
     # flaky test" vs "always pin versions"); to an agent everything said is about it.
-    chat_not_after: re.Pattern[str] | None = None
-    chat_not_before: re.Pattern[str] | None = None
+    chat_not_after: LazyPattern | None = None
+    chat_not_before: LazyPattern | None = None
     # Voids that need the whole sentence (its subject and what is said of it), searched
     # in it: "the authentication bug must be fixed" is one task, "every bug must be fixed"
     # a rule; in chat, "you must try the pasta" names no work.
-    not_in: re.Pattern[str] | None = None
-    chat_not_in: re.Pattern[str] | None = None
+    not_in: LazyPattern | None = None
+    chat_not_in: LazyPattern | None = None
 
     @property
     def ref(self) -> str:
@@ -87,15 +119,15 @@ class Rule(Struct, frozen=True):
 
 
 def _void(
-    text: str, match: re.Match[str], after: re.Pattern[str] | None, before: re.Pattern[str] | None
+    text: str, match: re.Match[str], after: LazyPattern | None, before: LazyPattern | None
 ) -> bool:
     if after is not None and after.match(text, match.end()):
         return True
     return before is not None and before.search(text[: match.start()]) is not None
 
 
-def _rx(pattern: str, flags: int = _I) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+def _rx(pattern: str, flags: int = _I) -> LazyPattern:
+    return LazyPattern(pattern, flags)
 
 
 def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[Example, ...]:
