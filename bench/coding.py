@@ -45,9 +45,10 @@ from typing import Any
 from bench.compat import transcripts
 from bench.report import write_section
 from memplug.assemble import AssemblyRequest, cited_refs, snippet
+from memplug.events import parse_event
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
-from memplug.models import HostEvent, Message
+from memplug.models import Message
 from memplug.text import estimate_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,7 +180,7 @@ def context(memory: Memory, question: Question) -> tuple[str, list[Message]]:
         return question.session, [*visible, asked]
     first = memory.store.events.session_events(question.session)[0]
     session = f"bench-next/{question.id}"
-    event = HostEvent.model_validate(
+    event = parse_event(
         {
             "session_id": session,
             "seq": 1,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memplug.config import CaptureConfig
-from memplug.models import ContentBlock, HostEvent
+from memplug.events import ContentBlock, HostEvent
 from memplug.paths import project_key_of
 from memplug.store.ports import Storage
 from memplug.store.records import InsertResult
@@ -106,7 +106,7 @@ class Capture:
 
 
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:
-    data = block.model_dump(exclude_none=True)
+    data = block.as_dict()
     if block.text is not None:
         data["text"] = redact_private(normalize_text(block.text))[0]
     return data

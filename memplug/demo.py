@@ -27,6 +27,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import msgspec
 from msgspec import Struct, field
 
 from memplug.models import HostEvent, Injection, Message, parse_event
@@ -81,7 +82,7 @@ class Replay(Struct):
     def commit(self, event: HostEvent) -> None:
         # The host numbers its own log; entry links are left out (a linear host).
         self.seq += 1
-        event = event.model_copy(update={"seq": self.seq, "entry_id": None, "parent_id": None})
+        event = msgspec.structs.replace(event, seq=self.seq, entry_id=None, parent_id=None)
         self.plugin.on_event(event)
         self.events += 1
         if event.type == "compaction/summary":

@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from msgspec import Struct
 
 from memplug.errors import ValidationError
-from memplug.models import HostEvent, parse_event
+from memplug.events import HostEvent, parse_event
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 # Host events are shallow; a deeper document is hostile, and one near Python's own

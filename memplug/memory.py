@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from memplug.capture import Capture
     from memplug.config import Config, LoadedConfig
     from memplug.core import Core
+    from memplug.events import HostEvent
     from memplug.extract import Extractor, ExtractReport
     from memplug.graph import Graph
     from memplug.jsonl import Rejected
-    from memplug.models import HostEvent
     from memplug.retrieve import Retriever
     from memplug.scopes import NamedScope
     from memplug.semantic.service import EmbedReport, Semantic
@@ -465,7 +465,7 @@ class Memory:
         later remember of the same subject supersedes it. Returns the item and its event."""
         from memplug.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
         from memplug.errors import UsageError
-        from memplug.models import parse_event
+        from memplug.events import parse_event
         from memplug.paths import project_of
         from memplug.text import short_hash
 
@@ -787,7 +787,7 @@ class Memory:
                     summary.rejected.append(item)
                 else:
                     if project is not None:
-                        item = item.model_copy(update={"project": project})
+                        item = replace(item, project=project)
                     batch.append(item)
                     if len(batch) >= IMPORT_BATCH:
                         summary.add(self._import_batch(batch))

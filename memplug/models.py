@@ -1,26 +1,27 @@
 """The host protocol: what a harness hands memplug, and what memplug hands back.
 
-Every boundary is a pydantic model so that bad input fails here, with one line that
-names the field and the problem (see :func:`describe_validation_error`). Models build
-their validators on first use (``defer_build``): every hook is a fresh process, and
-building them all at import would cost it tens of milliseconds.
+Every boundary is a validated model so that bad input fails here, with one line that
+names the field and the problem (see :func:`describe_validation_error`). The events a
+host commits are msgspec records (:mod:`memplug.events`), since every hook validates
+them in a fresh process; the rest are pydantic models, which build their validators on
+first use (``defer_build``).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from memplug.errors import ValidationError
+from memplug.events import ContentBlock, HostEvent, parse_event
 from memplug.messages import Message, Source, TokenMeter
 from memplug.text import format_time
-from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND, EventType, Outcome, Role
+from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
-# The step's messages are plain dataclasses (memplug.messages); hosts import them here too.
+# The step's messages are plain dataclasses (memplug.messages) and a host's events
+# msgspec records (memplug.events); hosts import them here too.
 __all__ = [
     "ContentBlock",
     "Decision",
@@ -35,69 +36,6 @@ __all__ = [
     "format_time",
     "parse_event",
 ]
-
-
-class ContentBlock(BaseModel):
-    """One block of message content; only ``text`` blocks carry searchable text."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
-    type: str
-    text: str | None = None
-
-
-class HostEvent(BaseModel):
-    """One event a host committed. ``session_id``, ``seq`` and ``type`` are required."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
-
-    session_id: str = Field(min_length=1, max_length=512)
-    seq: StrictInt = Field(ge=0, le=2**62)
-    type: EventType
-    time: datetime | None = None
-    turn: StrictInt | None = Field(default=None, ge=-(2**62), le=2**62)
-    step: StrictInt | None = Field(default=None, ge=-(2**62), le=2**62)
-    role: Role | None = None
-    text: str | None = None
-    content: list[ContentBlock] | None = None
-    source: Source | None = None
-    tool_name: str | None = None
-    call_id: str | None = None
-    outcome: Outcome | None = None
-    is_error: StrictBool | None = None
-    entry_id: str | None = None
-    parent_id: str | None = None
-    cwd: str | None = None
-    project: str | None = None
-
-    @field_validator("session_id")
-    @classmethod
-    def _no_separator(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
-    @property
-    def source_kind(self) -> str | None:
-        return self.source.kind if self.source else None
-
-    @property
-    def source_form(self) -> str | None:
-        return self.source.form if self.source else None
-
-    def raw_text(self) -> str:
-        """The event's text before normalisation: ``text``, else its text blocks joined."""
-        if self.text is not None:
-            return self.text
-        if not self.content:
-            return ""
-        return "\n".join(block.text for block in self.content if block.text)
-
-    def extra(self) -> dict[str, Any]:
-        """Fields the protocol does not name; stored verbatim, never dropped."""
-        return dict(sorted((self.model_extra or {}).items()))
-
-    def time_text(self) -> str | None:
-        return format_time(self.time) if self.time is not None else None
 
 
 class StepContext(BaseModel):
@@ -161,13 +99,3 @@ def _describe_first(error: pydantic.ValidationError) -> str:
     if len(shown) > 60:
         shown = shown[:57] + "..."
     return f"field '{location}' {message.lower()} (got {shown})"
-
-
-def parse_event(data: Any) -> HostEvent:
-    """Validate one decoded event; raise :class:`ValidationError` with a one-line reason."""
-    if not isinstance(data, dict):
-        raise ValidationError(f"an event must be a JSON object, not {type(data).__name__}")
-    try:
-        return HostEvent.model_validate(data)
-    except pydantic.ValidationError as error:
-        raise ValidationError(describe_validation_error(error)) from None

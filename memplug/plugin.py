@@ -67,7 +67,7 @@ class Plugin:
         event — the log must agree with the host's — but is marked generated, so it
         is never extracted from nor quoted; its assembly log gets the event's seq.
         """
-        from memplug.models import HostEvent, parse_event
+        from memplug.events import HostEvent, parse_event
 
         session_id = _get(event, "session_id")
         seq = _get(event, "seq")

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from msgspec import Struct, field
 
 from memplug.capture import event_to_json
@@ -239,7 +240,7 @@ def _take_page(memory: Memory, remote: Remote, page: list[PulledEvent], report: 
                     )
                 continue
             event = parse_line(item.body.encode("utf-8"))
-            events.append(event.model_copy(update={"session_id": local}))
+            events.append(msgspec.structs.replace(event, session_id=local))
         result = memory.store_events(events, origin="sync", bulk=True)
         memory.store.sync.mark_pulled(new_sessions)
         memory.store.sync.set_cursors(pull=page[-1].cursor)

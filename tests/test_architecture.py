@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.cues.*",
             "memplug.entities",
             "memplug.errors",
+            "memplug.events",
             "memplug.extensions",
             "memplug.installer",
             "memplug.jsonl",

@@ -11,7 +11,7 @@ from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplug import models, vocab
+from memplug import events, vocab
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 from memplug.models import HostEvent, parse_event
@@ -206,7 +206,7 @@ def test_a_session_left_unextracted_is_caught_up_by_the_next_capture(memory: Mem
 def test_the_models_validate_against_the_vocabulary() -> None:
     """The Literals are written once, in vocab; the tuples are derived from them. What
     this pins is that the models validate by exactly those vocabularies."""
-    assert (models.EventType, models.Role, models.Outcome) == (
+    assert (events.EventType, events.Role, events.Outcome) == (
         vocab.EventType,
         vocab.Role,
         vocab.Outcome,

@@ -175,11 +175,29 @@ def test_a_tool_hook_with_new_lines_goes_on_to_the_hook(
     assert under(modules, IDLE_NEVER), "the idle check would not see a costly import"
 
 
+def test_a_turn_that_captures_and_derives_never_imports_pydantic(tmp_path: Path) -> None:
+    """A Stop over new transcript lines validates them as events (msgspec records) and
+    derives memory from them: the boundary models and pydantic stay out."""
+    project = tmp_path / "projects" / "-home-ana-shop"
+    shutil.copytree(FIXTURES, project)
+    stdin = json.dumps(
+        {
+            "hook_event_name": "Stop",
+            "session_id": SID,
+            "transcript_path": str(project / f"{SID}.jsonl"),
+            "cwd": "/home/ana/shop",
+        }
+    )
+    modules = loaded(["--db", str(tmp_path / "m.sqlite"), "hook", "claude-code"], stdin, tmp_path)
+    assert {"memplug.events", "memplug.capture", "memplug.extract"} <= set(modules)
+    assert under(modules, ("pydantic", "pydantic_core", "memplug.models", "click")) == []
+
+
 def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:
     """The assertions above can fail: the click CLI and the JSONL importer are seen."""
     modules = loaded(["--db", str(tmp_path / "m.sqlite"), "import", "-"], "{}\n", tmp_path)
-    assert {"click", "pydantic", "memplug.models"} <= set(under(modules, NEVER))
-    assert "pydantic" in third_party(modules, floor(tmp_path))
+    assert {"click", "memplug.jsonl", "memplug.capture"} <= set(under(modules, NEVER))
+    assert "click" in third_party(modules, floor(tmp_path))
 
 
 @pytest.mark.parametrize("before", [None, "logfire"])

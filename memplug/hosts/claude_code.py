@@ -102,8 +102,8 @@ class ReadResult(Struct):
     more: bool = False
 
     def host_events(self) -> list[Any]:
-        """The events validated as :class:`memplug.models.HostEvent` (imports pydantic)."""
-        from memplug.models import parse_event
+        """The events validated as :class:`memplug.events.HostEvent`."""
+        from memplug.events import parse_event
 
         return [parse_event(event) for event in self.events]
 

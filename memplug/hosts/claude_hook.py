@@ -373,7 +373,7 @@ def capture_transcript(
             return new, present
         # Imported once there is something to validate: pydantic is most of a hook's
         # import time, and a prompt hook usually finds the transcript already read.
-        from memplug.models import parse_event
+        from memplug.events import parse_event
 
         try:
             with memory.store.lock_wait(wait), memory.store.write_transaction():
@@ -417,7 +417,7 @@ def reread_transcript(
     seqs an incremental read gives (tests/test_hook.py), so what is stored already is
     counted present and each malformed line is reported again. The saved cursor only
     moves forward, so a hook reading on from it never goes back."""
-    from memplug.models import parse_event
+    from memplug.events import parse_event
 
     hosts, session_id = memory.store.hosts, transcript.session_id
     result = cc.read_all(transcript.path, session_id=session_id)

@@ -110,7 +110,7 @@ def capture_rollout(
             break
         # Imported once there is something to validate: pydantic is most of a hook's
         # import time, and a prompt hook usually finds the rollout already read.
-        from memplug.models import parse_event
+        from memplug.events import parse_event
 
         try:
             with memory.store.lock_wait(int(min(ch.LOCK_WAIT_MS, deadline.left_ms() / 2)) or 1), \
