@@ -370,8 +370,8 @@ class Memory:
         carries only its digest: a query over 1,000 characters); ``options`` are
         :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
         search reads the working directory's project (the current context)."""
+        from memplug.call_tokens import decode_token
         from memplug.errors import ValidationError
-        from memplug.retrieve import decode_token
         from memplug.scopes import context_session, searched
 
         session, scope = options.pop("session", None), options.pop("scope", None)

@@ -17,6 +17,8 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from memplug.errors import ValidationError
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TRAILING_SPACE = re.compile(r"[ \t]+$", re.MULTILINE)
 _PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -145,6 +147,20 @@ def format_time(value: datetime) -> str:
     if value.microsecond:
         text += f".{value.microsecond:06d}"
     return text + "Z"
+
+
+def parse_time(value: str | None, name: str) -> str | None:
+    """An ISO-8601 date or time as memplug stores it (UTC, ``Z``); a date means midnight."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(f"--{name} must be an ISO-8601 date or time, not '{text}'") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return format_time(parsed)
 
 
 def tool_arguments(text: str, tool: str) -> dict[str, Any] | None:

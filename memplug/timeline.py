@@ -18,16 +18,16 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.call_tokens import decode_token, encode_token
 from memplug.config import Config
 from memplug.entities import in_text, in_tool_input, project_entity, tool_paths
 from memplug.errors import ValidationError
 from memplug.graph import Graph
 from memplug.refs import row_scope
-from memplug.retrieve import decode_token, encode_token, parse_time
 from memplug.scopes import NamedScope, resolve
 from memplug.store.ports import Storage
 from memplug.store.records import EntryRow, EventRow, ItemFact, ToolCallRow
-from memplug.text import clip, short_hash
+from memplug.text import clip, parse_time, short_hash
 from memplug.vocab import COMPACTION_TYPES, TIMELINE_KINDS
 
 ENTRY_KINDS = TIMELINE_KINDS

@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base",
         (
             "memplug.branches",
+            "memplug.call_tokens",
             "memplug.config",
             "memplug.cues.*",
             "memplug.entities",

@@ -177,7 +177,7 @@ def test_a_tool_hook_with_new_lines_goes_on_to_the_hook(
 
 def test_a_turn_that_captures_and_derives_never_imports_pydantic(tmp_path: Path) -> None:
     """A Stop over new transcript lines validates them as events (msgspec records) and
-    derives memory from them: the boundary models and pydantic stay out."""
+    derives memory from them: the boundary models, pydantic and retrieval stay out."""
     project = tmp_path / "projects" / "-home-ana-shop"
     shutil.copytree(FIXTURES, project)
     stdin = json.dumps(
@@ -190,7 +190,8 @@ def test_a_turn_that_captures_and_derives_never_imports_pydantic(tmp_path: Path)
     )
     modules = loaded(["--db", str(tmp_path / "m.sqlite"), "hook", "claude-code"], stdin, tmp_path)
     assert {"memplug.events", "memplug.capture", "memplug.extract"} <= set(modules)
-    assert under(modules, ("pydantic", "pydantic_core", "memplug.models", "click")) == []
+    never = ("pydantic", "pydantic_core", "memplug.models", "click", "memplug.retrieve")
+    assert under(modules, never) == []
 
 
 def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from memplug.call_tokens import decode_token, encode_token
 from memplug.config import validate_config
 from memplug.errors import MemplugError, NotFound, ValidationError
 from memplug.memory import Memory
@@ -30,8 +31,6 @@ from memplug.retrieve import (
     Retriever,
     SearchPage,
     active_path,
-    decode_token,
-    encode_token,
 )
 from memplug.store.records import BranchRow
 

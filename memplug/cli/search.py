@@ -10,13 +10,13 @@ from typing import Any
 
 import click
 
+from memplug.call_tokens import needs_query
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
 from memplug.redaction import redact_tree
 from memplug.refs import event_ref
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
 from memplug.retrieve.ranking import HARD_LIMIT
-from memplug.retrieve.tokens import needs_query
 from memplug.text import clip
 
 TYPE_CHECKING = False

@@ -92,9 +92,7 @@ from memplug.retrieve.models import (
     SearchPage,
 )
 from memplug.retrieve.ranking import HARD_LIMIT
-from memplug.retrieve.request import parse_time
 from memplug.retrieve.retriever import Retriever
-from memplug.retrieve.tokens import decode_token, encode_token
 
 __all__ = [
     "CANDIDATE_BUDGET",
@@ -118,7 +116,4 @@ __all__ = [
     "Retriever",
     "SearchPage",
     "active_path",
-    "decode_token",
-    "encode_token",
-    "parse_time",
 ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
+from memplug.call_tokens import decode_token, encode_token, is_token
 from memplug.errors import NotFound, ValidationError
 from memplug.redaction import clear_cut
 from memplug.refs import EventRef, event_ref
@@ -20,7 +21,6 @@ from memplug.retrieve.models import (
     RankedItem,
     TextRange,
 )
-from memplug.retrieve.tokens import decode_token, encode_token, is_token
 from memplug.store.records import EventScope, SearchEvent, Snapshot
 from memplug.text import clip
 

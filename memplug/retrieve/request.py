@@ -5,7 +5,6 @@ any candidate is read."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
@@ -13,7 +12,7 @@ from msgspec import Struct
 from memplug.errors import NotFound, ValidationError
 from memplug.query import scrub_surrogates
 from memplug.retrieve.ranking import HARD_LIMIT
-from memplug.text import format_time
+from memplug.text import parse_time
 from memplug.vocab import EVENT_TYPES, OUTCOMES, ROLES
 
 if TYPE_CHECKING:
@@ -129,20 +128,6 @@ def _check_vocab(name: str, values: tuple[str, ...], allowed: Iterable[str]) -> 
             raise ValidationError(
                 f"unknown {name} '{value}' (expected one of: {', '.join(allowed)})"
             )
-
-
-def parse_time(value: str | None, name: str) -> str | None:
-    """An ISO-8601 date or time as memplug stores it (UTC, ``Z``); a date means midnight."""
-    if value is None or value == "":
-        return None
-    text = str(value).strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(f"--{name} must be an ISO-8601 date or time, not '{text}'") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return format_time(parsed)
 
 
 def compile_regex(pattern: str, max_pattern_bytes: int) -> regex.Pattern[str]:

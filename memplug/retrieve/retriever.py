@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from msgspec.structs import replace
 
+from memplug.call_tokens import decode_token, unpack_query
 from memplug.errors import NotFound, ValidationError
 from memplug.query import parse_query
 from memplug.retrieve.adjacency import Adjacency
@@ -21,7 +22,6 @@ from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import HARD_LIMIT, Ranking
 from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
-from memplug.retrieve.tokens import decode_token, unpack_query
 from memplug.retrieve.work import WorkFinder, WorkFound
 from memplug.store.records import EventScope, ItemScope, Snapshot
 

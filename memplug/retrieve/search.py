@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from memplug.call_tokens import encode_token, pack_query
 from memplug.query import parse_query
 from memplug.redaction import clear_cut
 from memplug.refs import parse_source_refs
@@ -17,7 +18,6 @@ from memplug.retrieve.models import Hit, SearchPage
 from memplug.retrieve.ranking import Ranking
 from memplug.retrieve.request import SearchRequest, resolve_scope
 from memplug.retrieve.scoring import Scored, Scorer, with_text
-from memplug.retrieve.tokens import encode_token, pack_query
 from memplug.store.records import EventScope, ItemScope, SearchEvent, Snapshot
 from memplug.text import short_hash
 from memplug.vocab import MEMPLUG_SOURCE_KIND
