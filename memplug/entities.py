@@ -31,6 +31,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.patterns import LazyPattern, lazy
+
 # Per event: more is listing, not naming (a pasted file list names nothing in particular).
 MAX_ENTITIES_PER_EVENT = 24
 # Entities of one event linked pairwise by `mentioned_with` (pairs grow quadratically).
@@ -55,30 +57,30 @@ FILE_EXTENSIONS: frozenset[str] = frozenset(
 )
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "[::1]", "0.0.0.0", "localhost"})
 
-_URL = re.compile(
+_URL = lazy(
     r"\b[a-z][a-z0-9+.-]*://(?:[^\s/@]+@)?(\[[0-9a-f:]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)"
     r"(?::(\d{1,5}))?[^\s\"'<>)\]]*",
     re.IGNORECASE,
 )
-_HOST_PORT = re.compile(
+_HOST_PORT = lazy(
     r"(?<![\w./@:-])(localhost|\d{1,3}(?:\.\d{1,3}){3}|"
     r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9-]+)*\.[a-z][a-z0-9-]*):(\d{1,5})(?![\w:]|\.\w)",
     re.IGNORECASE,
 )
-_PORT_WORD = re.compile(
+_PORT_WORD = lazy(
     r"(?:\bports?\b\s*(?:is\s+|=\s*|:\s*|to\s+|on\s+)?|--port[= ]|(?<!\S)-p\s+)(\d{1,5})\b",
     re.IGNORECASE,
 )
-_PATH = re.compile(
+_PATH = lazy(
     r"(?<![\w:/.~@-])((?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*/?|[\w.@+-]+(?:/[\w.@+-]+)+/?)"
 )
-_BARE_FILE = re.compile(r"(?<![\w/.@-])([\w-]+(?:\.[\w-]+)*\.([A-Za-z]{1,10}))(?![\w/@-])")
-_PIN = re.compile(
+_BARE_FILE = lazy(r"(?<![\w/.@-])([\w-]+(?:\.[\w-]+)*\.([A-Za-z]{1,10}))(?![\w/@-])")
+_PIN = lazy(
     r"(?<![\w.@/-])(@?[A-Za-z][\w.-]*(?:/[\w.-]+)?)(==|~=|>=|@)v?(\d+(?:\.\d+){0,3}"
     r"(?:[-+.]?[A-Za-z0-9]+)*)(?![\w.])"
 )
 # An install command where a command starts (not inside a commit message or a quote).
-_INSTALL = re.compile(
+_INSTALL = lazy(
     r"(?:^|&&|\|\||[;|(]|\n)\s*(?:sudo\s+)?(?:python3? -m\s+)?"
     r"(?:pip3?|uv(?: pip)?|poetry|npm|pnpm|yarn|cargo|gem|brew|apt(?:-get)?)\s+"
     r"(?:install|add|i)\s+([^\n;&|()'\"`]+)",
@@ -86,19 +88,19 @@ _INSTALL = re.compile(
 )
 # Cheap searches that must succeed for the costlier pattern to find anything (the
 # patterns' lookbehinds are tried at every position of a long text).
-_HOST_HINT = re.compile(r"\w:\d")
-_IDENT_HINT = re.compile(r"[a-z0-9]_[a-z0-9]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")
-_FILE_HINT = re.compile(r"\w\.[A-Za-z]")
-_LETTER = re.compile(r"[A-Za-z]")
-_INSTALL_WORDS = re.compile(r"install|\badd\b|\bi\b")
-_BACKTICK = re.compile(r"`([A-Za-z_][\w.]*(?:\(\))?)`")
-_CODE_IDENT = re.compile(
+_HOST_HINT = lazy(r"\w:\d")
+_IDENT_HINT = lazy(r"[a-z0-9]_[a-z0-9]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")
+_FILE_HINT = lazy(r"\w\.[A-Za-z]")
+_LETTER = lazy(r"[A-Za-z]")
+_INSTALL_WORDS = lazy(r"install|\badd\b|\bi\b")
+_BACKTICK = lazy(r"`([A-Za-z_][\w.]*(?:\(\))?)`")
+_CODE_IDENT = lazy(
     r"(?<![\w.</-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"
     r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)(?![\w-])"
 )
-_PACKAGE_SEP = re.compile(r"[-_.]+")
+_PACKAGE_SEP = lazy(r"[-_.]+")
 # `Node.js`, `Vue.js`: a capitalised word and `.js` name a product, not a file.
-_PRODUCT = re.compile(r"[A-Z][a-z]+\.js")
+_PRODUCT = lazy(r"[A-Z][a-z]+\.js")
 
 
 class Entity(Struct, frozen=True):
@@ -364,7 +366,7 @@ def _looks_like_file(name: str) -> bool:
     return bool(dot and stem and ext.lower() in FILE_EXTENSIONS)
 
 
-def _untaken(pattern: re.Pattern[str], text: str, taken: _Taken) -> Iterator[re.Match[str]]:
+def _untaken(pattern: LazyPattern, text: str, taken: _Taken) -> Iterator[re.Match[str]]:
     """Matches that start outside every span already read, each taken in turn."""
     for match in pattern.finditer(text):
         if match.start() not in taken:

@@ -16,6 +16,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.patterns import LazyPattern, lazy
+
 # fmt: off
 _LATIN_UNITS: dict[str, str] = {
     # time
@@ -110,25 +112,23 @@ def _alternation(words: dict[str, str] | tuple[str, ...] | set[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
 
 
-_LATIN_UNIT_RE = re.compile(
+_LATIN_UNIT_RE = lazy(
     rf"(?:{_alternation(_LATIN_UNITS)})(?![A-Za-z0-9_])"
     rf"|(?i:{_alternation(_CASE_FREE)})(?![A-Za-z0-9_])"
 )
-_CJK_UNIT_RE = re.compile(_alternation(_CJK_UNITS))
-_PER_RE = re.compile(
+_CJK_UNIT_RE = lazy(_alternation(_CJK_UNITS))
+_PER_RE = lazy(
     rf"(?:\s*/\s*|\s+per\s+|\s+an?\s+|\s*每)(?P<per>{_alternation(_PER)})(?![A-Za-z])",
     re.IGNORECASE,
 )
-_POSTFIX_RE = re.compile(rf"\s?(?P<cmp>{_alternation(_POSTFIX_COMPARATORS)})(?![A-Za-z])")
-_COMPARATOR_BEFORE = re.compile(
-    rf"(?:(?<![A-Za-z])(?:{_alternation(_COMPARATORS)}))\s*$", re.IGNORECASE
-)
-_METRIC_BEFORE = re.compile(
+_POSTFIX_RE = lazy(rf"\s?(?P<cmp>{_alternation(_POSTFIX_COMPARATORS)})(?![A-Za-z])")
+_COMPARATOR_BEFORE = lazy(rf"(?:(?<![A-Za-z])(?:{_alternation(_COMPARATORS)}))\s*$", re.IGNORECASE)
+_METRIC_BEFORE = lazy(
     rf"(?<![A-Za-z0-9])(?P<metric>{_METRICS})"
     r"\s*(?:is|are|was|should be|must be|stays|remains|of|=|:|：|是|为|在)?\s*$",
     re.IGNORECASE,
 )
-_QUANTITY = re.compile(
+_QUANTITY = lazy(
     rf"{_LEFT_EDGE}(?P<cur>[$€£¥])?(?P<num>{_NUMBER_CORE})"
     r"(?P<mag>[kKM](?![A-Za-z0-9])|[千万亿])?"
 )
@@ -141,44 +141,42 @@ _MAJOR_WORDS = (
     r"vue|angular|ubuntu|debian|fedora|kernel|php|dotnet|\.net"
 )
 # Patterns that are numbers of another sort and must not be read as quantities.
-_SPECIAL: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("date", re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?(?!\d)")),
-    ("mapping", re.compile(r"(?<![\d:.])\d{2,5}:\d{2,5}(?![\d:])")),
-    ("address", re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?![\d.])")),
+_SPECIAL: tuple[tuple[str, LazyPattern], ...] = (
+    ("date", lazy(r"(?<!\d)\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?(?!\d)")),
+    ("mapping", lazy(r"(?<![\d:.])\d{2,5}:\d{2,5}(?![\d:])")),
+    ("address", lazy(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?![\d.])")),
     (
         "version",
-        re.compile(r"(?<![A-Za-z0-9_.])[vV](?P<v>\d+(?:\.\d+)*(?:-[0-9A-Za-z.]+)?)(?![\w.])"),
+        lazy(r"(?<![A-Za-z0-9_.])[vV](?P<v>\d+(?:\.\d+)*(?:-[0-9A-Za-z.]+)?)(?![\w.])"),
     ),
-    ("version", re.compile(r"(?<![A-Za-z0-9_.])(?P<v>\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)(?![\w.])")),
+    ("version", lazy(r"(?<![A-Za-z0-9_.])(?P<v>\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?)(?![\w.])")),
     (
         "version",
-        re.compile(rf"(?i:(?<![A-Za-z])(?:{_VERSION_WORDS}))\s*(?P<v>\d+(?:\.\d+)+)(?![\w.])"),
+        lazy(rf"(?i:(?<![A-Za-z])(?:{_VERSION_WORDS}))\s*(?P<v>\d+(?:\.\d+)+)(?![\w.])"),
     ),
     (
         # After a product's name a bare major is a version too ("MySQL 8", "Node 20").
         "version",
-        re.compile(rf"(?i:(?<![A-Za-z])(?:{_MAJOR_WORDS}))\s+(?P<v>\d{{1,2}})(?![\w.%])"),
+        lazy(rf"(?i:(?<![A-Za-z])(?:{_MAJOR_WORDS}))\s+(?P<v>\d{{1,2}})(?![\w.%])"),
     ),
     (
         "port",
-        re.compile(
-            r"(?i:(?<![\w.])(?:localhost|[A-Za-z][\w-]*(?:\.[\w-]+)+)):(?P<v>\d{2,5})(?!\d)"
-        ),
+        lazy(r"(?i:(?<![\w.])(?:localhost|[A-Za-z][\w-]*(?:\.[\w-]+)+)):(?P<v>\d{2,5})(?!\d)"),
     ),
     (
         "time",
-        re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:am|pm))?(?![\d:])", re.IGNORECASE),
+        lazy(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:am|pm))?(?![\d:])", re.IGNORECASE),
     ),
-    ("time", re.compile(r"(?<![\w.])\d{1,2}\s?(?:am|pm)(?![A-Za-z])", re.IGNORECASE)),
-    ("ref", re.compile(r"#\d+")),
+    ("time", lazy(r"(?<![\w.])\d{1,2}\s?(?:am|pm)(?![A-Za-z])", re.IGNORECASE)),
+    ("ref", lazy(r"#\d+")),
 )
-_CJK_PER_BEFORE = re.compile(r"每(?P<per>分钟|小时|秒|天|日|周|月|年)\s*$")
+_CJK_PER_BEFORE = lazy(r"每(?P<per>分钟|小时|秒|天|日|周|月|年)\s*$")
 _LOOKBACK = 80
-_CLAUSE_SPLIT = re.compile(r"(?<=[.!?])\s+|[;；。！？\n]")
+_CLAUSE_SPLIT = lazy(r"(?<=[.!?])\s+|[;；。！？\n]")
 _CJK_CONDITIONS = (
-    re.compile(r"在(?P<c>[^，,。；;！？\n]{1,24}?)(?:的情况)?(?:下|时|期间|期)"),
-    re.compile(r"当(?P<c>[^，,。；;！？\n]{1,24}?)时"),
-    re.compile(r"(?:如果|若)(?P<c>[^，,。；;！？\n]{1,24})"),
+    lazy(r"在(?P<c>[^，,。；;！？\n]{1,24}?)(?:的情况)?(?:下|时|期间|期)"),
+    lazy(r"当(?P<c>[^，,。；;！？\n]{1,24}?)时"),
+    lazy(r"(?:如果|若)(?P<c>[^，,。；;！？\n]{1,24})"),
 )
 
 

@@ -69,6 +69,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.messages",
             "memplug.models",
             "memplug.paths",
+            "memplug.patterns",
             "memplug.preconditions",
             "memplug.quantities",
             "memplug.query",

@@ -32,9 +32,10 @@ from memplug.cues import (
 )
 from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
 from memplug.cues.options import _INLINE, _INLINE_WORDS
-from memplug.cues.rule_model import LazyPattern, Rule
+from memplug.cues.rule_model import Rule
 from memplug.cues.rules import RULES_BY_ID
 from memplug.cues.sentences import _AGENT_SENTENCE_END, _BOLD_LABEL, _SENTENCE_END, _may_end
+from memplug.patterns import LazyPattern
 from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"
@@ -484,7 +485,7 @@ def test_a_cue_pattern_compiles_when_first_used_and_then_is_the_compiled_pattern
     code = """
 import re
 from memplug.cues import classify
-from memplug.cues.rule_model import LazyPattern
+from memplug.patterns import LazyPattern
 from memplug.cues.rules import ALL_RULES
 fields = [getattr(rule, name) for rule in ALL_RULES for name in rule.__struct_fields__]
 patterns = [value for value in fields if isinstance(value, LazyPattern)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from memplug.cues.rules import is_label
+from memplug.patterns import LazyPattern, lazy
 from memplug.text import cjk_run
 
 _DETERMINERS = frozenset("the a an our my your their its this that these those".split())
@@ -26,22 +27,20 @@ _FILLER = (
     r"should|can|could|will|shall|just)[,\s]+)*"
 )
 _KEY_WORDS = r"(?P<key>[a-z][\w\-./']*(?:\s+[a-z0-9][\w\-./']*){0,4}?)"
-_KV_EN: tuple[re.Pattern[str], ...] = (
-    re.compile(
+_KV_EN: tuple[LazyPattern, ...] = (
+    lazy(
         _FILLER + _KEY_WORDS + r"\s+(?:is|are|=|==|:=|should\s+be|must\s+be|will\s+be|stays|"
         r"remains|becomes|(?:was|has\s+been|is)\s+(?:changed|moved|set)\s+to|is\s+set\s+to)"
         r"(?:\s+(?:now|still|currently|actually))?\s+(?P<value>\S.{0,160})$",
         re.IGNORECASE,
     ),
-    re.compile(
+    lazy(
         _FILLER + r"(?:set|change|switch|move|update|bump|raise|lower|increase|decrease|reduce)"
         r"\s+" + _KEY_WORDS + r"\s+(?:from\s+\S+\s+)?to\s+(?P<value>\S.{0,160})$",
         re.IGNORECASE,
     ),
 )
-_KV_COLON = re.compile(
-    r"^(?P<key>[a-z][\w\-. ]{0,30}?)\s*[:=]\s*(?P<value>\S.{0,160})$", re.IGNORECASE
-)
+_KV_COLON = lazy(r"^(?P<key>[a-z][\w\-. ]{0,30}?)\s*[:=]\s*(?P<value>\S.{0,160})$", re.IGNORECASE)
 # Keys a `key: value` line may have whatever its value ("Deadline: Friday").
 _KEY_VOCAB = frozenset(
     """port host hostname url uri endpoint api version branch tag commit env environment
@@ -55,19 +54,17 @@ _KEY_VOCAB = frozenset(
 )
 # A value that is a fact by its shape: a number, a version, a path, a host:port, a URL,
 # an identifier ("8080", "v2.3", "src/app.py", "db:5432", "api_key").
-_FACT_VALUE = re.compile(
-    r"^(?:[~./\\]|\d|v\d|`|https?://|\S*\w[/\\:]\w|\S*\w[._]\w)\S*(?:\s+\S+){0,3}$"
-)
-_KV_ZH = re.compile(
+_FACT_VALUE = lazy(r"^(?:[~./\\]|\d|v\d|`|https?://|\S*\w[/\\:]\w|\S*\w[._]\w)\S*(?:\s+\S+){0,3}$")
+_KV_ZH = lazy(
     r"^(?:我们的|我的|这个|那个|把|将)?(?P<key>[^\s，,。；;：:！？!?]{1,16}?)"
     r"(?:现在|目前|仍然|还)?(?:是|为|改为|改成|设为|设置为|用的是|等于)\s*"
     r"(?P<value>[^，,。；;！？!?]{1,40})"
 )
-_ZH_KEY_BAD_START = re.compile(r"^(?:我|你|他|她|它|这|那|谁|什么|哪|有)")
-_ZH_KEY_BAD_END = re.compile(r"(?:但|还|就|于|可|总|只|要|不|真|正|也|都|又|而|若|凡|或|否)$")
+_ZH_KEY_BAD_START = lazy(r"^(?:我|你|他|她|它|这|那|谁|什么|哪|有)")
+_ZH_KEY_BAD_END = lazy(r"(?:但|还|就|于|可|总|只|要|不|真|正|也|都|又|而|若|凡|或|否)$")
 # A value that names something: a digit, a capitalised name, a symbol, a quote, or one
 # of a few settings words. "The build is broken" has a subject but no such value.
-_VALUE_SHAPE = re.compile(
+_VALUE_SHAPE = lazy(
     r"\d|(?<![\w'])[A-Z]|\w[._/:@\-]\w|[`\"'“”‘’]"
     r"|\b(?:on|off|true|false|enabled|disabled|required|optional)\b"
 )

@@ -10,15 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memplug.patterns import lazy
+
 # An option line: "A) text", "**B.** text", "2. **Quick fix** - text", "Option A: text",
 # "Version B: text", "- **Option 2** — text".
-_LINE = re.compile(
+_LINE = lazy(
     r"^\s*(?:[-*•]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?(?:(?:option|approach|choice|version|variant)\s+)?"
     r"(?P<label>[A-H]|[1-9])(?:[).:]|\*\*|\s+[-–—])\s*(?:\*\*|__)?\s*(?P<text>\S.*)$",
     re.IGNORECASE,
 )
 # A table row: "| **B. Branch-only** | Only commits not in main |".
-_ROW = re.compile(
+_ROW = lazy(
     r"^\s*\|\s*(?:\*\*)?(?:(?:option|approach|version|variant)\s+)?(?P<label>[A-H]|[1-9])[.):]?\s+"
     r"(?P<name>[^|]*?)\s*(?:\*\*)?\s*\|\s*(?P<text>[^|]*?)\s*\|",
     re.IGNORECASE,
@@ -26,7 +28,7 @@ _ROW = re.compile(
 # Options given inline, in one line: "Option 1: keep the cron job. Option 2: use a queue."
 # Each runs to the next one or to the end of its sentence; the word "option" (or
 # approach, choice) is needed, since a bare "A)" inside prose is no offer.
-_INLINE = re.compile(
+_INLINE = lazy(
     r"\b(?:option|approach|choice)\s+(?P<label>[A-H]|[1-9])\s*[:)]\s*(?P<text>\S.*?)"
     r"(?=[.;]?\s*\b(?:option|approach|choice)\s+(?:[A-H]|[1-9])\s*[:)]|[.;!?](?:\s|$)|$)",
     re.IGNORECASE,
@@ -36,7 +38,7 @@ _INLINE = re.compile(
 # so any other text is scanned in full.
 _INLINE_WORDS = ("option", "approach", "choice")
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
-_MARKUP = re.compile(r"\*\*|__")
+_MARKUP = lazy(r"\*\*|__")
 
 
 def offered_options(texts: Sequence[str]) -> dict[str, tuple[int, str]]:

@@ -8,43 +8,13 @@ here imports them; ``rules`` assembles them into the one ``RULES`` table.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from msgspec import Struct
 
+from memplug.patterns import LazyPattern, lazy
+
 _I = re.IGNORECASE
-
-
-class LazyPattern:
-    """A cue pattern compiled when it is first used.
-
-    A hook process reads a handful of the table's patterns, and compiling all of them
-    at import measured about 40% of a Stop hook's CPU. The first call of ``search``,
-    ``match`` or ``finditer`` compiles the pattern and puts the compiled pattern's own
-    methods in their place, so every later call costs what a plain ``re.Pattern`` does.
-    """
-
-    __slots__ = ("finditer", "flags", "match", "search", "source")
-
-    search: Callable[..., re.Match[str] | None]
-    match: Callable[..., re.Match[str] | None]
-    finditer: Callable[..., Iterator[re.Match[str]]]
-
-    def __init__(self, source: str, flags: int) -> None:
-        self.source = source
-        self.flags = flags
-        self.search = lambda *args: self._compile().search(*args)
-        self.match = lambda *args: self._compile().match(*args)
-        self.finditer = lambda *args: self._compile().finditer(*args)
-
-    def _compile(self) -> re.Pattern[str]:
-        compiled = re.compile(self.source, self.flags)
-        self.search, self.match, self.finditer = (
-            compiled.search,
-            compiled.match,
-            compiled.finditer,
-        )
-        return compiled
 
 
 class Example(Struct, frozen=True):
@@ -127,7 +97,8 @@ def _void(
 
 
 def _rx(pattern: str, flags: int = _I) -> LazyPattern:
-    return LazyPattern(pattern, flags)
+    # A hook tries a handful of the table's patterns: each compiles when first used.
+    return lazy(pattern, flags)
 
 
 def _ex(*items: tuple[str, str | None] | tuple[str, str | None, str]) -> tuple[Example, ...]:

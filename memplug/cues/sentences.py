@@ -13,6 +13,7 @@ from msgspec import Struct
 
 from memplug.cues.keys import kv_colon
 from memplug.cues.rules import KIND_RULES, Rule, is_label
+from memplug.patterns import lazy
 from memplug.text import normalize_text
 
 # One sentence is analysed at most this far: cues sit where people start to speak, and
@@ -23,13 +24,13 @@ MAX_SENTENCE_CHARS = 2_000
 # article) whose rules are someone else's. Labels ("Decision:") count anywhere.
 INLINE_REACH = 2_000
 
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
-_BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
-_BOLD_LABEL = re.compile(r"^[*_]{1,3}([^*_\n]{1,40}?[:：])[*_]{1,3}\s*")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_FENCE = lazy(r"^\s*(?:```|~~~)")
+_BULLET = lazy(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
+_BOLD_LABEL = lazy(r"^[*_]{1,3}([^*_\n]{1,40}?[:：])[*_]{1,3}\s*")
+_INLINE_CODE = lazy(r"`[^`\n]*`")
 # Pasted output is evidence, never a statement: log and stack-trace lines (matched
 # case-sensitively: `ERROR`, `TypeError:`, `fatal:` are what tools print).
-_LOG_LINE = re.compile(
+_LOG_LINE = lazy(
     r"^(?:\w*(?:Error|Exception)\b[^:]{0,80}:|(?:error|fatal|warning)(?:\[\w+\])?:"
     r"|Traceback \(most recent call last\)|File \"|at \S+ \(|\^+$|npm (?:ERR|WARN)!"
     r"|\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}"
@@ -37,13 +38,13 @@ _LOG_LINE = re.compile(
 )
 # Where a pasted mail or its quoted history starts: the rest of the message is someone
 # else's words.
-_MAIL_START = re.compile(
+_MAIL_START = lazy(
     r"^(?:On .{4,200} wrote:|-{2,}\s*(?:Original|Forwarded) [Mm]essage\s*-{2,}|From: \S.*)$"
 )
-_MAIL_HEADER = re.compile(r"^(?:Sent|To|Cc|Bcc|Subject|Date|Reply-To):\s")
+_MAIL_HEADER = lazy(r"^(?:Sent|To|Cc|Bcc|Subject|Date|Reply-To):\s")
 # "Name: text" at the start of a line is reported speech (a chat log, a transcript): a
 # capitalised word or two before a colon that is no label, heading or key.
-_SPEAKER = re.compile(r"^(?P<name>[A-Z][a-z'’]+(?:[ .-][A-Z][a-z'’]+)?)\s*:\s+\S")
+_SPEAKER = lazy(r"^(?P<name>[A-Z][a-z'’]+(?:[ .-][A-Z][a-z'’]+)?)\s*:\s+\S")
 _HEADINGS = frozenset(
     """update summary context background reminder warning caution edit ps status result
     answer example examples task issue problem bug fix plan idea tip hint info request
@@ -54,12 +55,12 @@ _HEADINGS = frozenset(
     alternatively meanwhile finally first second third then again objective constraints
     requirements assumptions scope context motivation""".split()
 )
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
+_SENTENCE_END = lazy(r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))\s+(?=[^a-z\s])|(?<=[。！？；;])\s*")
 # People typing to an agent often write in lower case ("ok. let's use apple container
 # instead. you can run 'container' to see the help."): there a sentence may start with a
 # lower-case letter too, unless what ended was an abbreviation ("e.g. the", "vs. main");
 # and an emoji often ends one ("… in the plan 😅 Did we …").
-_AGENT_SENTENCE_END = re.compile(
+_AGENT_SENTENCE_END = lazy(
     r"(?:(?<=[.!?])|(?<=[.!?][\"”’']))(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)"
     r"(?<!\bcf\.)(?<!\bno\.)\s+(?=[^\s])|(?<=[。！？；;])\s*"
     r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+(?=[A-Z])"
@@ -71,7 +72,7 @@ _AGENT_SENTENCE_END = re.compile(
 # class, it is scanned for far faster than the splits' lookbehinds are tried at every
 # position, and most lines of an import hold none (tests/test_cues.py checks that a
 # line it passes over splits into itself).
-_MAY_END = re.compile(
+_MAY_END = lazy(
     r"[.!?。！？；;\U0001F300-\U0001FAFF\u2600-\u27BF]"
     r"(?:(?<=[.!?])[\"”’']?\s|(?<=[。！？；;])|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s)"
 )
@@ -162,24 +163,24 @@ def split_sentences(text: str, *, agent: bool = False) -> list[Sentence]:
 # "acknowledged" if you understand:", "Does this doc page help?"): what follows is
 # pasted, and only labels count in it. Rules announced this way ("the following
 # rules:") are the person's own.
-_INTRODUCES = re.compile(
+_INTRODUCES = lazy(
     r"\b(?:doc|docs|documentation|page|article|information|info|text|content|document|"
     r"e-?mail|transcript|essay|post|paper|abstract|excerpt|passage|snippet|output|log|"
     r"report|contract|clause|policy|manual|readme|the\s+following|below)\b[^:?：？]*[:?：？]$",
     re.IGNORECASE,
 )
-_RULES_AHEAD = re.compile(
+_RULES_AHEAD = lazy(
     r"\b(?:rules?|requirements?|constraints?|instructions?|guidelines?)\b", re.IGNORECASE
 )
 # A letter: from a greeting line ("Dear Anna,") to a formal sign-off ("Best regards,").
-_GREETING = re.compile(r"^(?:Dear|Hi|Hello)\b[^,:\n]{0,40},$")
-_SIGN_OFF = re.compile(
+_GREETING = lazy(r"^(?:Dear|Hi|Hello)\b[^,:\n]{0,40},$")
+_SIGN_OFF = lazy(
     r"^(?:(?:best|kind|warm|warmest)\s+regards|regards|sincerely|yours\s+(?:truly|sincerely)|"
     r"best\s+wishes)\b[,.!]?$",
     re.IGNORECASE,
 )
 _QUOTE_MARKS = ('"', "“", "”")
-_WRAP_END = re.compile(r"[\w,\-–—]")
+_WRAP_END = lazy(r"[\w,\-–—]")
 
 
 def _hard_wrapped(lines: list[str]) -> set[int]:

@@ -22,6 +22,7 @@ from memplug.cues.analysis import Candidate, analyse
 from memplug.cues.categories import choice_key
 from memplug.cues.keys import subject_key
 from memplug.cues.words import canonical
+from memplug.patterns import lazy
 from memplug.text import tool_arguments
 
 ANSWERED = "User has answered your questions:"
@@ -103,12 +104,12 @@ REMEMBER_KINDS = ("fact", "decision", "constraint", "preference", "open_question
 STRUCTURAL_BY_ID: dict[str, StructuralRule] = {rule.id: rule for rule in STRUCTURAL_RULES}
 STRUCTURAL_TOOLS: frozenset[str] = frozenset(t for rule in STRUCTURAL_RULES for t in rule.tools)
 
-_ANSWER_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
-_TASK_NUMBER = re.compile(r"Task #(\d+)")
+_ANSWER_PAIR = lazy(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
+_TASK_NUMBER = lazy(r"Task #(\d+)")
 # The plan sections that say what it sets out to do.
-_GIST_HEADING = re.compile(r"\b(?:overview|summary|goal|goals|solution|approach)\b", re.I)
+_GIST_HEADING = lazy(r"\b(?:overview|summary|goal|goals|solution|approach)\b", re.I)
 # A heading, or a line that is only a bold label ("**Local development server:**").
-_LABEL = re.compile(r"^(?:#+\s+(.+)|\*\*([^*]+)\*\*:?)$")
+_LABEL = lazy(r"^(?:#+\s+(.+)|\*\*([^*]+)\*\*:?)$")
 
 
 class TodoEntry(Struct, frozen=True):

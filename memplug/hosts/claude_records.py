@@ -57,6 +57,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.patterns import lazy
 from memplug.vocab import (
     COMPACT_SUMMARY_FORM,
     GENERATED_TEXT_MARKERS,
@@ -85,12 +86,12 @@ _SKIPPED_TYPES: dict[str, str] = {
     "summary": "summary: session title written by the harness",
 }
 
-_COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_COMMAND_MESSAGE = re.compile(r"<command-message>\s*(.*?)\s*</command-message>", re.S)
-_BASH_INPUT = re.compile(r"^<bash-input>(.*?)</bash-input>$", re.S)
-_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
-_OUTPUT_TAGS = re.compile(
+_COMMAND_NAME = lazy(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_COMMAND_ARGS = lazy(r"<command-args>(.*?)</command-args>", re.S)
+_COMMAND_MESSAGE = lazy(r"<command-message>\s*(.*?)\s*</command-message>", re.S)
+_BASH_INPUT = lazy(r"^<bash-input>(.*?)</bash-input>$", re.S)
+_REMINDER = lazy(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+_OUTPUT_TAGS = lazy(
     r"^<(local-command-stdout|local-command-stderr|bash-stdout|bash-stderr)>(.*?)</\1>\s*$", re.S
 )
 _REJECTED = "The user doesn't want to proceed with this tool use"
