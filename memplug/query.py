@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from msgspec import Struct, field
 
+from memplug.patterns import lazy
 from memplug.text import cjk_run, may_hold_cjk, normalize_text
 
 MAX_TERMS = 160
@@ -113,26 +114,22 @@ _UNITS = (
     r"kb|mb|gb|tb|kib|mib|gib|tib|b|bytes?|k|m|rps|qps|tps|px|em|rem|x|%|"
     r"cpus?|cores?|threads?|tokens?|rows?|events?|items?|users?|requests?|ports?"
 )
-_QUOTED = re.compile(
-    r'"([^"\n]{1,400})"|“([^”\n]{1,400})”|「([^」\n]{1,400})」|『([^』\n]{1,400})』'
-)
+_QUOTED = lazy(r'"([^"\n]{1,400})"|“([^”\n]{1,400})”|「([^」\n]{1,400})」|『([^』\n]{1,400})』')
 # Both run in linear time on one long word (a pasted 10 KB token once cost the prompt
 # hook ~2 s): a relative path or a URL scheme can only start where its run of word
 # characters starts, so the lookbehind rules out every start inside the run, and the
 # possessive runs (`++`, `*+`) never give characters back, since what follows each
 # (`/`, `:`) is not in the run. They find exactly what the plain patterns found
 # (tests/test_query.py compares them).
-_PATH = re.compile(
+_PATH = lazy(
     r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+-]++)+/?"
     r"|(?<![\w.@+-])[\w.@+-]++(?:/[\w.@+-]++)+/?",
 )
 # The scheme is group 1: it starts at its run's first ASCII letter.
-_URLISH = re.compile(r"(?<![\w+.-])(?:[^\WA-Za-z]|[+.-])*+([A-Za-z][\w+.-]*+://\S+)")
-_VERSION = re.compile(
-    r"(?<![\w.])[vV]?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w])"
-)
-_PORT = re.compile(r"(?<=:)\d{2,5}(?!\d)")
-_DIGIT = re.compile(r"\d")
+_URLISH = lazy(r"(?<![\w+.-])(?:[^\WA-Za-z]|[+.-])*+([A-Za-z][\w+.-]*+://\S+)")
+_VERSION = lazy(r"(?<![\w.])[vV]?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w])")
+_PORT = lazy(r"(?<=:)\d{2,5}(?!\d)")
+_DIGIT = lazy(r"\d")
 
 
 @functools.cache
@@ -144,7 +141,7 @@ def _number() -> re.Pattern[str]:
     )
 
 
-_IDENT = re.compile(
+_IDENT = lazy(
     r"(?<![\w.-])(?:"
     r"[A-Za-z_][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+"  # snake_case, dotted.name, kebab-case
     r"|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"  # camelCase
@@ -153,9 +150,9 @@ _IDENT = re.compile(
     r"|\d+[A-Za-z]+\d*[A-Za-z0-9]*"  # 2fa, 3des
     r")(?![\w])",
 )
-_WORD = re.compile(r"[^\W\d_]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_CJK_STOP_SPLIT = re.compile(
+_WORD = lazy(r"[^\W\d_]+")
+_SURROGATE = lazy("[\ud800-\udfff]")
+_CJK_STOP_SPLIT = lazy(
     "|".join(sorted(CJK_STOP_WORDS, key=len, reverse=True))
     + "|["
     + "".join(sorted(CJK_STOP_CHARS))

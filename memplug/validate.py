@@ -37,6 +37,7 @@ from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import NotFound
 from memplug.models import describe_validation_error
+from memplug.patterns import LazyPattern
 from memplug.query import _PATH, _QUOTED, _URLISH
 from memplug.store.ports import Storage
 from memplug.store.records import EventRow, ValidationRecord
@@ -55,7 +56,7 @@ _EXPLAIN_LINE = re.compile(
     r"^[ \t]*(?:note|explanation|why|because|注|说明)[ \t]*[:：][^\n]*$", re.M | re.I
 )
 # Precedence, highest first: a character is labelled by the first pattern that covers it.
-_LABELS: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
+_LABELS: tuple[tuple[str, tuple[re.Pattern[str] | LazyPattern, ...]], ...] = (
     ("quote", (_FENCED, _BLOCKQUOTE, _INLINE_CODE, _QUOTED)),
     ("path", (_URLISH, _PATH)),
     ("explanation", (_EXPLAIN_LINE, _PAREN)),

@@ -2,7 +2,7 @@
 is about that kind of thing, so a later decision naming another one of the same kind
 replaces it ("let's use PostgreSQL 16 for orders", then "actually switch to MySQL 8").
 
-The kinds and their members are data (``data/categories.toml``, versioned), not a model.
+The kinds and their members are data (``category_table``, versioned), not a model.
 A decision gets the subject key ``choice:<kind>`` when it names members of exactly one
 kind, ``choice:<kind>@<purpose>`` when it also says what the choice is for. Two such
 decisions are about the same choice unless each names a purpose and those differ
@@ -13,10 +13,9 @@ decisions are about the same choice unless each names a purpose and those differ
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
-from importlib import resources
 
+from memplug.cues.category_table import CATEGORIES, VERSION
 from memplug.cues.words import content_words
 from memplug.vocab import CHOICE_PREFIX
 
@@ -25,23 +24,21 @@ _PURPOSE = re.compile(r"\b(?:for|in|on|across)\s+(?:the\s+|our\s+|all\s+)?(.+)$"
 
 
 @cache
-def _table() -> tuple[int, dict[str, str], re.Pattern[str]]:
-    """The table's version, each term's kind, and one pattern matching any term (the
-    longest first, so ``django orm`` is not read as ``django``)."""
-    with resources.files("memplug.cues").joinpath("data/categories.toml").open("rb") as f:
-        data = tomllib.load(f)
-    kind_of = {term.lower(): kind for kind, terms in data["categories"].items() for term in terms}
+def _table() -> tuple[dict[str, str], re.Pattern[str]]:
+    """Each term's kind, and one pattern matching any term (the longest first, so
+    ``django orm`` is not read as ``django``)."""
+    kind_of = {term.lower(): kind for kind, terms in CATEGORIES.items() for term in terms}
     alternatives = "|".join(re.escape(t) for t in sorted(kind_of, key=lambda t: (-len(t), t)))
-    return int(data["version"]), kind_of, re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w])", re.I)
+    return kind_of, re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w])", re.I)
 
 
 def categories_version() -> int:
-    return _table()[0]
+    return VERSION
 
 
 def named_terms(text: str) -> list[tuple[str, str]]:
     """Each (kind, term) the text names, in order."""
-    _, kind_of, pattern = _table()
+    kind_of, pattern = _table()
     return [(kind_of[m.group(0).lower()], m.group(0).lower()) for m in pattern.finditer(text)]
 
 

@@ -27,6 +27,8 @@ import re
 
 from msgspec import Struct
 
+from memplug.patterns import LazyPattern, lazy
+
 
 class PhraseExample(Struct, frozen=True):
     """What ``check`` must answer for ``text`` (tests/test_phrases.py names the checks)."""
@@ -199,8 +201,9 @@ EN = Phrases(
 TABLES: tuple[Phrases, ...] = (EN,)
 
 
-def _union(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), flags)
+def _union(patterns: list[str], flags: int = 0) -> LazyPattern:
+    # Each is read only by some steps' assembly: it compiles when first used.
+    return lazy("|".join(f"(?:{p})" for p in patterns), flags)
 
 
 GENERIC_WORDS: frozenset[str] = frozenset().union(*(t.generic_words for t in TABLES))
