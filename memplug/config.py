@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Struct, field
 
-from memplug.errors import ValidationError
+from memplug.errors import ValidationError, split_msgspec_error
 from memplug.paths import CONFIG_FILENAME, config_file
 
 ENV_PREFIX = "MEMPLUG_"
@@ -363,16 +363,13 @@ def _clamp(section: Any) -> Any:
     return msgspec.structs.replace(section, **changed)
 
 
-# msgspec's errors end with where the value was, ``- at `$.retrieval.kindWeights[...]```;
-# an unknown key is named in the message instead (the object holding it is the place).
-_AT = re.compile(r"^(?P<why>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+# An unknown key is named in msgspec's message, not its place (the object holding it is).
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>[^`]*)`$")
 
 
 def _describe(message: str, sources: Mapping[str, str]) -> str:
     """msgspec's error as one line naming the dotted key and where it was set."""
-    found = _AT.match(message)
-    why, path = (found["why"], found["path"] or "") if found else (message, "")
+    why, path = split_msgspec_error(message)
     loc = re.findall(r"[^.\[\]]+", path.replace("[...]", ""))
     unknown = _UNKNOWN.match(why)
     if unknown:

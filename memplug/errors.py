@@ -6,6 +6,13 @@ the host path records it instead of raising.
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
+# msgspec's validation messages end with where the value was: ``… - at `$.a.b[0]```.
+_MSGSPEC_AT = re.compile(r"^(?P<why>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?$", re.DOTALL)
+
 
 class MemplugError(Exception):
     """Base class: ``str(error)`` is a complete, one-line sentence for a person."""
@@ -53,3 +60,18 @@ class AssemblyFailed(MemplugError):
     def __init__(self, message: str, assembly_id: int | None = None) -> None:
         super().__init__(message)
         self.assembly_id = assembly_id
+
+
+def split_msgspec_error(message: str) -> tuple[str, str]:
+    """A msgspec validation message as what is wrong and where (``a.b[0]``; empty when
+    the value at fault is the whole document)."""
+    found = _MSGSPEC_AT.match(message)
+    if found is None:
+        return message, ""
+    return found["why"], found["path"] or ""
+
+
+def shown_value(value: Any) -> str:
+    """A value as an error message shows it: JSON, cut to 60 characters."""
+    shown = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
+    return shown[:57] + "..." if len(shown) > 60 else shown

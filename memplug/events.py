@@ -3,7 +3,7 @@
 Events are validated by msgspec, not pydantic: every hook is a fresh process, and
 importing pydantic and building a model cost a ``Stop`` hook about 100 ms of its
 ~250 ms. A bad event fails here with one line naming the field and what is wrong
-with it; fields the protocol does not name are kept, verbatim, in ``extra``.
+with it; fields the protocol does not name are kept, verbatim, in ``extra_fields``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated, Any, get_args
 import msgspec
 from msgspec import Meta, Struct
 
-from memplug.errors import ValidationError
+from memplug.errors import ValidationError, shown_value, split_msgspec_error
 from memplug.messages import Source
 from memplug.text import format_time
 from memplug.vocab import EventType, Outcome, Role
@@ -106,10 +106,10 @@ def parse_event(data: Any) -> HostEvent:
     known = {k: v for k, v in data.items() if k in _FIELDS}
     _check_source(known.get("source"))
     content = known.get("content")
-    if type(content) is not list:
-        content = []
-    elif content:
-        known["content"] = [_known_of_block(block) for block in content]
+    raw_blocks: list[Any] = content if type(content) is list else []
+    known_blocks = [_known_of_block(block) for block in raw_blocks]
+    if raw_blocks:
+        known["content"] = known_blocks
     if "time" in known:
         known["time"] = _time_input(known["time"])
     try:
@@ -117,12 +117,12 @@ def parse_event(data: Any) -> HostEvent:
     except msgspec.ValidationError as error:
         raise ValidationError(_describe(str(error), data)) from None
     if not event.session_id.strip():
-        shown = _shown(event.session_id)
+        shown = shown_value(event.session_id)
         raise ValidationError(f"field 'session_id' must not be blank (got {shown})")
     extra = {k: v for k, v in data.items() if k not in _FIELDS}
     blocks = event.content
-    if blocks and any(len(raw) > len(_known_of_block(raw)) for raw in content):
-        blocks = [_with_extra(block, raw) for block, raw in zip(blocks, content, strict=True)]
+    if blocks and any(len(raw) > len(k) for raw, k in zip(raw_blocks, known_blocks, strict=True)):
+        blocks = [_with_extra(block, raw) for block, raw in zip(blocks, raw_blocks, strict=True)]
     if extra or blocks is not event.content:
         event = msgspec.structs.replace(event, extra_fields=extra, content=blocks)
     return event
@@ -165,27 +165,24 @@ def _with_extra(block: ContentBlock, raw: dict[str, Any]) -> ContentBlock:
     return msgspec.structs.replace(block, extra=extra) if extra else block
 
 
-# msgspec's errors end with where the value was: ``… - at `$.content[0].text```.
-_AT = re.compile(r"^(?P<why>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?$", re.DOTALL)
 _MISSING = re.compile(r"^Object missing required field `(?P<key>[^`]*)`$")
 _CHOICES = {"type": EventType, "role": Role, "outcome": Outcome}
 
 
 def _describe(message: str, data: dict[str, Any]) -> str:
     """msgspec's error as one line: the field, what is wrong, and the value given."""
-    found = _AT.match(message)
-    why, path = (found["why"], found["path"] or "") if found else (message, "")
+    why, path = split_msgspec_error(message)
     missing = _MISSING.match(why)
     if missing:
         where = f"{path}.{missing['key']}" if path else missing["key"]
         return f"missing required field '{where}'"
     if path in _CHOICES:
         options = ", ".join(repr(o) for o in get_args(_CHOICES[path]))
-        return f"field '{path}' must be one of {options} (got {_shown(data.get(path))})"
+        return f"field '{path}' must be one of {options} (got {shown_value(data.get(path))})"
     # "Expected `int`, got `str`": the value itself is shown instead of its type.
     why = re.sub(r", got `[^`]*`$", "", why).replace("`", "").replace(" | ", " or ")
     why = why[0].lower() + why[1:]
-    return " ".join(f"field '{path}' {why} (got {_shown(_at(data, path))})".split())
+    return " ".join(f"field '{path}' {why} (got {shown_value(_at(data, path))})".split())
 
 
 def _at(data: Any, path: str) -> Any:
@@ -196,8 +193,3 @@ def _at(data: Any, path: str) -> Any:
         except (KeyError, IndexError, TypeError, ValueError):
             return None
     return data
-
-
-def _shown(value: Any) -> str:
-    shown = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
-    return shown[:57] + "..." if len(shown) > 60 else shown

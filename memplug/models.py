@@ -9,12 +9,12 @@ first use (``defer_build``).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from memplug.errors import shown_value
 from memplug.events import ContentBlock, HostEvent, parse_event
 from memplug.messages import Message, Source, TokenMeter
 from memplug.text import format_time
@@ -94,8 +94,4 @@ def _describe_first(error: pydantic.ValidationError) -> str:
         return f"missing required field '{location}'"
     if first.get("type") == "literal_error":
         return f"field '{location}': {message}"
-    value = first.get("input")
-    shown = json.dumps(value, ensure_ascii=False, default=str) if value is not None else "null"
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"field '{location}' {message.lower()} (got {shown})"
+    return f"field '{location}' {message.lower()} (got {shown_value(first.get('input'))})"
