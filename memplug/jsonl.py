@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from msgspec import Struct
@@ -20,6 +21,8 @@ MAX_DEPTH = 200
 # string that cannot be encoded as UTF-8, so it is no text that can be stored.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Years whose times can fall outside the calendar once converted to UTC.
+_EDGE_YEARS = frozenset((datetime.min.year, datetime.max.year))
 
 
 class Rejected(Struct, frozen=True):
@@ -52,12 +55,14 @@ def parse_line(raw: bytes) -> HostEvent:
         raise ValidationError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
     _check_structure(data, check_surrogates=_SURROGATE_ESCAPE.search(raw) is not None)
     event = parse_event(data)
-    try:
-        # Stored in UTC: 0001-01-01T00:00+01:00 parses but has no UTC spelling, and
-        # failing later would take the rest of its import batch with it.
-        event.time_text()
-    except (OverflowError, ValueError):
-        raise ValidationError("field 'time' is out of range once converted to UTC") from None
+    # Stored in UTC: 0001-01-01T00:00+01:00 parses but has no UTC spelling, and failing
+    # later would take the rest of its import batch with it. Only the first and last
+    # years can cross the range, so only they pay for a trial conversion.
+    if event.time is not None and event.time.year in _EDGE_YEARS:
+        try:
+            event.time_text()
+        except (OverflowError, ValueError):
+            raise ValidationError("field 'time' is out of range once converted to UTC") from None
     return event
 
 

@@ -130,23 +130,14 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-# Each event's time is formatted when its line is checked and again when it is stored.
-@functools.lru_cache(maxsize=64)
 def format_time(value: datetime) -> str:
     """The one spelling of a timestamp memplug stores and exports: UTC, ``Z`` suffix."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
     # A zero offset is UTC already; astimezone would only copy it (this runs per event).
-    if value.utcoffset():
+    if value.tzinfo is not None and value.utcoffset():
         value = value.astimezone(UTC)
-    # Formatted by hand: strftime('%Y') does not pad years before 1000 to four digits.
-    text = (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
-    )
-    if value.microsecond:
-        text += f".{value.microsecond:06d}"
-    return text + "Z"
+    # isoformat pads years before 1000 to four digits (strftime('%Y') does not) and
+    # writes the microseconds only when there are some.
+    return value.replace(tzinfo=None).isoformat() + "Z"
 
 
 def parse_time(value: str | None, name: str) -> str | None:

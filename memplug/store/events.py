@@ -97,16 +97,21 @@ class EventStore:
         return int(row[0]) if row else 0
 
     def _upkeep_sessions(self, after_id: int, origin: str) -> tuple[str, ...]:
-        # NOT INDEXED: the planner otherwise scans a whole index for the GROUP BY
-        # instead of reading just the new rowid range.
+        # One scan of the new rows feeds both upserts (a scan each cost a bulk import
+        # ~5% of its time). NOT INDEXED: the planner otherwise scans a whole index for
+        # the GROUP BY instead of reading just the new rowid range.
         now = utc_now()
-        self.conn.execute(
+        touched = self.conn.execute(
+            "SELECT session_id, max(cwd), max(coalesce(project, cwd)), min(event_time), "
+            "max(event_time), max(seq) FROM events NOT INDEXED WHERE id > ? "
+            "GROUP BY session_id ORDER BY session_id",
+            (after_id,),
+        ).fetchall()
+        self.conn.executemany(
             """
             INSERT INTO sessions (session_id, cwd, project, origin, first_time, last_time,
                                   created_at, updated_at)
-            SELECT session_id, max(cwd), max(coalesce(project, cwd)), ?,
-                   min(event_time), max(event_time), ?, ?
-            FROM events NOT INDEXED WHERE id > ? GROUP BY session_id
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (session_id) DO UPDATE SET
                 cwd = coalesce(sessions.cwd, excluded.cwd),
                 project = coalesce(sessions.project, excluded.project),
@@ -116,26 +121,21 @@ class EventStore:
                                 coalesce(excluded.last_time, sessions.last_time)),
                 updated_at = excluded.updated_at
             """,
-            (origin, now, now, after_id),
+            [
+                (s, cwd, proj, origin, first, last, now, now)
+                for s, cwd, proj, first, last, _ in touched
+            ],
         )
-        self.conn.execute(
+        self.conn.executemany(
             """
-            INSERT INTO checkpoints (session_id, last_event_seq)
-            SELECT session_id, max(seq) FROM events NOT INDEXED WHERE id > ? GROUP BY session_id
+            INSERT INTO checkpoints (session_id, last_event_seq) VALUES (?, ?)
             ON CONFLICT (session_id) DO UPDATE SET
                 last_event_seq = max(coalesce(checkpoints.last_event_seq, -1),
                                      excluded.last_event_seq)
             """,
-            (after_id,),
+            [(row[0], row[5]) for row in touched],
         )
-        return tuple(
-            str(row[0])
-            for row in self.conn.execute(
-                "SELECT DISTINCT session_id FROM events NOT INDEXED WHERE id > ? "
-                "ORDER BY session_id",
-                (after_id,),
-            )
-        )
+        return tuple(str(row[0]) for row in touched)
 
     def record_error(
         self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
