@@ -23,9 +23,17 @@ from memplug.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS, GENERATED_TE
 FLAG_TEXT_FIELD = 1  # the host sent `text` (export writes it back the same way)
 
 
-class Capture:
-    def __init__(self, store: Storage, config: CaptureConfig) -> None:
-        self.store = store
+# One event's columns but ``ingested_at`` (the writer stamps that), and its archive row
+# when the text was capped.
+PreparedRow = tuple[tuple[Any, ...], tuple[str, str, str] | None]
+
+
+class EventRows:
+    """The stored form of host events under one capture configuration. It needs no
+    database, so a second process can make the rows of a large import
+    (:mod:`memplug.bulk_rows`)."""
+
+    def __init__(self, config: CaptureConfig) -> None:
         self.config = config
         self._generated_kinds = GENERATED_SOURCE_KINDS | frozenset(config.generated_source_kinds)
 
@@ -43,10 +51,9 @@ class Capture:
             return self.config.index_tool_output
         return True
 
-    def row(
-        self, event: HostEvent, ingested_at: str
-    ) -> tuple[tuple[Any, ...], tuple[str, str, str] | None]:
-        """The ``events`` row for ``event`` and, when its text is capped, its archive row."""
+    def row(self, event: HostEvent) -> PreparedRow:
+        """The ``events`` row for ``event`` but its ``ingested_at``, and, when its text is
+        capped, its archive row."""
         # Normalise first: a control character inside a tag (`<\x7fprivate>`) would
         # otherwise hide the span from redaction and become a real tag afterwards.
         text, private_spans = redact_private(normalize_text(event.raw_text()))
@@ -87,19 +94,39 @@ class Capture:
             flags,
             sha256_hex(text),
             canonical_json(extra) if extra else None,
-            ingested_at,
         )
         return row, archive
+
+
+class Capture:
+    def __init__(self, store: Storage, config: CaptureConfig) -> None:
+        self.store = store
+        self.rows = EventRows(config)
 
     def capture(
         self, events: Iterable[HostEvent], *, origin: str, ingested_at: str, bulk: bool = False
     ) -> InsertResult:
         """Store ``events`` (inside the caller's write transaction); duplicates are ignored."""
+        return self.insert(
+            [self.rows.row(event) for event in events],
+            origin=origin,
+            ingested_at=ingested_at,
+            bulk=bulk,
+        )
+
+    def insert(
+        self,
+        prepared: Iterable[PreparedRow],
+        *,
+        origin: str,
+        ingested_at: str,
+        bulk: bool = False,
+    ) -> InsertResult:
+        """Store rows :meth:`EventRows.row` made, stamped ``ingested_at``."""
         rows: list[tuple[Any, ...]] = []
         archive: list[tuple[str, str, str]] = []
-        for event in events:
-            row, archived = self.row(event, ingested_at)
-            rows.append(row)
+        for row, archived in prepared:
+            rows.append((*row, ingested_at))
             if archived is not None:
                 archive.append(archived)
         return self.store.events.insert(rows, archive, origin=origin, bulk=bulk)

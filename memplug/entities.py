@@ -92,7 +92,7 @@ _HOST_HINT = lazy(r"\w:\d")
 _IDENT_HINT = lazy(r"[a-z0-9]_[a-z0-9]|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]")
 _FILE_HINT = lazy(r"\w\.[A-Za-z]")
 _LETTER = lazy(r"[A-Za-z]")
-_INSTALL_WORDS = lazy(r"install|\badd\b|\bi\b")
+_INSTALL_WORDS = lazy(r"install|\b(?:add|i)\b")
 _BACKTICK = lazy(r"`([A-Za-z_][\w.]*(?:\(\))?)`")
 _CODE_IDENT = lazy(
     r"(?<![\w.</-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*"

@@ -108,13 +108,13 @@ class _LineReader(Protocol):
     def readline(self, size: int = -1, /) -> bytes: ...
 
 
-class _TooLong(Struct, frozen=True):
+class TooLong(Struct, frozen=True):
     size: int
 
 
-def bounded_lines(stream: _LineReader, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | _TooLong]:
+def bounded_lines(stream: _LineReader, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | TooLong]:
     """Lines of ``stream``, never holding more than ``limit`` bytes of one in memory: a
-    longer line is skipped to its end and stands as :class:`_TooLong`."""
+    longer line is skipped to its end and stands as :class:`TooLong`."""
     while True:
         line = stream.readline(limit + 2)  # the line, its newline, and one byte to spare
         if not line:
@@ -128,21 +128,26 @@ def bounded_lines(stream: _LineReader, limit: int = MAX_LINE_BYTES) -> Iterator[
             size += len(rest)
             if not rest or rest.endswith(b"\n"):
                 break
-        yield _TooLong(size)
+        yield TooLong(size)
 
 
 def read_events(
-    lines: Iterable[bytes] | _LineReader, *, file: str | None = None
+    lines: Iterable[bytes | TooLong] | _LineReader,
+    *,
+    file: str | None = None,
+    first_line: int = 1,
 ) -> Iterator[tuple[int, HostEvent | Rejected, int]]:
-    """Yield ``(line_number, event or Rejected, bytes_read)`` for each non-blank line.
+    """Yield ``(line_number, event or Rejected, bytes_read)`` for each non-blank line,
+    numbering from ``first_line`` (a piece of a file read elsewhere, as from
+    :func:`bounded_lines`, keeps the file's numbers).
 
     A stream (anything with ``readline``) is read in bounded pieces, so one endless
     line costs at most :data:`MAX_LINE_BYTES` of memory before it is rejected."""
-    source: Iterable[bytes | _TooLong] = (
+    source: Iterable[bytes | TooLong] = (
         bounded_lines(lines) if isinstance(lines, _LineReader) else lines
     )
-    for number, raw in enumerate(source, start=1):
-        if isinstance(raw, _TooLong):
+    for number, raw in enumerate(source, start=first_line):
+        if isinstance(raw, TooLong):
             limit = MAX_LINE_BYTES // (1024 * 1024)
             yield number, Rejected(number, f"line is longer than {limit} MiB", file), raw.size
             continue

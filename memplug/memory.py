@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache, cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through
     # ``Memory.saved_cursors`` and must not pay for pydantic.
     from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
-    from memplug.capture import Capture
+    from memplug.capture import Capture, PreparedRow
     from memplug.config import Config, LoadedConfig
     from memplug.core import Core
     from memplug.events import HostEvent
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from memplug.timeline import Timeline
     from memplug.validate import Validator
 
-IMPORT_BATCH = 5_000
+IMPORT_BATCH = 10_000
 # What a write that captured events (a hook, ``on_event``) may spend re-deriving state
 # made by older rules, a session at a time; a command run by a person does it all.
 UPGRADE_STEP_MS = 500.0
@@ -776,32 +777,38 @@ class Memory:
         progress: ProgressCallback | None,
         project: str | None = None,
     ) -> None:
-        from memplug.jsonl import Rejected, read_events
+        from memplug.bulk_rows import prepared_lines
+        from memplug.jsonl import Rejected
 
         many = len(streams) > 1
         self.store.for_bulk_writes()
         for name, stream in streams:
-            batch: list[HostEvent] = []
-            for _, item, size in read_events(stream, file=name if many else None):
+            batch: list[PreparedRow] = []
+            lines = prepared_lines(
+                stream, self.config.capture, file=name if many else None, project=project
+            )
+            for _, item, size in lines:
                 if isinstance(item, Rejected):
                     summary.rejected.append(item)
                 else:
-                    if project is not None:
-                        item = replace(item, project=project)
                     batch.append(item)
                     if len(batch) >= IMPORT_BATCH:
-                        summary.add(self._import_batch(batch))
+                        self._import_batch(batch, summary)
                         batch = []
                 if progress is not None:
                     progress(size)
-            summary.add(self._import_batch(batch))
+            self._import_batch(batch, summary)
         summary.extraction_error = self.derive(summary.sessions)
         if summary.new:
             self.store.checkpoint()
 
-    def _import_batch(self, batch: list[HostEvent]) -> InsertResult:
-        with self.store.write_transaction():
-            return self.store_events(batch, origin="import", bulk=True)
+    def _import_batch(self, batch: list[PreparedRow], summary: ImportSummary) -> None:
+        with _interrupt_after():
+            with self.store.write_transaction():
+                result = self.capture.insert(
+                    batch, origin="import", ingested_at=utc_now(), bulk=True
+                )
+            summary.add(result)
 
     def require_sessions(self, session_ids: Sequence[str]) -> None:
         """Raise :class:`NotFound` for the first of ``session_ids`` not in the database."""
@@ -871,3 +878,23 @@ def _source_digest() -> str:
         for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
             digest.update(f"{source.name}\0".encode() + source.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+@contextmanager
+def _interrupt_after() -> Iterator[None]:
+    """Ctrl-C inside the block takes effect at its end. A commit returns only after
+    SQLite's checkpoint, and an interrupt raised between the two would leave a committed
+    batch out of what the import says it kept."""
+    import signal  # here: the hooks, which import this module, never block a signal
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rederive", ("memplug.rederive",)),
     ("dialogue", ("memplug.dialogue",)),
     ("semantic", ("memplug.semantic.*",)),
+    ("bulk", ("memplug.bulk_rows",)),
     ("capture", ("memplug.capture", "memplug.work")),
     ("store", ("memplug.store.*",)),
     ("db", ("memplug.db",)),

@@ -295,7 +295,7 @@ def test_sigkill_mid_import_of_fifty_thousand_events(
 ) -> None:
     src, expected = large
     db = tmp_path / "db" / "m.sqlite"
-    # A batch holds 5,000 lines less the file's duplicates, so the count is passed one
+    # A batch holds IMPORT_BATCH lines less the file's duplicates, so the count is passed one
     # batch later: the kill then lands in the batch after that, two before the end.
     batches = random.Random(SEED_BASE + 50_000).randrange(1, LARGE // IMPORT_BATCH - 2)
     assert kill_import_once(db, src, batches * IMPORT_BATCH)

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from memplug.assemble import is_generated_message
-from memplug.capture import Capture
+from memplug.capture import EventRows
 from memplug.config import CaptureConfig
 from memplug.hosts import claude_code as cc
 from memplug.models import Message, parse_event
@@ -35,7 +35,7 @@ def test_the_table_is_the_union_of_the_former_lists() -> None:
 
 @pytest.mark.parametrize("marker", MARKERS)
 def test_capture_marks_user_text_with_a_marker_generated(marker: str) -> None:
-    capture = Capture(store=None, config=CaptureConfig())  # type: ignore[arg-type]
+    capture = EventRows(CaptureConfig())
     text = f"{marker} and then some words"
     event = parse_event(
         {"session_id": "s", "seq": 1, "type": "user/message", "role": "user", "text": text}
