@@ -150,7 +150,7 @@ class AssemblyConfig(Section, frozen=True):
     assistant_snippet_chars: Annotated[int, Clamp(80, 20_000)] = 300
     locale: Literal["en", "zh"] = "en"
     skip_when_empty: bool = True
-    snippet_chars: Annotated[int, Clamp(80, 20_000)] = 600
+    snippet_chars: Annotated[int, Clamp(80, 20_000)] = 300
     # An event over its snippet limit is quoted by the sentences that hold the query's
     # strongest terms ("…" at each cut) instead of its head (docs/assembly.md).
     focused_quotes: bool = True

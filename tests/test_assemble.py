@@ -28,6 +28,7 @@ from memplug.assemble import (
     VISIBLE,
     Assembler,
     AssemblyRequest,
+    AssemblyResult,
     Candidates,
     Coverage,
     EventCandidate,
@@ -170,7 +171,7 @@ def test_sections_come_in_fixed_order_under_one_header() -> None:
     result = run(full(), TASK)
     assert result.injected
     text = result.text
-    assert text.startswith("[memplug] Memory for this step")
+    assert text.startswith("[memplug] Memory: ")
     order = [
         text.index(t) for t in ("## Task state", "## Memory items", "## Raw evidence", "## Notice")
     ]
@@ -441,7 +442,7 @@ def test_incomplete_notice_rides_with_evidence_and_names_the_part_missed() -> No
     result = run(found)
     assert result.injected
     notice = result.text.split("## Notice")[1]
-    assert "truncated_events: the unindexed tails of long events" in notice
+    assert "unindexed tails of long events" in notice
     # Said once: while that injection is in the context, neither comes back.
     earlier = Message(role="user", text=result.text, source=Source(kind="memplug"))
     again = run(found, messages=[earlier])
@@ -669,16 +670,22 @@ def test_in_a_step_with_tool_events_relevance_falls_off_sooner() -> None:
     terms = QueryTerms(parse_query("stripe key"), pool, Ranking())
     best = ev(1, "The stripe key is in the vault.", score=2.0)
     mid = ev(2, "Stripe key rotation is monthly.", score=0.8)
+
+    def quoted(result: AssemblyResult) -> set[str]:
+        return {e.ref for e in result.included if e.section == "evidence"}
+
     chat = run(Candidates(events=(best, mid), terms=terms))
-    assert "[ev :2]" in chat.text  # 0.8 is over 0.3 x 2.0 (assembly.evidenceFalloff)
+    assert mid.ref in quoted(chat)  # 0.8 is over 0.3 x 2.0 (assembly.evidenceFalloff)
     output = ev(3, "stripe key not found", "tool/result", score=0.1)
     coding = run(Candidates(events=(best, mid, output), terms=terms))
-    assert "[ev :2]" not in coding.text
+    assert mid.ref not in quoted(coding)
     # Not quoted, it is still pointed at: the index says why it is not a quote.
     indexed = {e.ref: e.why for e in coding.included if e.section == "index"}
-    assert indexed == {mid.ref: FELL_OFF} and "[ev s1:2]" in coding.text
+    assert indexed == {mid.ref: FELL_OFF}
+    assert "### [ev s1]" in coding.text.split("## Index")[1]
+    assert "- [ev :2]" in coding.text.split("## Index")[1]
     fixed = config(toolEvidenceFalloff=0.3)
-    assert "[ev :2]" in run(Candidates(events=(best, mid, output), terms=terms), cfg=fixed).text
+    assert mid.ref in quoted(run(Candidates(events=(best, mid, output), terms=terms), cfg=fixed))
 
 
 def test_a_summary_query_passes_over_a_generic_request() -> None:

@@ -56,7 +56,7 @@ def test_assemble_without_a_query_uses_the_latest_user_message(shop_db: Path) ->
 def test_assemble_for_people_ends_with_where_to_look(shop_db: Path) -> None:
     done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "card numbers")
     assert done.returncode == 0
-    assert done.stdout.startswith("[memplug] Memory for this step")
+    assert done.stdout.startswith("[memplug] Memory: ")
     assert "details: memory explain --assembly" in done.stdout.splitlines()[-1]
 
 
@@ -125,5 +125,5 @@ def test_a_log_that_cannot_be_written_is_an_error_after_the_message(
     monkeypatch.setattr(LogStore, "insert", locked)
     done = memory(shop_db, "assemble", "--session", "shop-1", "--query", "card numbers")
     assert done.returncode == 1
-    assert done.stdout.startswith("[memplug] Memory for this step")
+    assert done.stdout.startswith("[memplug] Memory: ")
     assert done.stderr == "Error: could not log the assembly (OSError: disk full)\n"

@@ -223,7 +223,9 @@ def test_search_and_the_message_say_which_agent_a_line_came_from(
     answer = hook(cli, db_path, "codex", session_id=SID, transcript_path=str(ROLLOUT), cwd=SHOP,
                   hook_event_name="UserPromptSubmit", prompt=prompt)  # fmt: skip
     headings = [line for line in context(answer).splitlines() if line.startswith("### [ev")]
-    assert headings and all(f"[ev {CC_SID}] (claude-code)" in h for h in headings)
+    assert headings and all(
+        h.startswith(f"### [ev {CC_SID}") and "] (claude-code)" in h for h in headings
+    )
     found = cli("--db", str(db_path), "search", "fly.io", "--scope", "global", "--json").json()
     assert found["hits"] and {h["host"] for h in found["hits"]} == {"codex"}
     card = cli("--db", str(db_path), "search", "card numbers", "--scope", "global", "--json")

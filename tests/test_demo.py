@@ -44,7 +44,7 @@ def test_the_demo_shows_the_injection_after_the_compaction(demo: tuple[Path, str
     assert "turn 25, step 1: after the compaction the user says" in out
     assert "Back from lunch. Is the Stripe key in yet?" in out
     assert "memplug injects this message before the model answers (seq 99)" in out
-    assert "  [memplug] Memory for this step" in out
+    assert "  [memplug] Memory: " in out
     # What the host's summary lost comes back, verbatim and sourced.
     assert "p95 < 200 ms at 1k rps" in out
     assert '    yes  the "1k rps" condition of the latency target (seq 8)' in out

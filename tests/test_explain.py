@@ -118,7 +118,7 @@ def test_explain_shows_the_logged_decision(logged: tuple[Path, list[int]]) -> No
     }
     assert data["used_tokens"] == estimate_tokens(data["text"])
     assert sum(s["tokens"] for s in data["sections"]) < data["used_tokens"]
-    assert data["text"].startswith("[memplug] Memory for this step")
+    assert data["text"].startswith("[memplug] Memory: ")
 
 
 def test_latest_by_default_then_by_session_and_turn(logged: tuple[Path, list[int]]) -> None:

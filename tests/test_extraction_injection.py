@@ -10,6 +10,7 @@ each with its source quoted. The SessionStart context is a golden file.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,8 @@ def test_the_sessions_choices_stand_in_the_project_core(
 
 def test_the_next_session_opens_with_them_quoted(captured: Callable[..., CliResult]) -> None:
     start = _context(captured("SessionStart", "next", source="startup"))
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(start, encoding="utf-8")
     assert start == GOLDEN.read_text(encoding="utf-8")
     first = _context(
         captured("UserPromptSubmit", "next", prompt="Set up the runner image for the tests.")

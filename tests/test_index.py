@@ -52,9 +52,10 @@ def test_a_strong_match_is_quoted_and_a_weak_one_only_indexed() -> None:
     assert sections[WEAK.ref] == ("index", "a weak match")
     line = next(e.line for e in result.included if e.section == "index")
     # The ref in full, the date, who, a gist around the match (not the filler's head), size.
-    assert line.startswith("- [ev s1:9] 2026-03-02 assistant said: …")
+    assert line.startswith("- [ev :9] …")
+    assert "### [ev s1] 2026-03-02 assistant said\n" + line in result.text
     assert "word38 word39 then the stripe docs" in line and line.endswith(" tok)")
-    assert "## Index (not quoted; the text of a ref: `memory expand REF`)" in result.text
+    assert "## Index (the text of a ref: `memory expand REF`)" in result.text
 
 
 def test_one_tier_quotes_every_line_that_passes() -> None:
@@ -72,7 +73,7 @@ def test_the_header_says_how_to_pull_with_the_mcp_tools_when_they_are_the_agent_
     cli, mcp = run(STRONG, WEAK).text, run(STRONG, WEAK, pull=Pull(mcp=True)).text
     assert '`memory search "WORDS"`' in cli and "memory_search" not in cli
     assert "the MCP tools memory_search and memory_expand" in mcp
-    assert "## Index (not quoted; the text of a ref: memory_expand)" in mcp
+    assert "## Index (the text of a ref: memory_expand)" in mcp
     assert labels_for("en", Pull(command="/opt/mp/memory"))["header"].count("/opt/mp/memory") == 2
 
 

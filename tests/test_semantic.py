@@ -204,7 +204,7 @@ def test_without_the_extra_the_provider_is_unavailable_and_says_what_to_install(
         page = memory.retriever.search("dog")
         assert page.coverage.reasons == ["semantic_unavailable"] and page.hits
         result = memory.assemble(AssemblyRequest(session_id="p1", query="my dog"))
-        assert "Memory search was incomplete (semantic_unavailable)" in result.text
+        assert "Memory search skipped matches by meaning (no semantic provider)" in result.text
 
 
 def test_the_tokenizer_is_bert_uncased_wordpiece() -> None:
@@ -514,7 +514,7 @@ def test_an_unavailable_provider_is_a_coverage_reason_and_a_notice(tmp_path: Pat
         assert [(h.seq, h.why) for h in page.hits][:1] == [(2, "word:dog")]
         assert all(h.why == "near:p1:2" for h in page.hits[1:])
         result = memory.assemble(AssemblyRequest(session_id="p1", query="my dog"))
-        assert "Memory search was incomplete (semantic_unavailable)" in result.text
+        assert "Memory search skipped matches by meaning (no semantic provider)" in result.text
 
 
 def test_missing_vectors_are_a_coverage_reason_until_rebuilt(tmp_path: Path) -> None:

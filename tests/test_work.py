@@ -252,8 +252,8 @@ def test_a_kept_call_whose_write_was_taken_back_is_looked_up(tmp_path: Path) -> 
 def test_the_query_names_the_failed_command(session: Memory) -> None:
     result = session.assemble(AssemblyRequest(session_id=MAIN, query="which test failed?"))
     work = [e for e in result.included if e.section == "work"]
-    assert [e.line for e in work] == [
-        f"- [ev {MAIN}:19] ran `pytest -q tests/test_checkout.py` → failed, exit 1"
+    assert [(e.group, e.line) for e in work] == [
+        (f"### [ev {MAIN}]", "- [ev :19] ran `pytest -q tests/test_checkout.py` → failed, exit 1")
     ]
     assert "## Work done" in result.text and "Where we were" not in result.text
 

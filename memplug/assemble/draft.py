@@ -61,8 +61,9 @@ class Draft(Struct):
     entries: list[Entry] = field(default_factory=list)
     omitted: list[Omission] = field(default_factory=list)
     opened: set[str] = field(default_factory=set)
-    # Group headings already paid for (raw evidence: one per session and day).
-    groups: set[str] = field(default_factory=set)
+    # Group headings already paid for, per section (raw evidence: one per session and
+    # day; the index: one per session).
+    groups: set[tuple[str, str]] = field(default_factory=set)
     visible: VisibleText | None = None
     # memplug's own earlier injections still in the context (none: nothing said yet).
     injected: Injected | None = None
@@ -157,7 +158,7 @@ class Draft(Struct):
     def _opening(self, entry: Entry, title: str) -> int:
         """What the section title and the group heading cost, if ``entry`` opens them."""
         cost = 0 if entry.section in self.opened else self.meter("\n" + title + "\n")
-        if entry.group is not None and entry.group not in self.groups:
+        if entry.group is not None and (entry.section, entry.group) not in self.groups:
             cost += self.meter(entry.group + "\n")
         return cost
 
@@ -168,7 +169,7 @@ class Draft(Struct):
         self.remaining -= entry.tokens + self._opening(entry, title)
         self.opened.add(entry.section)
         if entry.group is not None:
-            self.groups.add(entry.group)
+            self.groups.add((entry.section, entry.group))
         self.entries.append(entry)
 
     def _withheld(self, entry: Entry) -> Entry | Omission:

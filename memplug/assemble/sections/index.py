@@ -22,9 +22,9 @@ from memplug.text import estimate_tokens
 # A gist is at most this many words (or, in CJK text, twice as many characters), and
 # starts this many words before the first matched one; a text of at most WHOLE_WORDS
 # words is its own gist (cutting a chat turn saves a few tokens and loses its sense).
-GIST_WORDS = 20
+GIST_WORDS = 14
 GIST_LEAD_WORDS = 4
-WHOLE_WORDS = 30
+WHOLE_WORDS = 24
 
 
 def strong_match(
@@ -86,18 +86,23 @@ class IndexSection(SectionBase):
         most; ``why`` says why it is indexed rather than quoted, ``text`` is what its gist
         is cut from."""
         title = self.labels["section.index"]
+        shared = self._shared([event for event, _, _ in indexed])
         taken = 0
         for event, why, text in indexed:
             if taken >= self.config.assembly.index_lines:
                 break
+            heading, line = self.index_line(event, terms, text, shared[event.session_id])
             if draft.offer(
                 "index",
                 title,
                 event.ref,
-                self.index_line(event, terms, text),
+                line,
                 kind=event.type,
                 score=event.score,
                 why=why,
+                group=heading,
+                # Grouped by session, still in rank order within each group.
+                position=taken,
             ):
                 taken += 1
                 # Pointed at, it is no longer left out: the index line says why not quoted.
@@ -105,15 +110,52 @@ class IndexSection(SectionBase):
                     o for o in draft.omitted if not (o.ref == event.ref and o.section == "evidence")
                 ]
 
-    def index_line(self, event: EventCandidate, terms: QueryTerms | None, text: str) -> str:
+    def index_line(
+        self,
+        event: EventCandidate,
+        terms: QueryTerms | None,
+        text: str,
+        shared: tuple[str, str] = ("", ""),
+    ) -> tuple[str, str]:
+        """The event's group heading (its session, and the day and who that all its lines
+        share, said once) and its line under it: ``[ev :SEQ]``, the date and who unless
+        the heading has them, the gist and its size."""
         labels = self.labels
-        if event.type == "assistant/message":
-            who = labels["said.assistant"]
-        else:
-            who = labels.get(f"role.{event.role}", event.role or event.type)
+        heading = f"### [ev {event.session_id}]"
         other = self.other_agent(event.session_id)
         if other:
-            who += f" ({other})"
-        when = f"{event.time[:10]} " if event.time else ""
+            heading += f" ({other})"
+        heading += "".join(f" {part}" for part in shared if part)
+        frame = [
+            part
+            for part, said in zip((_day(event), self._who(event)), shared, strict=True)
+            if part and not said
+        ]
         size = labels["index.size"].format(tokens=estimate_tokens(event.text))
-        return f"- [ev {event.ref}] {when}{who}{labels['colon']}{gist(text, terms)} ({size})"
+        said = " ".join(frame) + labels["colon"] if frame else ""
+        return heading, f"- [ev :{event.seq}] {said}{gist(text, terms)} ({size})"
+
+    def _who(self, event: EventCandidate) -> str:
+        if event.type == "assistant/message":
+            return self.labels["said.assistant"]
+        return self.labels.get(f"role.{event.role}", event.role or event.type)
+
+    def _shared(self, events: Sequence[EventCandidate]) -> dict[str, tuple[str, str]]:
+        """Per session, the day and who that every one of its candidates has ("" where
+        they differ): said once in the group heading instead of on each line. Chosen from
+        every candidate that may be indexed, so the heading is the same whichever fit."""
+        frames: dict[str, set[tuple[str, str]]] = {}
+        for event in events:
+            frames.setdefault(event.session_id, set()).add((_day(event), self._who(event)))
+        out: dict[str, tuple[str, str]] = {}
+        for session_id, seen in frames.items():
+            days, whos = {d for d, _ in seen}, {w for _, w in seen}
+            out[session_id] = (
+                next(iter(days)) if len(days) == 1 else "",
+                next(iter(whos)) if len(whos) == 1 else "",
+            )
+        return out
+
+
+def _day(event: EventCandidate) -> str:
+    return event.time[:10] if event.time else ""

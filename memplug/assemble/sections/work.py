@@ -77,12 +77,21 @@ class WorkSections(SectionBase):
             for h in hits
         ]
         title = self.title("work", entries)
-        for hit, entry in zip(hits, entries, strict=True):
+        for rank, (hit, entry) in enumerate(zip(hits, entries, strict=True)):
             if visible and work_visible(hit, session_id, work.compacted_at):
                 draft.omit(hit.ref, "work", VISIBLE, hit.score, "after the latest compaction")
                 continue
             draft.offer(
-                "work", title, hit.ref, entry.line, kind=entry.kind, score=hit.score, why=hit.why
+                "work",
+                title,
+                hit.ref,
+                entry.line,
+                kind=entry.kind,
+                score=hit.score,
+                why=hit.why,
+                group=self.work_heading(hit),
+                # Grouped by session, still in rank order within each group.
+                position=rank,
             )
         draft.remaining += rest
         # What the work budget left out stays out: a top-up is for the other sections.
@@ -119,7 +128,14 @@ class WorkSections(SectionBase):
             return
         self._work_section(draft, work, session_id, visible, recent=True)
 
+    def work_heading(self, hit: WorkHit) -> str:
+        """The group heading of a record's line: its session, said once for its lines."""
+        heading = f"### [ev {hit.row.session_id}]"
+        other = self.other_agent(hit.row.session_id)
+        return heading + (f" ({other})" if other else "")
+
     def work_line(self, hit: WorkHit) -> str:
+        """A record's line under :meth:`work_heading`: what the call did and how it ended."""
         labels, row = self.labels, hit.row
         target = row.target
         if row.action in ("ran", "searched"):
@@ -128,7 +144,7 @@ class WorkSections(SectionBase):
             target = '"' + target + '"'
         elif row.action == "called":
             target = row.tool
-        line = f"- [ev {hit.ref}] {labels[f'work.{row.action}']} {target}"
+        line = f"- [ev :{row.seq}] {labels[f'work.{row.action}']} {target}"
         ended = []
         if row.outcome is None:
             ended.append(labels["outcome.none"])
