@@ -6,8 +6,9 @@ For each next-day question (``bench/nextday/<set>.json``) two scripted readers l
 the gold answer, and every character a command prints counts as read:
 
 - **memplug**: one ``memory search "QUESTION"`` (global scope, top 5, the CLI's text),
-  then ``memory expand REF`` on the hits in rank order until one holds the answer (at
-  most 5).
+  then ``memory expand`` of each hit's ``follow`` in rank order (at most 5), then on
+  through each chunk's ``more:`` line, until the output holds the answer (at most 10
+  expands).
 - **grep**: ``grep -o -i -E ".{0,150}WORD.{0,150}" FILE | head -20`` over the raw
   transcript file the host wrote — each match with 150 characters either side, the
   first 20, as an agent keeps a grep's output readable — WORD the question's rarest
@@ -36,6 +37,7 @@ from bench import nextday
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{3,}")
 MAX_EXPANDS = 5
+MORE = re.compile(r"^more: memory expand (\S+)$", re.M)
 MAX_GREPS = 3
 GREP_CONTEXT = 150
 GREP_HEAD = 20
@@ -58,11 +60,15 @@ def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
     page = json.loads(
         _memory(db, "search", question, "--scope", "global", "--limit", "5", "--json")
     )
-    for hit in page["hits"][:MAX_EXPANDS]:
-        shown = _memory(db, "expand", str(hit["follow"]))
+    # A follow opens a long event at the match: every hit's first, in rank order, then
+    # on through each one's "more:" line, until the answer is read.
+    targets = [str(hit["follow"]) for hit in page["hits"][:MAX_EXPANDS]]
+    while targets and calls <= 2 * MAX_EXPANDS:
+        shown = _memory(db, "expand", targets.pop(0))
         read, calls = read + len(shown), calls + 1
         if gold in nextday.norm(shown):
             return {"found": True, "calls": calls, "chars": read}
+        targets += MORE.findall(shown)
     return {"found": False, "calls": calls, "chars": read}
 
 

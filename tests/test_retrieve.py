@@ -32,6 +32,7 @@ from memplug.retrieve import (
     SearchPage,
     active_path,
 )
+from memplug.retrieve.search import FOLLOW_CHARS
 from memplug.store.records import BranchRow
 
 REPO = Path(__file__).resolve().parent.parent
@@ -826,3 +827,39 @@ def test_ranking_weights_are_read_from_config(fixture_db: Path) -> None:
         spread_off = Retriever(memory.store, memory.config).retrieve("shop-1", question)
     assert any(e.why.startswith("near:") for e in default.evidence)
     assert not any(e.why.startswith("near:") for e in spread_off.evidence)
+
+
+def test_a_hit_s_follow_opens_a_long_event_at_the_match(fresh: Memory) -> None:
+    log = "line of build output\n" * 300 + "ERROR zanzibar_quota exceeded in step 7\n"
+    log += "more output\n" * 200
+    _lines(
+        fresh,
+        [{"session_id": "s", "seq": 1, "type": "tool/call", "role": "assistant",
+          "text": "make build", "cwd": "/p"},
+         {"session_id": "s", "seq": 2, "type": "tool/result", "role": "tool",
+          "text": log, "cwd": "/p"}],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    hit = retriever.search("zanzibar_quota", session="s").hits[0]
+    shown = retriever.expand(hit.follow).events[0]
+    at = log.index("zanzibar_quota")
+    # From a little before the match, not from the top of a 9,000-character log.
+    assert 0 < shown.text_range.start < at < shown.text_range.end < len(log)
+    assert shown.text_range.end - shown.text_range.start <= FOLLOW_CHARS
+    # SESSION:SEQ still reads it from the start, and the chunk's next reads on.
+    assert retriever.expand("s:2").events[0].text_range.start == 0
+    chunk = retriever.expand(hit.follow)
+    assert chunk.next is not None
+    assert retriever.expand(chunk.next).events[0].text_range.start == shown.text_range.end
+    # Asked for the events before it, the window opens at its first event, whole.
+    window = retriever.expand(hit.follow, before=1).events
+    assert [e.seq for e in window] == [1, 2] and window[1].text_range.start == 0
+
+
+def test_a_page_token_carries_only_what_differs_from_the_defaults(retriever: Retriever) -> None:
+    page = retriever.search("port", scope="global", limit=2)
+    assert page.next is not None
+    args = decode_token(page.next)["a"]
+    assert args == {"query": "port", "scope": "global", "limit": 2}
+    again = retriever.search("port", scope="global", limit=4)
+    assert refs(retriever.page(page.next)) == refs(again)[2:4]

@@ -29,10 +29,12 @@ def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "scope: project:/home/ana/shop"  # the project of --session
-    assert lines[1].split() == ["score", "ref", "what", "why", "snippet"]
+    assert lines[1].split() == ["score", "ref", "what", "why"]
     # A memory hit names the turn it came from; that turn takes no slot of its own.
     assert "mem_shop1_" in lines[3] and "from shop-1:34" in lines[3]
     assert "exact:8080" in lines[3] and "*" in lines[3]
+    # Its snippet follows, whole and indented: centred on the match, it is not clipped.
+    assert lines[4].startswith("    ") and "8080" in lines[4]
     assert not any(line.split()[1:2] == ["shop-1:34"] for line in lines)
     assert any(line.startswith("hits 1–3 of ") for line in lines)
     assert "coverage: complete" in result.stdout

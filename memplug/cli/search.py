@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import click
 
 from memplug.call_tokens import needs_query
-from memplug.cli.output import CliContext, emit, json_option, table
+from memplug.cli.output import CliContext, emit, json_option, output_width, table
 from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
 from memplug.redaction import redact_tree
 from memplug.refs import event_ref
@@ -50,12 +51,16 @@ def _render_page(data: dict[str, Any]) -> str:
                     ref,
                     str(what or ""),
                     clip(hit["why"], 28),
-                    clip(hit["snippet"], 72),
                 ]
             )
-        lines.append(
-            table(rows, ["score", "ref", "what", "why", "snippet"], fit=("why", "snippet"))
+        head, rule, *hit_rows = table(rows, ["score", "ref", "what", "why"], fit=("why",)).split(
+            "\n"
         )
+        lines += [head, rule]
+        for row, hit in zip(hit_rows, hits, strict=True):
+            # The snippet whole, under its hit: it is centred on the matched words, and a
+            # reader that sees the answer there needs no expand.
+            lines += [row, *indented(hit["snippet"])]
         first = data.get("offset", 0) + 1
         lines.append(
             f"hits {first}–{first + len(hits) - 1} of {data['total']} (* = exact symbol pinned)"
@@ -84,6 +89,14 @@ def _render_page(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def indented(text: str, indent: str = "    ") -> list[str]:
+    """``text`` under a row: wrapped to the terminal's width, one line when piped."""
+    width = output_width()
+    if width is None or width <= len(indent) + 20:
+        return [indent + text]
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent)
+
+
 def _render_expand(data: dict[str, Any]) -> str:
     lines: list[str] = [f"scope: {data['scope']}"] if data["scope"] else []
     if data.get("item"):
@@ -105,7 +118,9 @@ def _render_expand(data: dict[str, Any]) -> str:
         lines.append(event["text"])
         rng = event["text_range"]
         if not rng["complete"]:
-            lines.append(f"   [characters {rng['start']}–{rng['end']} of {rng['total']}]")
+            ref = event_ref(event["session_id"], event["seq"])
+            whole = f"; from the start: memory expand {ref}" if rng["start"] else ""
+            lines.append(f"   [characters {rng['start']}–{rng['end']} of {rng['total']}{whole}]")
     coverage = data["coverage"]
     if coverage.get("error"):
         lines.append(f"error: {coverage['error']['code']}: {coverage['error']['message']}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from memplug.call_tokens import decode_token, encode_token, is_token
 from memplug.errors import NotFound, ValidationError
@@ -45,6 +46,8 @@ class _Call(Struct, frozen=True):
     expected_hash: str | None = None
     top: int | None = None
     from_token: bool = False
+    # A search hit's follow opens its event at the match (an offset in the anchor).
+    anchor_offset: int = 0
 
 
 class Expander:
@@ -74,6 +77,10 @@ class Expander:
         window = self._window(call, anchor, snap, reasons)
         if isinstance(window, ExpandResult):
             return window
+        if call.anchor_offset and window[0].id == anchor.id:
+            # At the match only when the anchor opens the window: events asked for
+            # before it are read whole, from their start.
+            call = replace(call, cursor=(0, call.anchor_offset))
         events, next_token = self._chunk(call, anchor, window, snap)
         return ExpandResult(
             anchor=anchor.ref, events=events, next=next_token, coverage=coverage(reasons)
@@ -164,7 +171,8 @@ class Expander:
                 continue
             full = self.full_text(event)
             begin = start_offset if index == start_index else 0
-            begin = min(begin, len(full))
+            # Never inside a secret: a start that would split one moves past it.
+            begin = clear_cut(full, min(begin, len(full)), len(full))[0]
             take = min(budget, len(full) - begin)
             # A chunk does not end inside a secret (the next one starts with it whole);
             # unless the secret starts the chunk, which must still make progress.
@@ -247,7 +255,8 @@ def _from_token(
             before=bounded(int(data.get("b", before)), "before"),
             after=bounded(int(data.get("a", after)), "after"),
             branches=str(data.get("br", branches or "all")) or "all",
-            cursor=(int(data.get("ci", 0)), int(data.get("co", 0))),
+            cursor=(int(data["ci"]), int(data.get("co", 0))) if "ci" in data else (0, 0),
+            anchor_offset=0 if "ci" in data else max(0, int(data.get("co", 0))),
             top=int(data["top"]) if data.get("top") is not None else None,
             max_chars=max(1, min(int(data.get("mc", max_chars)), EXPAND_MAX_CHARS)),
             from_token=True,

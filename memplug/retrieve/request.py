@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
 
 SEARCH_PAGE_DEFAULT = 20
+# What parse_request reads when a key is absent: a page token leaves these out.
+_DEFAULTS: dict[str, Any] = {"mode": "literal", "match": "any", "branches": "active"}
 
 
 class SearchRequest(Struct, frozen=True):
@@ -46,8 +48,10 @@ class SearchRequest(Struct, frozen=True):
         )
 
     def args(self) -> dict[str, Any]:
-        """The request as :func:`parse_request` reads it back (from a page token)."""
-        return {
+        """The request as :func:`parse_request` reads it back (from a page token): an
+        empty filter or a default is left out, so that the token an agent copies stays
+        short."""
+        full = {
             "query": self.query,
             "session": self.session,
             "scope": self.scope,
@@ -62,13 +66,18 @@ class SearchRequest(Struct, frozen=True):
             "branches": self.branches,
             "limit": self.limit,
         }
+        return {
+            key: value
+            for key, value in full.items()
+            if value not in (None, []) and _DEFAULTS.get(key) != value
+        }
 
 
 def parse_request(args: Mapping[str, Any], max_pattern_bytes: int) -> SearchRequest:
     """Check a search's arguments (keyed as :meth:`SearchRequest.args` writes them)."""
-    mode = args.get("mode", "literal")
-    match = args.get("match", "any")
-    branches = args.get("branches", "active")
+    mode = args.get("mode", _DEFAULTS["mode"])
+    match = args.get("match", _DEFAULTS["match"])
+    branches = args.get("branches", _DEFAULTS["branches"])
     if mode not in ("literal", "phrase", "regex"):
         raise ValidationError("--mode must be one of: literal, phrase, regex")
     if match not in ("any", "all"):

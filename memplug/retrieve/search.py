@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
 
 SNIPPET_CHARS = 240
+# A hit's follow token reads this much of a longer event, from this far before the match.
+FOLLOW_CHARS = 1_500
+FOLLOW_LEAD = 300
 SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]
 
 
@@ -156,6 +159,7 @@ def hit(scored: Scored, branches: str) -> Hit:
                 "q": ev.seq,
                 "h": ev.content_hash[:16],
                 "br": branches,
+                **_at_the_match(ev.text or "", scored.needle),
             }
         )
         return Hit(
@@ -243,6 +247,16 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
     )
     out.sort(key=lambda s: s.key)
     return out
+
+
+def _at_the_match(text: str, needle: str | None) -> dict[str, int]:
+    """Where a hit's ``follow`` opens a long event: FOLLOW_CHARS from a little before
+    the matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the
+    start). A reader after the answer near a match need not read a whole log."""
+    if len(text) <= FOLLOW_CHARS:
+        return {}
+    at = text.lower().find(needle) if needle else -1
+    return {"co": max(0, at - FOLLOW_LEAD) if at > 0 else 0, "mc": FOLLOW_CHARS}
 
 
 def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
