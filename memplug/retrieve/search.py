@@ -30,6 +30,7 @@ SNIPPET_CHARS = 240
 # A hit's follow token reads this much of a longer event, from this far before the match.
 FOLLOW_CHARS = 1_500
 FOLLOW_LEAD = 300
+OUTPUT_TYPES = frozenset({"tool/result", "tool/call"})
 SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]
 
 
@@ -159,7 +160,7 @@ def hit(scored: Scored, branches: str) -> Hit:
                 "q": ev.seq,
                 "h": ev.content_hash[:16],
                 "br": branches,
-                **_at_the_match(ev.text or "", scored.needle),
+                **(_at_the_match(ev.text or "", scored.needle) if ev.type in OUTPUT_TYPES else {}),
             }
         )
         return Hit(
@@ -250,9 +251,10 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
 
 
 def _at_the_match(text: str, needle: str | None) -> dict[str, int]:
-    """Where a hit's ``follow`` opens a long event: FOLLOW_CHARS from a little before
-    the matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the
-    start). A reader after the answer near a match need not read a whole log."""
+    """Where a hit's ``follow`` opens a long tool output: FOLLOW_CHARS from a little
+    before the matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the
+    start). A reader after the answer near a match need not read a whole log; a turn
+    of the person or the agent is read whole, its answer may be anywhere in it."""
     if len(text) <= FOLLOW_CHARS:
         return {}
     at = text.lower().find(needle) if needle else -1
