@@ -213,9 +213,9 @@ def main(path: str, start: int) -> None:
             events = read_events(raw, file=setup.file, first_line=first)
             payload = pickle.dumps(list(_prepared(events, rows, setup.project)), protocol=5)
             offset += sum(len(r) if isinstance(r, bytes) else r.size for r in raw)
-            out.write(_HEADER.pack(len(payload), first + len(raw), offset))
-            out.write(payload)
             ended = first + len(raw)
+            out.write(_HEADER.pack(len(payload), ended, offset))
+            out.write(payload)
     out.write(_HEADER.pack(0, ended, offset))
     out.flush()
 
