@@ -68,7 +68,11 @@ a lasting decision, rule or project fact the person states.
 ## How to read what comes back
 
 - `[mem ID]` is a derived item (a decision, constraint or fact) with its sources;
-  `[ev SESSION:SEQ]` is an event quoted verbatim. Both can be expanded.
+  `[ev SESSION:SEQ]` is an event. Under a `### [ev SESSION]` heading, `[ev :SEQ]` is an
+  event of that session: expand it as `SESSION:SEQ`. An index line's `(N tok)` is what
+  expanding it costs.
+- A search hit's snippet is cut around the matched words; a long tool output's
+  `follow` opens it at the match, and its `more:` line reads on.
 - `coverage.complete: false` means something was cut: follow `next` or narrow the
   search before concluding that something is absent. Only an empty result with complete
   coverage means memory holds nothing; then say "insufficient evidence" and do not guess.
