@@ -124,3 +124,41 @@ def test_a_pipe_or_a_small_file_is_read_in_process(
     monkeypatch.setattr(bulk_rows, "PARALLEL_MIN_BYTES", source.stat().st_size + 1)
     _imported(tmp_path, "small", source)
     assert chunked == []
+
+
+def _checkpointers() -> list[Any]:
+    import threading
+
+    from memplug.db import CHECKPOINT_THREAD
+
+    return [t for t in threading.enumerate() if t.name == CHECKPOINT_THREAD]
+
+
+def test_the_wal_is_copied_back_beside_the_writer_and_the_thread_ends(tmp_path: Path) -> None:
+    import apsw
+
+    from memplug.db import WAL_AUTOCHECKPOINT, Database
+
+    db = tmp_path / "m.sqlite"
+    with Memory.open(db) as memory:
+        with open(_source(tmp_path / "events.jsonl"), "rb") as stream:
+            summary = memory.import_jsonl([("events.jsonl", stream)])
+        assert summary.new > 0 and not _checkpointers()
+    # Folded back at the end: nothing lingers in the WAL, and the file is whole.
+    wal = db.with_name("m.sqlite-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+    conn = apsw.Connection(str(db))
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+    # Closed without a checkpoint (an interrupted import), the thread ends too, and the
+    # connection checkpoints on its own again until then.
+    database = Database.open(db)
+    database.for_bulk_writes()
+    assert len(_checkpointers()) == 1
+    assert database.conn.execute("PRAGMA wal_autocheckpoint").fetchall() == [(0,)]
+    database.checkpoint()
+    assert not _checkpointers()
+    assert database.conn.execute("PRAGMA wal_autocheckpoint").fetchall() == [(WAL_AUTOCHECKPOINT,)]
+    database.for_bulk_writes()
+    database.close()
+    assert not _checkpointers()
