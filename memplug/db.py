@@ -411,16 +411,19 @@ class Database:
             self._checkpointer = _Checkpointer(self.path)
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
 
-    def _stop_checkpointer(self) -> None:
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
-            self._checkpointer = None
-            self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT:d}")
+    def _stop_checkpointer(self) -> bool:
+        """Whether a bulk checkpointer was running (it is stopped now)."""
+        if self._checkpointer is None:
+            return False
+        self._checkpointer.stop()
+        self._checkpointer = None
+        return True
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the file after a large write, so it does not linger at
         the size of the whole import (a busy reader just makes this a partial no-op)."""
-        self._stop_checkpointer()
+        if self._stop_checkpointer():
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT:d}")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def integrity_check(self) -> list[str]:

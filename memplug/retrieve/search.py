@@ -258,7 +258,7 @@ def _at_the_match(text: str, needle: str | None) -> dict[str, int]:
     if len(text) <= FOLLOW_CHARS:
         return {}
     at = text.lower().find(needle) if needle else -1
-    return {"co": max(0, at - FOLLOW_LEAD) if at > 0 else 0, "mc": FOLLOW_CHARS}
+    return {"co": max(0, at - FOLLOW_LEAD), "mc": FOLLOW_CHARS}
 
 
 def _snippet(text: str, needle: str | None) -> tuple[str, bool]:

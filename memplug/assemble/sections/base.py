@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from memplug.assemble.models import RECENT, Entry
+from memplug.assemble.models import RECENT, Entry, EventCandidate
 from memplug.config import Config
 from memplug.vocab import CODING_HOSTS
 
@@ -36,6 +36,18 @@ class SectionBase:
         theirs, ours = cache[session_id], cache[self.asking_session]
         coding = theirs in CODING_HOSTS and ours in CODING_HOSTS
         return theirs if coding and theirs != ours else None
+
+    def session_heading(self, session_id: str) -> str:
+        """The heading a session's lines sit under (``[ev :SEQ]`` below it), naming the
+        other coding agent the session came from, if any."""
+        other = self.other_agent(session_id)
+        return f"### [ev {session_id}]" + (f" ({other})" if other else "")
+
+    def who(self, event: EventCandidate) -> str:
+        """Who an event's words are: ``assistant said`` for the agent's, else its role."""
+        if event.type == "assistant/message":
+            return self.labels["said.assistant"]
+        return self.labels.get(f"role.{event.role}", event.role or event.type)
 
     def title(self, section: str, entries: Sequence[Entry]) -> str:
         """A section's title; the work section says when it holds only where we were."""

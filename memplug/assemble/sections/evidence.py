@@ -329,15 +329,8 @@ class EvidenceSections(IndexSection, SectionBase):
     def _frame(self, event: EventCandidate) -> tuple[str, list[str]]:
         """The event's group heading (session, day) and what its line says before the
         quote: the role (``assistant said`` for the agent's words), then the minute."""
-        labels = self.labels
-        if event.type == "assistant/message":
-            where = [labels["said.assistant"]]
-        else:
-            where = [labels.get(f"role.{event.role}", event.role or event.type)]
-        heading = f"### [ev {event.session_id}]"
-        other = self.other_agent(event.session_id)
-        if other:
-            heading += f" ({other})"
+        where = [self.who(event)]
+        heading = self.session_heading(event.session_id)
         if event.time:
             # The day once in the heading; minutes are enough to order events.
             heading += f" {event.time[:10]}"

@@ -121,24 +121,16 @@ class IndexSection(SectionBase):
         share, said once) and its line under it: ``[ev :SEQ]``, the date and who unless
         the heading has them, the gist and its size."""
         labels = self.labels
-        heading = f"### [ev {event.session_id}]"
-        other = self.other_agent(event.session_id)
-        if other:
-            heading += f" ({other})"
+        heading = self.session_heading(event.session_id)
         heading += "".join(f" {part}" for part in shared if part)
         frame = [
             part
-            for part, said in zip((_day(event), self._who(event)), shared, strict=True)
+            for part, said in zip((_day(event), self.who(event)), shared, strict=True)
             if part and not said
         ]
         size = labels["index.size"].format(tokens=estimate_tokens(event.text))
         said = " ".join(frame) + labels["colon"] if frame else ""
         return heading, f"- [ev :{event.seq}] {said}{gist(text, terms)} ({size})"
-
-    def _who(self, event: EventCandidate) -> str:
-        if event.type == "assistant/message":
-            return self.labels["said.assistant"]
-        return self.labels.get(f"role.{event.role}", event.role or event.type)
 
     def _shared(self, events: Sequence[EventCandidate]) -> dict[str, tuple[str, str]]:
         """Per session, the day and who that every one of its candidates has ("" where
@@ -146,7 +138,7 @@ class IndexSection(SectionBase):
         every candidate that may be indexed, so the heading is the same whichever fit."""
         frames: dict[str, set[tuple[str, str]]] = {}
         for event in events:
-            frames.setdefault(event.session_id, set()).add((_day(event), self._who(event)))
+            frames.setdefault(event.session_id, set()).add((_day(event), self.who(event)))
         out: dict[str, tuple[str, str]] = {}
         for session_id, seen in frames.items():
             days, whos = {d for d, _ in seen}, {w for _, w in seen}

@@ -89,7 +89,7 @@ class WorkSections(SectionBase):
                 kind=entry.kind,
                 score=hit.score,
                 why=hit.why,
-                group=self.work_heading(hit),
+                group=self.session_heading(hit.row.session_id),
                 # Grouped by session, still in rank order within each group.
                 position=rank,
             )
@@ -128,14 +128,8 @@ class WorkSections(SectionBase):
             return
         self._work_section(draft, work, session_id, visible, recent=True)
 
-    def work_heading(self, hit: WorkHit) -> str:
-        """The group heading of a record's line: its session, said once for its lines."""
-        heading = f"### [ev {hit.row.session_id}]"
-        other = self.other_agent(hit.row.session_id)
-        return heading + (f" ({other})" if other else "")
-
     def work_line(self, hit: WorkHit) -> str:
-        """A record's line under :meth:`work_heading`: what the call did and how it ended."""
+        """A record's line under its session's heading: what the call did, how it ended."""
         labels, row = self.labels, hit.row
         target = row.target
         if row.action in ("ran", "searched"):
