@@ -31,6 +31,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from memplug.ahead import served
 from memplug.patterns import LazyPattern, lazy
 
 # Per event: more is listing, not naming (a pasted file list names nothing in particular).
@@ -244,6 +245,7 @@ def in_text(text: str, cwd: str | None, *, person: bool = True) -> Mentions:
 
 
 @lru_cache(maxsize=128)
+@served
 def _scanned(
     text: str, cwd: str | None, person: bool
 ) -> tuple[tuple[Entity, ...], tuple[Relation, ...]]:

@@ -91,12 +91,18 @@ class GraphDeriver:
         # The timeline follower clears the session's graph rows with its own.
         return None
 
+    def prepare(self, event: EventRow) -> None:
+        if event.type == "tool/call" or event.type in READ_TYPES:
+            event_mentions(event, self._text(event))
+
+    def _text(self, event: EventRow) -> str:
+        return self.store.events.full_text(event) if is_user_statement(event) else event.text
+
     def follow(self, event: EventRow, items: Sequence[ItemFact] = ()) -> None:
         project = event.project_key
         if event.type != "tool/call" and event.type not in READ_TYPES:
             return
-        text = self.store.events.full_text(event) if is_user_statement(event) else event.text
-        found = event_mentions(event, text)
+        found = event_mentions(event, self._text(event))
         for item in items:
             found.merge(item_mentions(item, event.cwd))
         if not found.entities:

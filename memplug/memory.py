@@ -519,10 +519,16 @@ class Memory:
         return {**made, "corrected": memory_id}
 
     def derive(
-        self, session_ids: Iterable[str], *, upgrade_ms: float | None = UPGRADE_STEP_MS
+        self,
+        session_ids: Iterable[str],
+        *,
+        upgrade_ms: float | None = UPGRADE_STEP_MS,
+        ahead: bool = False,
     ) -> str | None:
         """Run incremental extraction for sessions that received events or lag behind,
         after re-deriving, within ``upgrade_ms`` (None: all), what older rules made.
+        ``ahead``: a helper process computes the sessions' text analysis ahead, on a
+        second core (memplug/derive_ahead.py; for a large import).
 
         Extraction failures are queued by the extractor itself; a crash escaping it is
         recorded and returned, not raised — captured evidence is already committed —
@@ -535,7 +541,12 @@ class Memory:
             # Sessions whose extraction lags their events too: a process that died
             # between the capture commit and extraction left them behind.
             sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
-            if sessions:
+            if sessions and ahead:
+                from memplug.derive_ahead import computed_ahead
+
+                with computed_ahead(self.db.path, self.loaded, sessions) as helper:
+                    self.extractor.run(sessions, before=helper.before if helper else None)
+            elif sessions:
                 self.extractor.run(sessions)
         except Exception as error:
             message = f"{type(error).__name__}: {error}"
@@ -798,7 +809,9 @@ class Memory:
                 if progress is not None:
                     progress(size)
             self._import_batch(batch, summary)
-        summary.extraction_error = self.derive(summary.sessions)
+        from memplug.derive_ahead import AHEAD_EVENTS
+
+        summary.extraction_error = self.derive(summary.sessions, ahead=summary.new >= AHEAD_EVENTS)
         if summary.new:
             self.store.checkpoint()
 

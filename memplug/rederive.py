@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from msgspec import Struct, field
 
 from memplug.config import Config
-from memplug.cues import ALL_RULES, Candidate, analyse
+from memplug.cues import ALL_RULES, Candidate, analysed
 from memplug.cues.categories import categories_version
 from memplug.cues.structural import (
     EDIT_TOOLS,
@@ -102,6 +102,10 @@ class Follower(Protocol):
     def follow(self, event: EventRow, items: Sequence[ItemFact]) -> None:
         """``items``: the memory items ``event`` created, whatever their status now."""
 
+    def prepare(self, event: EventRow) -> None:
+        """Make the calls of served pure functions that following ``event`` will make
+        (memplug/ahead.py); nothing is written."""
+
 
 # How events are keyed to projects (see versions()).
 PROJECT_KEYS = 1
@@ -136,10 +140,15 @@ class Deriving:
 
     # -- running -----------------------------------------------------------------------
 
-    def run(self, session_ids: Iterable[str]) -> ExtractReport:
-        """Extract what each session received since its checkpoint (after capture)."""
+    def run(
+        self, session_ids: Iterable[str], *, before: Callable[[str], None] | None = None
+    ) -> ExtractReport:
+        """Extract what each session received since its checkpoint (after capture), in
+        session order; ``before(session)`` is called as each one starts."""
         report = ExtractReport()
         for session_id in sorted(set(session_ids)):
+            if before is not None:
+                before(session_id)
             with self.store.write_transaction():
                 self._catch_up(session_id, report)
         return report
@@ -290,23 +299,45 @@ class Deriving:
         most events have none)."""
         if event.source_kind == REMEMBER_SOURCE and not event.generated:
             return self._remembered(event)
-        role = self.role_of(event)
-        if role is None:
+        asked = self._analysis(event, dialogue)
+        if asked is None:
             return None
-        agent = dialogue.listening(event)
-        offered = dialogue.offered if agent and role == "user" else []
-        candidates = analyse(
-            self.store.events.full_text(event),
-            role,
-            agent=agent,
-            offered=[self.store.events.full_text(e) for e in offered],
-        )
+        question, offered = asked
+        candidates = analysed(*question)
         if not candidates:
             return None
         local = ExtractReport()
         with self.store.transaction():
             self._apply(event, candidates, local, tuple(e.ref for e in offered))
         return local
+
+    def _analysis(
+        self, event: EventRow, dialogue: Dialogue
+    ) -> tuple[tuple[str, str, bool, tuple[str, ...]], list[EventRow]] | None:
+        """The arguments of a statement's cue analysis, and the assistant messages whose
+        options it may pick; ``None`` when the statement is not read."""
+        role = self.role_of(event)
+        if role is None:
+            return None
+        agent = dialogue.listening(event)
+        offered = dialogue.offered if agent and role == "user" else []
+        full_text = self.store.events.full_text
+        return (full_text(event), role, agent, tuple(full_text(e) for e in offered)), offered
+
+    def prepare(self, session_id: str) -> None:
+        """Make, for a session about to be derived from scratch, the calls of served pure
+        functions that deriving it will make, with the same arguments, so that another
+        process can hand their results over (memplug/derive_ahead.py)."""
+        dialogue = Dialogue()
+        for event in self._events(session_id, -1):
+            statement = event.type in READ_TYPES and not is_structural(event)
+            if statement and not (event.source_kind == REMEMBER_SOURCE and not event.generated):
+                asked = self._analysis(event, dialogue)
+                if asked is not None:
+                    analysed(*asked[0])
+            for follower in self.followers:
+                follower.prepare(event)
+            dialogue.see(event)
 
     def _remembered(self, event: EventRow) -> ExtractReport | None:
         """An explicit remember: one item, of the kind it was captured with."""

@@ -86,6 +86,10 @@ class TimelineDeriver:
     def clear(self, session_id: str) -> None:
         self.rows.clear(session_id)
 
+    def prepare(self, event: EventRow) -> None:
+        # The files of a call are read by the same served scan the graph prepares.
+        return None
+
     def follow(self, event: EventRow, items: Sequence[ItemFact] = ()) -> None:
         if event.type == "tool/call" and event.call_id:
             call = ToolCallRow(event.seq, event.tool_name, event.text, event.cwd)

@@ -27,6 +27,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from memplug.ahead import served
 from memplug.redaction import redact_secrets
 from memplug.store.ports import Storage
 from memplug.store.records import EventRow, WorkRow
@@ -85,6 +86,7 @@ _JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[_-][^\W_]++)+")
 CALL_SESSIONS = 4
 
 
+@served
 def describe(tool: str, text: str, cwd: str | None) -> tuple[str, str]:
     """``(action, target)`` for a call: the action word and its one structural field,
     read from the call's JSON input, or — a host that stores the input as plain text —
@@ -194,10 +196,19 @@ class WorkDeriver:
         elif event.type == "tool/result":
             self._result(event)
 
-    def _call(self, event: EventRow) -> None:
+    def prepare(self, event: EventRow) -> None:
+        if event.type == "tool/call" and not event.generated:
+            describe(*self._described(event))
+
+    def _described(self, event: EventRow) -> tuple[str, str, str | None]:
+        """The arguments of :func:`describe` for a call."""
         tool = event.tool_name or (event.text.split(" ", 1)[0] if event.text else "") or "tool"
         text = self.store.events.full_text(event) if event.truncated else event.text
-        action, target = describe(tool, text, event.cwd)
+        return tool, text, event.cwd
+
+    def _call(self, event: EventRow) -> None:
+        tool, text, cwd = self._described(event)
+        action, target = describe(tool, text, cwd)
         row = WorkRow(
             session_id=event.session_id,
             seq=event.seq,

@@ -25,7 +25,7 @@ DOC = REPO / "docs" / "architecture.md"
 # (``memplug.retrieve`` counts as one layer whether it is a module or a package).
 # docs/architecture.md shows the same table; a test keeps the two equal.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("entry", ("memplug", "memplug.cli.*", "memplug.demo")),
+    ("entry", ("memplug", "memplug.ahead_helper", "memplug.cli.*", "memplug.demo")),
     ("ui", ("memplug.ui.*",)),
     ("sync", ("memplug.sync",)),
     ("hosts", ("memplug.hosts.*",)),
@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("graph", ("memplug.graph",)),
     ("scopes", ("memplug.scopes",)),
     ("services", ("memplug.retrieve.*", "memplug.extract", "memplug.skills")),
-    ("rederive", ("memplug.rederive",)),
+    ("rederive", ("memplug.derive_ahead", "memplug.rederive")),
     ("dialogue", ("memplug.dialogue",)),
     ("semantic", ("memplug.semantic.*",)),
     ("bulk", ("memplug.bulk_rows",)),
@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "base",
         (
+            "memplug.ahead",
             "memplug.branches",
             "memplug.call_tokens",
             "memplug.config",

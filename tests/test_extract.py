@@ -257,12 +257,12 @@ def test_a_late_event_rederives_its_session(tmp_path: Path) -> None:
 def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.rederive.analyse
+    real = memplug.rederive.analysed
 
-    def flaky(text: str, role: str, **context: Any):
+    def flaky(text: str, role: str, *context: Any):
         if "poison" in text:
             raise RuntimeError("rule exploded")
-        return real(text, role, **context)
+        return real(text, role, *context)
 
     events = conversation(
         "s", "Note: the API port is 8080.", "Decision: poison pill.", "Actually, the port is 9090."
@@ -271,7 +271,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         clean.ingest(events)
         want = dump(clean, row_numbers=True)
     with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
-        monkeypatch.setattr(memplug.rederive, "analyse", flaky)
+        monkeypatch.setattr(memplug.rederive, "analysed", flaky)
         memory.ingest(events)
         [pending] = memory.store.items.pending()
         assert (pending["seq"], pending["attempts"]) == (2, 1)
@@ -283,7 +283,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         memory.ingest([ev("s", 4, "hello")])
         assert memory.store.items.pending()[0]["attempts"] == 2
         # Fixed: the next capture retries, succeeds and re-derives in seq order.
-        monkeypatch.setattr(memplug.rederive, "analyse", real)
+        monkeypatch.setattr(memplug.rederive, "analysed", real)
         memory.ingest([ev("s", 5, "thanks")])
         assert memory.store.items.pending() == []
         after = dump(memory, row_numbers=True)
@@ -296,14 +296,14 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
 def test_live_retries_stop_after_a_bound_and_rebuild_still_retries(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.rederive.analyse
+    real = memplug.rederive.analysed
 
-    def broken(text: str, role: str, **context: Any):
+    def broken(text: str, role: str, *context: Any):
         if text.startswith("Decision"):
             raise ValueError("always")
-        return real(text, role, **context)
+        return real(text, role, *context)
 
-    monkeypatch.setattr(memplug.rederive, "analyse", broken)
+    monkeypatch.setattr(memplug.rederive, "analysed", broken)
     memory.ingest([ev("s", 1, "Decision: x.")])
     for seq in range(2, memplug.extract.LIVE_RETRIES + 5):
         memory.ingest([ev("s", seq, "more")])

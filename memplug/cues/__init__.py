@@ -7,7 +7,7 @@ key–value statement, ``words`` the content words that tie a correction to its 
 of ``docs/extraction.md`` (``python -m memplug.cues``).
 """
 
-from memplug.cues.analysis import Candidate, analyse, classify
+from memplug.cues.analysis import Candidate, analyse, analysed, classify
 from memplug.cues.doc import DOC_BEGIN, DOC_END, render_rules_markdown
 from memplug.cues.keys import subject_key
 from memplug.cues.rules import ALL_RULES, MODIFIERS, RULES_BY_ID, TASK_FIELDS, all_examples
@@ -25,6 +25,7 @@ __all__ = [
     "Candidate",
     "all_examples",
     "analyse",
+    "analysed",
     "canonical",
     "classify",
     "content_words",

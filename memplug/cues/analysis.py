@@ -13,6 +13,7 @@ from itertools import islice
 
 from msgspec import Struct
 
+from memplug.ahead import served
 from memplug.cues.categories import choice_key
 from memplug.cues.keys import subject_key
 from memplug.cues.options import offered_options, resolve_pick
@@ -391,6 +392,13 @@ def _pick(sentence: Sentence, index: int, options: dict[str, tuple[int, str]]) -
         key=subject_key(chosen[1]),
         picked=chosen[0],
     )
+
+
+@served
+def analysed(text: str, role: str, agent: bool, offered: tuple[str, ...]) -> list[Candidate]:
+    """:func:`analyse` with the arguments a derivation passes, positionally, so that an
+    import may compute it ahead (memplug/ahead.py)."""
+    return analyse(text, role, agent=agent, offered=offered)
 
 
 # Words that say nothing beside a pick ("let's do 2 for now", "yes, A please"), and how
