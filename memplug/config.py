@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Struct, field
+from msgspec.structs import force_setattr
 
 from memplug.errors import ValidationError, split_msgspec_error
 from memplug.paths import CONFIG_FILENAME, config_file
@@ -58,6 +59,32 @@ class ExtractionConfig(Section, frozen=True):
     extract_proposals: bool = True
 
 
+# The weight tables' defaults. A table given in a file or the API changes the weights it
+# names and keeps the others, so every kind, evidence type and role has its weight.
+DEFAULT_KIND_WEIGHTS = {
+    "decision": 1.0,
+    "constraint": 1.0,
+    "fact": 0.95,
+    "preference": 0.8,
+    "open_question": 0.8,
+    "proposal": 0.5,
+}
+DEFAULT_EVIDENCE_WEIGHTS = {
+    "user_explicit": 1.0,
+    "artifact_verified": 0.95,
+    "skill": 0.9,
+    "assistant_proposal": 0.6,
+    "inferred": 0.4,
+}
+DEFAULT_ROLE_WEIGHTS = {
+    "user": 1.0,
+    "assistant": 0.5,
+    "tool": 0.5,
+    "system": 0.4,
+    "command": 0.4,
+}
+
+
 class RetrievalConfig(Section, frozen=True):
     limit: Annotated[int, Clamp(1, 100)] = 24
     min_score: float = 0.5
@@ -67,34 +94,11 @@ class RetrievalConfig(Section, frozen=True):
     recency_boost: float = 0.1
     recency_window: int = 40
     superseded_factor: float = 0.4
-    kind_weights: dict[str, float] = field(
-        default_factory=lambda: {
-            "decision": 1.0,
-            "constraint": 1.0,
-            "fact": 0.95,
-            "preference": 0.8,
-            "open_question": 0.8,
-            "proposal": 0.5,
-        }
-    )
+    kind_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_KIND_WEIGHTS))
     evidence_weights: dict[str, float] = field(
-        default_factory=lambda: {
-            "user_explicit": 1.0,
-            "artifact_verified": 0.95,
-            "skill": 0.9,
-            "assistant_proposal": 0.6,
-            "inferred": 0.4,
-        }
+        default_factory=lambda: dict(DEFAULT_EVIDENCE_WEIGHTS)
     )
-    role_weights: dict[str, float] = field(
-        default_factory=lambda: {
-            "user": 1.0,
-            "assistant": 0.5,
-            "tool": 0.5,
-            "system": 0.4,
-            "command": 0.4,
-        }
-    )
+    role_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_ROLE_WEIGHTS))
     # The tool role's weight on the pull path (`memory search`, memory_search): an agent
     # searching memory wants a turn's conclusion or a person's word before raw tool
     # output that says the same words more often. Assembly keeps `roleWeights`. Chosen
@@ -131,6 +135,16 @@ class RetrievalConfig(Section, frozen=True):
     regex_timeout_ms: int = 200
     regex_max_pattern_bytes: int = 512
     regex_max_haystack_chars: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for name, defaults in (
+            ("kind_weights", DEFAULT_KIND_WEIGHTS),
+            ("evidence_weights", DEFAULT_EVIDENCE_WEIGHTS),
+            ("role_weights", DEFAULT_ROLE_WEIGHTS),
+        ):
+            given = getattr(self, name)
+            if not given.keys() >= defaults.keys():  # frozen, so set past the guard
+                force_setattr(self, name, {**defaults, **given})
 
 
 class AssemblyConfig(Section, frozen=True):

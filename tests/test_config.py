@@ -11,7 +11,14 @@ import msgspec
 import pytest
 from conftest import CliResult, run_cli_here
 
-from memplug.config import Config, config_key, env_name, load_config, validate_config
+from memplug.config import (
+    DEFAULT_KIND_WEIGHTS,
+    Config,
+    config_key,
+    env_name,
+    load_config,
+    validate_config,
+)
 from memplug.errors import ValidationError
 from memplug.memory import Memory
 
@@ -130,7 +137,11 @@ def test_defaults_built_without_validation_equal_validated_defaults() -> None:
         ({"capture": {"indexThinking": "True"}}, ("capture", "index_thinking"), True),
         ({"capture": {"indexToolOutput": 0}}, ("capture", "index_tool_output"), False),
         ({"assembly": {"evidenceTypes": ["a", "b"]}}, ("assembly", "evidence_types"), ("a", "b")),
-        ({"retrieval": {"kindWeights": {"fact": 2}}}, ("retrieval", "kind_weights"), {"fact": 2.0}),
+        (
+            {"retrieval": {"kindWeights": {"fact": 2}}},
+            ("retrieval", "kind_weights"),
+            {**DEFAULT_KIND_WEIGHTS, "fact": 2.0},
+        ),
     ],
 )
 def test_values_are_converted_as_toml_and_env_need(
@@ -214,3 +225,11 @@ def test_a_key_is_spelled_as_msgspec_spells_the_field() -> None:
         for info in msgspec.structs.fields(section.type):
             assert config_key(info.name) == info.encode_name
             assert config_key(info.encode_name) == info.encode_name
+
+
+def test_a_weight_table_given_changes_only_the_weights_it_names() -> None:
+    given = {"fact": 2.0}
+    config = validate_config({"retrieval": {"roleWeights": {"tool": 0.1}, "kindWeights": given}})
+    assert config.retrieval.role_weights == {**Config().retrieval.role_weights, "tool": 0.1}
+    assert config.retrieval.kind_weights == {**DEFAULT_KIND_WEIGHTS, "fact": 2.0}
+    assert given == {"fact": 2.0}

@@ -549,7 +549,9 @@ def test_the_candidate_budget_is_reported(fresh: Memory) -> None:
         ],
     )  # fmt: skip
     retriever = Retriever(fresh.store, fresh.config)
-    retriever.ranking = replace(retriever.ranking, candidate_budget=10)
+    retriever.ranking = replace(
+        retriever.ranking, config=replace(retriever.ranking.config, candidate_budget=10)
+    )
     page = retriever.search("deploy", session="m")
     assert "candidate_budget" in page.coverage.reasons and not page.coverage.complete
     roomy = Retriever(fresh.store, fresh.config).search("deploy", session="m")

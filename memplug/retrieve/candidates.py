@@ -146,7 +146,7 @@ class Collector:
         expr = plan.all_expression()
         if expr is None:
             return
-        pool_cap = self.ranking.candidate_budget * self.ranking.pool_factor
+        pool_cap = self.ranking.config.candidate_budget * self.ranking.pool_factor
         rows = self.store.event_matches(expr, self.event_scope, self.snap, pool_cap + 1)
         if len(rows) > pool_cap:
             pool.reasons.add(CANDIDATE_BUDGET)
@@ -163,11 +163,11 @@ class Collector:
     def _any(self, plan: MatchPlan, pool: Pool) -> None:
         """``--match any``: each term's newest matches, ids first, then each row once."""
         store, snap, ranking = self.store, self.snap, self.ranking
-        pool_cap = ranking.candidate_budget * ranking.pool_factor
+        pool_cap = ranking.config.candidate_budget * ranking.pool_factor
         # Many terms share the pool: each reads fewer of its newest matches, so a long
         # question costs about what a short one does.
         looked_up = max(1, len(plan.fts))
-        budget = ranking.candidate_budget
+        budget = ranking.config.candidate_budget
         limit = max(budget // 4, min(budget, pool_cap // looked_up))
         # Ids per term, then each event's light row once (the terms overlap).
         found: dict[int, None] = {}
@@ -207,14 +207,18 @@ class Collector:
         store, snap, ranking = self.store, self.snap, self.ranking
         patterns = plan.like_patterns()
         result = store.event_like(
-            patterns, self.event_scope, snap, ranking.like_cap + 1, ranking.like_scan_rows
+            patterns,
+            self.event_scope,
+            snap,
+            ranking.config.like_fallback_cap + 1,
+            ranking.like_scan_rows,
         )
         rows = result.rows
         if result.window_cut:
             pool.reasons.add(LIKE_WINDOW)
-        if len(rows) > ranking.like_cap:
+        if len(rows) > ranking.config.like_fallback_cap:
             pool.reasons.add(LIKE_CAP)
-            rows = rows[: ranking.like_cap]
+            rows = rows[: ranking.config.like_fallback_cap]
         for term in plan.like:
             hits = {r.id for r in rows if term.text in (r.text or "").lower()}
             pool.event_df[term.text] = float(len(hits))
@@ -225,7 +229,7 @@ class Collector:
         if self.item_scope is None:
             return
         pool.item_n = float(max(1, store.item_count(self.item_scope, snap)))
-        items = store.item_like(patterns, self.item_scope, snap, ranking.like_cap)
+        items = store.item_like(patterns, self.item_scope, snap, ranking.config.like_fallback_cap)
         for term in plan.like:
             pool.item_df[term.text] = float(sum(1 for i in items if term.text in i.content.lower()))
         for item in items:
@@ -248,10 +252,10 @@ class Collector:
         """Bounded regex: pattern bytes (checked at request time), haystack characters
         and a wall-clock deadline; a time-out returns what was found so far."""
         ranking = self.ranking
-        pattern = compile_regex(pattern_text, ranking.regex_max_pattern_bytes)
-        deadline = time.monotonic() + ranking.regex_timeout_ms / 1000.0
-        budget = ranking.regex_max_haystack_chars
-        max_rows = max(1, ranking.candidate_budget * ranking.pool_factor * 10)
+        pattern = compile_regex(pattern_text, ranking.config.regex_max_pattern_bytes)
+        deadline = time.monotonic() + ranking.config.regex_timeout_ms / 1000.0
+        budget = ranking.config.regex_max_haystack_chars
+        max_rows = max(1, ranking.config.candidate_budget * ranking.pool_factor * 10)
         rows = self.store.event_scan(self.event_scope, self.snap, max_rows + 1)
         for scanned, event in enumerate(rows, start=1):
             if scanned > max_rows or budget <= 0:

@@ -36,7 +36,7 @@ class Selection:
             assert s.item is not None
             # Only kept items are built in full (source refs and lists parsed): most of
             # the pool is omitted, and an omission needs only the id and the score.
-            if s.score < self.ranking.min_score and not s.pinned:
+            if s.score < self.ranking.config.min_score and not s.pinned:
                 self.omitted.append(Omitted(s.item.id, "below min score", s.score))
             elif len(kept) >= self.limit:
                 self.omitted.append(Omitted(s.item.id, "over limit", s.score))

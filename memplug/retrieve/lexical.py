@@ -92,7 +92,7 @@ class TermCounter:
                 )
                 for term in group
             ]
-            plan.append((entries, ranking.boundary_bonus * group_idf[g_index]))
+            plan.append((entries, ranking.config.boundary_bonus * group_idf[g_index]))
         return plan
 
     def _stem(self, word: str) -> str:

@@ -57,7 +57,7 @@ class Retriever:
         # lexical ones, weighted by `semantic.weight`.
         self.semantic = semantic if semantic is not None and semantic.enabled else None
         # Read at each call, not bound into helpers: tests and callers may replace it.
-        self.ranking = Ranking.from_config(config.retrieval)
+        self.ranking = Ranking(config.retrieval)
         if self.semantic is not None:
             self.ranking = replace(
                 self.ranking,
@@ -100,7 +100,7 @@ class Retriever:
             "branches": branches,
             "limit": limit,
         }
-        request = parse_request(args, self.ranking.regex_max_pattern_bytes)
+        request = parse_request(args, self.ranking.config.regex_max_pattern_bytes)
         snap = self.search_store.snapshot()
         return self._search().page(request, snap, 0, None)
 
@@ -119,7 +119,7 @@ class Retriever:
             delivered = str(data["h"])
         except (KeyError, TypeError, ValueError):
             raise ValidationError("malformed memplug call token") from None
-        request = parse_request(args, self.ranking.regex_max_pattern_bytes)
+        request = parse_request(args, self.ranking.config.regex_max_pattern_bytes)
         snap = Snapshot(e, m)
         try:
             return self._search().page(request, snap, max(0, offset), scope_size, delivered)
@@ -188,7 +188,7 @@ class Retriever:
             return WorkFound()
         resolved = resolve_scope(self.search_store, scope, session_id)
         finder = WorkFinder(
-            self.work_store, self.search_store, self._paths, self.ranking.candidate_budget
+            self.work_store, self.search_store, self._paths, self.ranking.config.candidate_budget
         )
         compacted = self.work_store.latest_compaction(session_id)
         relevant = finder.relevant(parse_query(task_text), resolved.session_ids, limit)
@@ -224,13 +224,13 @@ class Retriever:
         # Not imported at the top: the prompt hook retrieves, it does not search.
         from memplug.retrieve.search import Search
 
-        pull = self.config.retrieval
+        pull = self.ranking.config
         weights = {
-            **self.ranking.role_weights,
+            **pull.role_weights,
             "tool": pull.search_tool_weight,
             # What the host wrote into a person's turn is raw output too, on this path.
             "host": pull.search_tool_weight,
             "assistant": pull.search_assistant_weight,
         }
-        ranking = replace(self.ranking, role_weights=weights)
+        ranking = replace(self.ranking, config=replace(pull, role_weights=weights))
         return Search(self.search_store, ranking, self._paths, self._similar)

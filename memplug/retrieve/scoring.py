@@ -95,7 +95,7 @@ class ScoringContext(Struct):
             pool=pool,
             ranking=ranking,
             store=store,
-            counter=TermCounter(signals, ranking.prefix_weight),
+            counter=TermCounter(signals, ranking.config.prefix_match_weight),
             idf=idf,
             group_idf=group_idf,
             pins=pin_patterns(signals),
@@ -120,7 +120,7 @@ class ScoringContext(Struct):
         if not bonus:
             return 0.0
         bonus *= self.role_weight(event)
-        return bonus * self.ranking.generated_factor if event.generated else bonus
+        return bonus * self.ranking.config.generated_factor if event.generated else bonus
 
     def lexically(self, event_id: int) -> bool:
         """Whether the index (or the regex) found the event, not only the provider."""
@@ -148,7 +148,7 @@ class ScoringContext(Struct):
             raw, matched, exact, needle = self.lexical(text, chars)
             lexical = raw / self.mass
         pinned_by = self.pinned_by(text)
-        boost = self.ranking.exact_boost * min(exact + len(pinned_by), 3) / 3
+        boost = self.ranking.config.exact_match_boost * min(exact + len(pinned_by), 3) / 3
         return TextMatch(lexical, boost, matched, pinned_by, needle)
 
     def lexical(self, text: str, chars: int) -> tuple[float, list[str], int, str | None]:
@@ -211,14 +211,15 @@ class ScoringContext(Struct):
         return pool.last_seq[session_id]
 
     def role_weight(self, event: AnyEvent) -> float:
-        weights = self.ranking.role_weights
+        weights = self.ranking.config.role_weights
         if event.type.startswith("tool/"):
-            return weights.get("tool", 0.5)
+            return weights["tool"]
         # Text the host wrote into a person's turn (a command's output, a reminder, a
         # notification): no one said it. Weighed as "host" where that role is given.
         if event.generated and event.type == "user/message" and "host" in weights:
             return weights["host"]
-        return weights.get(event.role or "", weights.get("system", 0.4))
+        # An event without a role is weighed as the system's.
+        return weights[event.role or "system"]
 
     def regex_lexical(self, count: int) -> float:
         """A regex match's lexical score: its match count saturated like a term's tf."""
@@ -283,15 +284,15 @@ def score_items(ctx: ScoringContext) -> list[Scored]:
             item.content.lower(), pool.item_regex_counts.get(item.rid), len(item.content)
         )
         pinned_by = found.pinned_by
-        score = ranking.kind_weights.get(item.kind, 0.8) + min(found.lexical, 1.5)
+        score = ranking.config.kind_weights[item.kind] + min(found.lexical, 1.5)
         score += found.exact_boost
-        score *= ranking.evidence_weights.get(item.evidence_type, 0.5)
+        score *= ranking.config.evidence_weights[item.evidence_type]
         if item.status == "superseded":
-            score *= ranking.superseded_factor
+            score *= ranking.config.superseded_factor
         last = ctx.last_seq(item.session_id)
-        if last is not None and last - item.derived_from_seq < ranking.recency_window:
-            score += ranking.recency_boost * (
-                1 - max(0, last - item.derived_from_seq) / ranking.recency_window
+        if last is not None and last - item.derived_from_seq < ranking.config.recency_window:
+            score += ranking.config.recency_boost * (
+                1 - max(0, last - item.derived_from_seq) / ranking.config.recency_window
             )
         out.append(
             Scored(
@@ -389,11 +390,11 @@ def first_pass(ctx: ScoringContext) -> tuple[dict[int, float], set[int]]:
             if value:
                 # Each term counted once: BM25's saturation at tf = 1, by length.
                 value *= ranking.sat(1, ranking.length_norm(event.text_chars))
-                value += ranking.exact_boost * min(exact.get(event_id, 0), 3) / 3
+                value += ranking.config.exact_match_boost * min(exact.get(event_id, 0), 3) / 3
         value += ctx.semantic(event_id)
         value *= ctx.role_weight(event)
         if event.generated:
-            value *= ranking.generated_factor
+            value *= ranking.config.generated_factor
         scores[event_id] = value
     return scores, pinned
 
@@ -414,7 +415,9 @@ def _first_order(
             first_best[event.session_id] = first[event.id]
 
     def first_key(e: AnyEvent) -> tuple[Any, ...]:
-        value = first[e.id] + (ranking.session_weight * first_best[e.session_id] if spread else 0)
+        value = first[e.id] + (
+            ranking.config.session_weight * first_best[e.session_id] if spread else 0
+        )
         return (0 if e.id in first_pinned else 1, -round(value, 9), e.session_id, e.seq)
 
     return sorted(events.values(), key=first_key)
@@ -431,13 +434,13 @@ def event_base(ctx: ScoringContext, event: AnyEvent) -> EventBase:
     base = found.lexical + found.exact_boost if found.lexical else 0.0
     base *= ctx.role_weight(event)
     if event.generated:
-        base *= ranking.generated_factor
+        base *= ranking.config.generated_factor
     anchor = ctx.anchor
     if base and anchor is not None and event.session_id == anchor:
         last = ctx.last_seq(anchor)
-        if last is not None and last - event.seq < ranking.recency_window:
-            share = 1 - max(0, last - event.seq) / ranking.recency_window
-            base += ranking.recency_boost * ranking.event_recency_share * share
+        if last is not None and last - event.seq < ranking.config.recency_window:
+            share = 1 - max(0, last - event.seq) / ranking.config.recency_window
+            base += ranking.config.recency_boost * ranking.config.event_recency_share * share
     return base, found.matched, found.pinned_by, found.needle
 
 
@@ -478,18 +481,21 @@ class _FullPass:
             (self.events[i] for i in base), key=lambda e: (-base[e.id], e.session_id, e.seq)
         )
         top = [e for e in top[: ranking.spread_top] if base[e.id] > 0]
-        adjacent = adjacency.around(top, per_side=2 if ranking.far_spread else 1)
+        adjacent = adjacency.around(top, per_side=2 if ranking.config.far_spread else 1)
         if neighbours_as_hits:
             self._join({n.id: n for pair in adjacent.values() for side in pair for n in side})
         for event in top:
             before, after = adjacent.get(event.id, ((), ()))
-            for side, share in ((after, ranking.next_spread), (before, ranking.prev_spread)):
+            for side, share in (
+                (after, ranking.config.next_spread),
+                (before, ranking.config.prev_spread),
+            ):
                 for distance, neighbour in enumerate(side):
                     if neighbour.id not in base:
                         continue
                     # The role prior weighs what a turn receives as well as what it
                     # matched: the reply to a user's line is most often the assistant's.
-                    received = share * ranking.far_spread**distance * base[event.id]
+                    received = share * ranking.config.far_spread**distance * base[event.id]
                     self.bonus[neighbour.id] += received * self.ctx.role_weight(neighbour)
                     if base[neighbour.id] == 0 and neighbour.id not in self.near:
                         self.near[neighbour.id] = event.ref
@@ -527,7 +533,7 @@ class _FullPass:
             session = events[event_id].session_id
             value += self.bonus[event_id]
             if spread:
-                value += ranking.session_weight * session_best.get(session, 0.0)
+                value += ranking.config.session_weight * session_best.get(session, 0.0)
             lexical[event_id] = value
             if session != anchor:
                 ceiling = max(ceiling, value)
