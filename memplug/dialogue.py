@@ -7,9 +7,10 @@ from __future__ import annotations
 import msgspec
 from msgspec import Struct, field
 
+from memplug.host_registry import is_coding_host
 from memplug.store.ports import EventPort
 from memplug.store.records import EventRow
-from memplug.vocab import CODING_HOSTS, USER_INPUT_SOURCE_KINDS
+from memplug.vocab import USER_INPUT_SOURCE_KINDS
 
 # A tool call says an agent is acting in the session: what a person says after it is
 # said to that agent (cues.agent_rules: the rules read only where an agent is listening).
@@ -37,7 +38,7 @@ class Dialogue(Struct):
 
     def listening(self, event: EventRow) -> bool:
         """Whether ``event`` was said to an agent: a coding host's, or after a tool call."""
-        return self.tools or _host(event) in CODING_HOSTS
+        return self.tools or is_coding_host(_host(event))
 
     def see(self, event: EventRow) -> None:
         if event.type == TOOL_CALL:

@@ -397,14 +397,14 @@ class Memory:
     def _name_agents(self, hits: list[dict[str, Any]]) -> None:
         """Each hit of a coding host's session says which agent it came from (``host``:
         ``claude-code``, ``codex``): one memory serves both."""
-        from memplug.vocab import CODING_HOSTS
+        from memplug.host_registry import is_coding_host
 
         origins: dict[str, str | None] = {}
         for hit in hits:
             name = hit["session_id"]
             if name not in origins:
                 origins[name] = self.store.search.session_origin(name)
-            if origins[name] in CODING_HOSTS:
+            if is_coding_host(origins[name]):
                 hit["host"] = origins[name]
 
     @cached_property

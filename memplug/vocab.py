@@ -110,9 +110,6 @@ TIMELINE_KINDS: tuple[str, ...] = (
     "file_touched",
 )
 
-# Hosts whose every event is an exchange with a coding agent.
-CODING_HOSTS: frozenset[str] = frozenset({"claude-code", "codex"})
-
 # The subject key of a decision that picks one thing of a kind (cues.categories):
 # ``choice:<kind>``, or ``choice:<kind>@<what it is for>`` when it says.
 CHOICE_PREFIX = "choice:"

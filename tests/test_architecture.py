@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.errors",
             "memplug.events",
             "memplug.extensions",
+            "memplug.host_registry",
             "memplug.installer",
             "memplug.jsonl",
             "memplug.messages",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from memplug.assemble.models import RECENT, Entry, EventCandidate
 from memplug.config import Config
-from memplug.vocab import CODING_HOSTS
+from memplug.host_registry import is_coding_host
 
 if TYPE_CHECKING:
     from memplug.store.ports import Storage
@@ -34,7 +34,7 @@ class SectionBase:
             if name not in cache:
                 cache[name] = self.store.search.session_origin(name)
         theirs, ours = cache[session_id], cache[self.asking_session]
-        coding = theirs in CODING_HOSTS and ours in CODING_HOSTS
+        coding = is_coding_host(theirs) and is_coding_host(ours)
         return theirs if coding and theirs != ours else None
 
     def session_heading(self, session_id: str) -> str:

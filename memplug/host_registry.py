@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from functools import cache
 from typing import Any, Literal
 
 from msgspec import Struct
@@ -51,6 +52,10 @@ class HostSpec(Struct, frozen=True):
     # into the instructions file the harness loads (``install --agents-md``).
     instructions: str | None = None
     extra: str | None = None
+    # An agent at work in a repository: what a person types in its sessions is said to
+    # an agent (the rules said to one read it), and its sessions' lines say which agent
+    # they came from when another coding host's step reads them.
+    coding: bool = False
 
     def load(self, part: Part) -> Callable[..., Any]:
         target = getattr(self, part)
@@ -71,6 +76,7 @@ BUILTIN: dict[str, HostSpec] = {
         install="memplug.hosts.claude_install:install_scope",
         uninstall="memplug.hosts.claude_install:uninstall_scope",
         mcp="memplug.hosts.claude_install:mcp_scope",
+        coding=True,
     ),
     "codex": HostSpec(
         name="codex",
@@ -80,6 +86,7 @@ BUILTIN: dict[str, HostSpec] = {
         uninstall="memplug.hosts.codex_install:uninstall_scope",
         mcp="memplug.hosts.codex_install:mcp_scope",
         instructions="memplug.hosts.codex_install:agents_scope",
+        coding=True,
     ),
     "pydantic-ai": HostSpec(
         name="pydantic-ai",
@@ -99,6 +106,23 @@ BUILTIN: dict[str, HostSpec] = {
 def builtin(name: str) -> HostSpec | None:
     """The host shipped with memplug under ``name``, or None."""
     return BUILTIN.get(name)
+
+
+def is_coding_host(name: str | None) -> bool:
+    """Whether ``name`` (an event's or a session's host) is a coding host's."""
+    if name is None:
+        return False
+    spec = BUILTIN.get(name)
+    if spec is None:
+        spec = _plugin_hosts().get(name)
+    return spec is not None and spec.coding
+
+
+@cache
+def _plugin_hosts() -> dict[str, HostSpec]:
+    # Read once a process, and only for a host that is not built in: most events name
+    # none, or a built-in one.
+    return all_hosts()
 
 
 def all_hosts() -> dict[str, HostSpec]:
