@@ -297,7 +297,7 @@ class Deriving:
     def _statement(self, event: EventRow, dialogue: Dialogue) -> ExtractReport | None:
         """A message's cues, applied inside a savepoint (a report only when it had any:
         most events have none)."""
-        if event.source_kind == REMEMBER_SOURCE and not event.generated:
+        if _remembers(event):
             return self._remembered(event)
         asked = self._analysis(event, dialogue)
         if asked is None:
@@ -331,7 +331,7 @@ class Deriving:
         dialogue = Dialogue()
         for event in self._events(session_id, -1):
             statement = event.type in READ_TYPES and not is_structural(event)
-            if statement and not (event.source_kind == REMEMBER_SOURCE and not event.generated):
+            if statement and not _remembers(event):
                 asked = self._analysis(event, dialogue)
                 if asked is not None:
                     analysed(*asked[0])
@@ -471,6 +471,11 @@ class Deriving:
 def is_structural(event: EventRow) -> bool:
     """A tool result a structural rule reads (with the call it answers)."""
     return event.type == TOOL_RESULT and event.tool_name in STRUCTURAL_TOOLS and not event.generated
+
+
+def _remembers(event: EventRow) -> bool:
+    """An explicit ``remember``: one item as captured, not read for cues."""
+    return event.source_kind == REMEMBER_SOURCE and not event.generated
 
 
 def _anchor(action: ActionRow) -> int:
