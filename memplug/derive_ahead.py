@@ -68,7 +68,8 @@ def computed_ahead(
     """A helper for deriving ``sessions`` (in sorted order), or None when there is no
     second core to run it on or it cannot start."""
     ordered = sorted(set(sessions))
-    if len(ordered) < 2 or _cores() < 2:
+    # An embedded interpreter may not know its own executable.
+    if len(ordered) < 2 or _cores() < 2 or not sys.executable:
         yield None
         return
     # The first session is derived while the helper starts; it computes the rest.

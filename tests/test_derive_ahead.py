@@ -82,12 +82,16 @@ def test_a_helper_that_fails_leaves_the_same_state(
     assert failed == _import(tmp_path / "alone.sqlite", source)
 
 
-def test_one_core_starts_no_helper(
-    tmp_path: Path, handed_over: list[int], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("no_helper", ["one core", "no executable"])
+def test_no_helper_without_a_second_core_or_an_interpreter_to_start(
+    tmp_path: Path, handed_over: list[int], monkeypatch: pytest.MonkeyPatch, no_helper: str
 ) -> None:
-    monkeypatch.setattr(derive_ahead, "_cores", lambda: 1)
-    _import(tmp_path / "m.sqlite", _source(tmp_path / "events.jsonl"))
-    assert handed_over == []
+    if no_helper == "one core":
+        monkeypatch.setattr(derive_ahead, "_cores", lambda: 1)
+    else:
+        monkeypatch.setattr(sys, "executable", "")
+    state = _import(tmp_path / "m.sqlite", _source(tmp_path / "events.jsonl"))
+    assert handed_over == [] and state["memory_items"]
 
 
 calls: list[tuple[str, int]] = []
