@@ -596,9 +596,17 @@ class Memory:
         self, session_id: str | None = None, *, progress: SessionProgress | None = None
     ) -> ExtractReport:
         """``memory rebuild``: derive everything (or one session) again from events and
-        a person's actions. A full rebuild records that this code made the state."""
+        a person's actions. A full rebuild records that this code made the state; of a
+        large database, with a helper process on a second core (as a large import)."""
+        from memplug.derive_ahead import AHEAD_EVENTS, computed_ahead
+
+        large = session_id is None and self.counts()["events"] >= AHEAD_EVENTS
+        sessions = self.store.items.derived_sessions() if large else []
         with self.store.write_transaction():
-            report = self.extractor.rebuild(session_id, progress=progress)
+            with computed_ahead(self.db.path, self.loaded, sessions) as helper:
+                report = self.extractor.rebuild(
+                    session_id, progress=progress, before=helper.before if helper else None
+                )
             if session_id is None:
                 self._stamp(self.extractor.versions())
         return report

@@ -158,9 +158,11 @@ class Deriving:
         session_id: str | None = None,
         *,
         progress: Callable[[int, int, str], None] | None = None,
+        before: Callable[[str], None] | None = None,
     ) -> ExtractReport:
-        """Drop derived state and derive it again from events and recorded actions;
-        ``progress(done, total, session)`` is called as each session starts."""
+        """Drop derived state and derive it again from events and recorded actions, in
+        session order; ``progress(done, total, session)`` and ``before(session)`` are
+        called as each session starts."""
         report = ExtractReport()
         with self.store.write_transaction():
             if session_id is not None:
@@ -175,6 +177,8 @@ class Deriving:
             for done, name in enumerate(sessions):
                 if progress is not None:
                     progress(done, len(sessions), name)
+                if before is not None:
+                    before(name)
                 self._rederive(name, report)
             # A new extractor may derive other items from the same events.
             self.store.core.clear()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from derived_state import dump
+from derived_state import dump, without_row_numbers
 
 from memplug import ahead, derive_ahead
 from memplug.memory import Memory
@@ -116,3 +116,16 @@ def test_a_served_result_answers_only_its_own_arguments_once() -> None:
     finally:
         ahead.withdraw()
     assert calls == [("ab", 1), ("ab", 2)]
+
+
+def test_a_rebuild_with_the_helper_derives_the_state_it_had(
+    tmp_path: Path, handed_over: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(derive_ahead, "AHEAD_EVENTS", 1 << 62)
+    db = tmp_path / "m.sqlite"
+    imported = _import(db, _source(tmp_path / "events.jsonl"))
+    monkeypatch.setattr(derive_ahead, "AHEAD_EVENTS", 1)
+    with Memory.open(db) as memory:
+        memory.rebuild()
+        assert dump(memory, row_numbers=False) == without_row_numbers(imported)
+    assert len(handed_over) == 11 and all(size > 0 for size in handed_over)
