@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from functools import cache, cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from memplug.events import HostEvent
     from memplug.extract import Extractor, ExtractReport
     from memplug.graph import Graph
-    from memplug.jsonl import Rejected
+    from memplug.import_report import ImportSummary
     from memplug.retrieve import Retriever
     from memplug.scopes import NamedScope
     from memplug.semantic.service import EmbedReport, Semantic
@@ -63,41 +62,6 @@ _DERIVING_SOURCES: tuple[str, ...] = (
     "graph.py",
     "work.py",
 )
-
-
-class ImportSummary(Struct):
-    new: int = 0
-    present: int = 0
-    rejected: list[Rejected] = field(default_factory=list)
-    sessions: set[str] = field(default_factory=set)
-    # Set when extraction crashed after the events were committed (they are kept).
-    extraction_error: str | None = None
-    vectors: EmbedReport | None = None
-
-    def add(self, result: InsertResult) -> None:
-        self.new += result.new
-        self.present += result.present
-        self.sessions.update(result.sessions)
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "new": self.new,
-            "present": self.present,
-            "rejected": [r.as_dict() for r in self.rejected],
-        }
-        if self.extraction_error is not None:
-            data["extraction_error"] = self.extraction_error
-        if self.vectors is not None:
-            data["vectors"] = self.vectors.as_dict()
-        return data
-
-
-class ImportInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :meth:`Memory.import_jsonl`; ``summary`` holds what was committed."""
-
-    def __init__(self, summary: ImportSummary) -> None:
-        super().__init__()
-        self.summary = summary
 
 
 ProgressCallback = Callable[[int], None]
@@ -780,6 +744,8 @@ class Memory:
         (``embed=False`` leaves that to the caller, as the CLI does to show its own
         progress).
         """
+        from memplug.import_report import ImportInterrupted, ImportSummary
+
         summary = ImportSummary()
         try:
             self._import_streams(streams, summary, progress, project)
@@ -824,7 +790,9 @@ class Memory:
             self.store.checkpoint()
 
     def _import_batch(self, batch: list[PreparedRow], summary: ImportSummary) -> None:
-        with _interrupt_after():
+        from memplug.import_report import interrupt_after
+
+        with interrupt_after():
             with self.store.write_transaction():
                 result = self.capture.insert(
                     batch, origin="import", ingested_at=utc_now(), bulk=True
@@ -899,23 +867,3 @@ def _source_digest() -> str:
         for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
             digest.update(f"{source.name}\0".encode() + source.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
-
-
-@contextmanager
-def _interrupt_after() -> Iterator[None]:
-    """Ctrl-C inside the block takes effect at its end. A commit returns only after
-    SQLite's checkpoint, and an interrupt raised between the two would leave a committed
-    batch out of what the import says it kept."""
-    import signal  # here: the hooks, which import this module, never block a signal
-    import threading
-
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.diagnostics",
             "memplug.doctor",
             "memplug.explain",
+            "memplug.import_report",
             "memplug.purge",
         ),
     ),
