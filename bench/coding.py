@@ -308,14 +308,10 @@ a gold event of every group (`[ev SESSION:SEQ]`).
 
 {report(questions, results)}
 
-- `memplug`: the defaults — the work section (`assembly.workBudgetTokens` 400) and the
-  agent's own words (`assistant said`, at most 10 quotes of 300 characters).
-- `today`: `main` before the work section (`evidenceTypes = ["user/message"]`,
-  `workBudgetTokens = 0`): only the user's words could be quoted, and the user typed
-  little; it mostly says "no committed evidence matches".
-- `bm25-any`: the top FTS5 BM25 events of any type, tool output included, quoted as
-  600-character snippets until 1,500 tokens — what quoting everything would give, at the
-  price of pasting untrusted output.
+`memplug`: the defaults; `today`: only the user's words quoted, no work section
+(`evidenceTypes = ["user/message"]`, `workBudgetTokens = 0`); `bm25-any`: the top FTS5
+BM25 events of any type, tool output included, as 600-character snippets up to 1,500
+tokens — what quoting everything would give.
 
 Target: at least 0.7 of the questions with a median of at most 1,500 injected tokens
 ({

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.report import machine, write_section
+from bench.report import REPORT, machine, write_section
 from memplug.cues import analyse, content_words
 from memplug.extract import Extractor
 from memplug.memory import Memory
@@ -320,13 +320,8 @@ def _structural_kind(memory: Memory, result: Any, call: Any) -> tuple[str | None
     return None, 0
 
 
-# What the same command measured on the labelled prompts before issue 24's rules.
-PROMPTS_BEFORE = (
-    "Before issue 24's rules (main at 6e7c61e, the same labels and command): tune recall"
-    " 0.04 (1 of 23 prompts), precision 0.33 (1 of 3 items); confirm recall 0.00 (0 of"
-    " 14), precision 0.00 (0 of 2): questions put as `Question:` taken for open questions"
-    " and a bare `I'd prefer that`."
-)
+# Where --write lists every item (too long for the report itself).
+ITEMS_PAGE = REPORT.parent / "extraction-items.md"
 
 
 # How far the confirm half is held out (said with the figures, not hidden).
@@ -343,19 +338,6 @@ PROMPTS_HOW = (
     " so a later `A) …` answering the agent's question A is no pick; a reply that says"
     " more than the pick keeps the person's words). Confirm was measured after each"
     " change, and nothing was added for a confirm miss."
-)
-# What QA of issue 24 changed, and that the figures held (said beside them).
-PROMPTS_QA = (
-    "After QA (chat and pasted reviews, tested through `memory import` in"
-    " `tests/test_agent_speech.py`): `en.constraint.must@4` makes nothing of a chat `must`"
-    " aimed at people rather than the work (`you must try the pasta!`, `We must visit the"
-    " museum next week.`) nor of a review verdict or one named thing to fix (`Request"
-    " Changes - The authentication bug must be fixed before merging.`), and reads"
-    " `Important: card numbers must not be logged.` as a constraint in chat too;"
-    " `en.constraint.never@4` drops a chat `we must never forget`;"
-    " `en.decision.option_pick@2` also resolves options offered inline (`Option 1: … ."
-    " Option 2: … .`) and a bare `the second one`. None of the figures above moved with"
-    " these changes."
 )
 
 
@@ -517,11 +499,9 @@ def render_prompts(scores: dict[str, PromptScore]) -> list[str]:
     lines += [
         "",
         f"Targets: recall ≥ {PROMPT_TARGETS['recall']:.2f}, precision ≥"
-        f" {PROMPT_TARGETS['precision']:.2f}. {PROMPTS_BEFORE}",
+        f" {PROMPT_TARGETS['precision']:.2f}.",
         "",
         PROMPTS_HOW,
-        "",
-        PROMPTS_QA,
         "",
         "Wrong items:",
         "",
@@ -632,14 +612,6 @@ def render(
         )
         + ".",
         "",
-        "Before the precision work (issue 12; the same command on the same data):"
-        " LoCoMo (`Speaker: text`) 298 items, 50.7 per 1,000 turns (270 constraints, 19"
-        " decisions, 9 facts; 130 superseded in per-speaker chains); LoCoMo text alone 180"
-        " (30.6; 160 constraints); LongMemEval-S dev 1,216 (52.8; 988 proposals, 144"
-        " constraints); Claude Code 9 (2 constraints, 2 facts, 5 proposals). Precision on"
-        " the labelled sample before the fix: 116 of its 356 sentences (0.33) had been"
-        " extracted right.",
-        "",
         "### Precision on the labelled sample",
         "",
         f"`fixtures/extraction/labels.jsonl`: {sample.lines} sentences from these sources,"
@@ -657,29 +629,33 @@ def render(
         lines += ["", *render_prompts(prompts)]
     if extra:
         lines += ["", *extra]
-    claude = next((r for r in results if r["source"].startswith("Claude")), None)
-    if claude is not None:
-        lines += [
-            "",
-            "### Every item from the Claude Code transcripts",
-            "",
-            "Listed for a person to judge; the target is that each is one a person would"
-            " agree with.",
-            "",
-        ]
-        if not claude["listed"]:
-            lines.append("None.")
-        else:
-            lines += [
-                "| kind | status | rule | content | source |",
-                "| --- | --- | --- | --- | --- |",
-            ]
-            for i in claude["listed"]:
-                content = i["content"].replace("|", "\\|").replace("\n", " ")
-                lines.append(
-                    f"| {i['kind']} | {i['status']} | `{i['rule']}` | {content} | `{i['ref']}` |"
-                )
+    lines += [
+        "",
+        f"Every item the Claude Code transcripts gave is listed in [{ITEMS_PAGE.name}]"
+        f"({ITEMS_PAGE.name}), for a person to judge.",
+    ]
     return "\n".join(lines)
+
+
+def render_items(results: list[dict[str, Any]], command: str) -> str:
+    """The page listing every item of the Claude Code transcripts, each to be one a
+    person would agree with."""
+    claude = next((r for r in results if r["source"].startswith("Claude")), None)
+    lines = [
+        "# Every item from the Claude Code transcripts",
+        "",
+        f"Written by `{command} --write` with the Extraction section of benchmarks.md;"
+        " listed for a person to judge: the target is that each is one a person would"
+        " agree with.",
+        "",
+    ]
+    if claude is None or not claude["listed"]:
+        return "\n".join([*lines, "None.", ""])
+    lines += ["| kind | status | rule | content | source |", "| --- | --- | --- | --- | --- |"]
+    for i in claude["listed"]:
+        content = i["content"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {i['kind']} | {i['status']} | `{i['rule']}` | {content} | `{i['ref']}` |")
+    return "\n".join([*lines, ""])
 
 
 def main() -> None:
@@ -718,6 +694,7 @@ def main() -> None:
                     out.write("\n")
     if args.write:
         write_section("Extraction", body)
+        ITEMS_PAGE.write_text(render_items(results, command), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -279,16 +279,8 @@ def _variants_section(runs: list[dict[str, Any]], title: str) -> list[str]:
     return [*parts, ""]
 
 
-NOTES = """Every weight is a config key (docs/config.md; docs/search.md says what each
-does and why). Length normalisation (`bm25B` 0.5 against a pivot of `lengthPivotChars`
-200, a length counted at most `lengthCap` 8 pivots) and the assistant role weight 0.5
-were chosen on LongMemEval-S dev; `b` was checked on LoCoMo, the role weight (which
-cannot move LoCoMo: no assistant turns) on the other half of the dev set, where it is
-level. Quoting assistant answers (`assembly.evidenceTypes`) is what lets a question
-about what the assistant said be answered from the injected message; each quoted line
-names its role. With extraction on, a memory hit takes its best-ranked source event's
-place and carries `sources`; a second item of the same event follows the ranked
-events, so extraction takes no slot from evidence."""
+NOTES = """Every weight is a config key (docs/config.md); docs/search.md says what each does and
+why it has its value."""
 
 
 def render(

@@ -10,7 +10,7 @@ conversion checks (``msgspec.convert``, lax as TOML and environment strings need
 pydantic models: every Claude Code hook is a fresh process that loads the
 configuration, and importing pydantic (or pydantic-settings, for its environment
 mapping) costs that process more than the dozen scalar and list types here need
-(docs/benchmarks.md, "Config and records").
+(docs/history/benchmarks-2026.md, "Config and records").
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ and a run that fails part-way never rewrites docs/benchmarks.md."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,43 @@ def test_every_hand_kept_section_of_the_report_follows_its_generated_one() -> No
         ("## Assembly budget curve", "## Assembly budget curve: how to read it"),
     ):
         assert headings.index(kept) == headings.index(generated) + 1
+
+
+# Today's figures, each with its command; what led to them lives in docs/history/.
+REPORT_LINES = 490
+PAGE = r"(?:docs/)?(?:history/)?benchmarks(?:-\d+)?\.md"
+LINKED = re.compile(rf"\(({PAGE})#([\w-]+)\)")
+QUOTED = re.compile(rf"\b({PAGE}),?\s+\(?\"([^\"]+)\"")
+
+
+def _anchor(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def _headings(page: str) -> list[str]:
+    path = REPO / "docs" / page.removeprefix("docs/")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.lstrip("#").strip() for line in lines if line.startswith("##")]
+
+
+def test_the_report_holds_todays_figures_not_their_history() -> None:
+    lines = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= REPORT_LINES, "move what led to a figure to docs/history/"
+
+
+def test_every_reference_to_a_report_section_finds_it() -> None:
+    """A link (``benchmarks.md#anchor``) or a quoted name (``benchmarks.md, "Upgrades"``)
+    in the docs, the code or the benchmarks names a section that exists."""
+    sources = [*(REPO / "docs").glob("*.md"), REPO / "README.md"]
+    sources += [*(REPO / "memplug").rglob("*.py"), *(REPO / "bench").rglob("*.py")]
+    broken = []
+    for source in sources:
+        # A reference may wrap onto a comment's next line.
+        text = re.sub(r"\n\s*#?\s*", " ", source.read_text(encoding="utf-8"))
+        for page, anchor in LINKED.findall(text):
+            if anchor not in {_anchor(h) for h in _headings(page)}:
+                broken.append(f"{source.name}: {page}#{anchor}")
+        for page, name in QUOTED.findall(text):
+            if not any(h.startswith(name) for h in _headings(page)):
+                broken.append(f'{source.name}: {page} "{name}"')
+    assert broken == []

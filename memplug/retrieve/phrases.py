@@ -2,8 +2,8 @@
 locale, each with labelled examples (tests/test_phrases.py checks every one).
 
 These are the phrase filters that earned their place on sessions they were not chosen
-on (``python -m bench.filter_audit``, docs/benchmarks.md "Which phrase filters earn
-their place"); everything else assembly decides from structure: role, turn position,
+on (``python -m bench.filter_audit``, docs/history/benchmarks-2026.md "Which phrase filters
+earn their place"); everything else assembly decides from structure: role, turn position,
 outcome, compaction. A text is read with every table at once (the union of their
 phrases), so a locale adds a table and examples here, and no code.
 
