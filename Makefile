@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo check test postgres chromium lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
+.PHONY: demo check test postgres chromium valgrind instructions lint bench compat fuzz accept accept-shared golden-shared cli-docs clean
 
 # The semantic extra's table is its own distribution, which the extra finds in this
 # checkout (memplug/semantic/table/requirement.py).
@@ -39,6 +39,16 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  test "$$(id -u)" = 0 || { echo "error: the sync tests need PostgreSQL: sudo apt-get install postgresql" >&2; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
+
+valgrind:
+	@command -v valgrind >/dev/null || { \
+	  test "$$(id -u)" = 0 || { echo "error: the instruction budget needs valgrind: sudo apt-get install valgrind" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind; }
+
+# The prompt hook's instructions within 3% of the commit in bench/instruction_reference
+# (bench/instruction_budget.py says why a count, and how the reference moves); ~40 s.
+instructions: $(STAMP) valgrind
+	$(BIN)/python -m bench.instruction_budget --shared $(SHARED)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memplug tests bench
