@@ -32,8 +32,14 @@ from memplug.cues import (
 )
 from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
 from memplug.cues.options import _INLINE, _INLINE_WORDS
-from memplug.cues.rules import RULES_BY_ID
-from memplug.cues.sentences import _AGENT_SENTENCE_END, _BOLD_LABEL, _SENTENCE_END, _may_end
+from memplug.cues.rules import PICK_RULE, RULES, RULES_BY_ID
+from memplug.cues.sentences import (
+    _AGENT_SENTENCE_END,
+    _BOLD_LABEL,
+    _SENTENCE_END,
+    _may_end,
+    mask_code,
+)
 from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"
@@ -494,3 +500,15 @@ print(len(patterns), before, compiled())
     rule = RULES_BY_ID["en.decision.label"]
     assert rule.pattern.search("Decision: x") is not None
     assert rule.pattern.search.__self__ == re.compile(rule.pattern.source, rule.pattern.flags)
+
+
+def test_every_rule_names_the_fragments_its_matches_hold() -> None:
+    # The prefilter is the union of the rules' triggers: a rule whose matches could lack
+    # all of its own would lose them to the prefilter. The option pick is read before it.
+    for rule in RULES:
+        assert bool(rule.triggers) == (rule is not PICK_RULE), rule.id
+        for example in rule.examples if rule.triggers else ():
+            masked = mask_code(example.text)
+            if any(rule.matches(masked, agent=example.agent)):
+                lowered = " ".join(masked.lower().split())
+                assert any(t in lowered for t in rule.triggers), (rule.id, example.text)

@@ -64,7 +64,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("let's make it work first", None),
                 ("- let's drop the '-' before each commit", "decision"))
          + _chat("Let's go for a walk after lunch."),
-         priority=25, contexts=("agent",)),
+         priority=25, contexts=("agent",),
+         triggers=("let",)),
     Rule("en.decision.we_use", 1, "decision", "en",
          "Said to an agent: `we'll use X` / `we're going to use X` / `we'll go with X` /"
          " `we're going with X` / `we're getting rid of X` / `we do X-first` (not after `if`,"
@@ -83,7 +84,8 @@ AGENT_RULES: tuple[Rule, ...] = (
          + _chat("We'll use the big tent for the party."),
          priority=25, contexts=("agent",),
          not_before=_rx(r"\b(?:if|whether|when|how|what|which|that|where|because|since|do|can|"
-                        r"could|should|would|might|and|once|until|unless)\s+$")),
+                        r"could|should|would|might|and|once|until|unless)\s+$"),
+         triggers=("we",)),
     Rule("en.decision.switch", 1, "decision", "en",
          "Said to an agent: `switch (X) to Y` / `migrate (X) to Y` opening a sentence: a"
          " choice that replaces what X was (with `Actually,` or `instead` it supersedes it).",
@@ -94,7 +96,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("Switch to it.", None),
                 ("oh whoops, accidentally switched branches, my bad", None))
          + _chat("Switch the lights to the warm setting."),
-         priority=25, contexts=("agent",)),
+         priority=25, contexts=("agent",),
+         triggers=("switch", "migrate")),
     Rule("en.decision.use_instead", 1, "decision", "en",
          "Said to an agent: `use X instead (of Y)` / `go with X instead` opening a sentence:"
          " a choice that replaces another (without `instead`, `use the debugger` is a task).",
@@ -105,7 +108,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("Use the debugger to find it.", None),
                 ("Use it instead.", "correction"))
          + _ex(("Use butter instead of oil.", "correction")),
-         priority=25, contexts=("agent",)),
+         priority=25, contexts=("agent",),
+         triggers=("instead",)),
     Rule("en.decision.proceed", 1, "decision", "en",
          "Said to an agent: `proceed with X` / `go ahead with X` opening a sentence, X naming"
          " a choice (`proceed with this plan`, `go ahead with the implementation` are tasks).",
@@ -117,7 +121,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("Proceed with the implementation.", None),
                 ("then proceed with this new plan", None))
          + _chat("Proceed with caution on the icy road."),
-         priority=25, contexts=("agent",)),
+         priority=25, contexts=("agent",),
+         triggers=("proceed", "ahead")),
     Rule("en.decision.on_purpose", 1, "decision", "en",
          "Said to an agent: `we <did> X on purpose` / `deliberately` / `intentionally`: a"
          " choice that was made, kept so that nobody undoes it.",
@@ -128,7 +133,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("I didn't do it on purpose.", None),
                 ("Did we remove it on purpose?", None))
          + _chat("We left the door open on purpose."),
-         priority=25, contexts=("agent",)),
+         priority=25, contexts=("agent",),
+         triggers=("we",)),
     Rule("en.decision.i_want", 1, "decision", "en",
          "Said to an agent: `I want X to …` / `I'd like X to …` where X names a thing (`I"
          " want to …` and `I want you to …` are requests for now).",
@@ -140,7 +146,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("I want you to fix the test.", None),
                 ("I'd like it to do B.", None))
          + _chat("I want the kids to have fun at the party."),
-         priority=45, contexts=("agent",)),
+         priority=45, contexts=("agent",),
+         triggers=("want",)),
     Rule("en.decision.option_pick", 3, "decision", "en",
          "Said to an agent: a reply that picks one of the options the assistant's previous"
          " message offered, one a line or inline (`Option 1: … . Option 2: … .`): `A`, `B)`,"
@@ -193,7 +200,8 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("Going forward.", None),
                 ("Moving forward?", None))
          + _chat("From now on, I'm going to the gym every morning."),
-         priority=28, contexts=("agent",), not_after=_rx(r"[^.!?]*\bi(?:'m|\s+am|\s+will)\b")),
+         priority=28, contexts=("agent",), not_after=_rx(r"[^.!?]*\bi(?:'m|\s+am|\s+will)\b"),
+         triggers=("from now", "forward", "from here", "henceforth")),
     Rule("en.constraint.dont_want", 1, "constraint", "en",
          "Said to an agent: `we (explicitly) don't want …` / `I don't want …` / `we never"
          " want …`: a prohibition with its object kept.",
@@ -207,7 +215,8 @@ AGENT_RULES: tuple[Rule, ...] = (
          priority=30, contexts=("agent",),
          not_before=_rx(r"\b(?:if|whether|when|because|since|unless|what|why)\b[^,]*$"),
          not_after=_rx(r"\s+(?:to\s+)?(?:know|see|hear|bother|wait|miss|be\s+rude|that|this|"
-                       r"it)\b\s*[.!]?$")),
+                       r"it)\b\s*[.!]?$"),
+         triggers=("want",)),
     Rule("en.constraint.should_never", 1, "constraint", "en",
          "Said to an agent: `X should never …` / `X must never …` / `X can never …` with any"
          " subject (`we never`, `you should never` are `en.constraint.never`).",
@@ -219,7 +228,8 @@ AGENT_RULES: tuple[Rule, ...] = (
          + _chat("The kids should never miss breakfast."),
          priority=30, contexts=("agent",),
          not_after=_rx(r"\s+(?:have|be\s+(?:so|too|that)|" + _STATIVE + r"|remember|forget)\b"),
-         not_before=_rx(r"\b(?:i|it|that|this|you|he|she|they)\s+$")),
+         not_before=_rx(r"\b(?:i|it|that|this|you|he|she|they)\s+$"),
+         triggers=("never",)),
     Rule("en.fact.anchor", 1, "fact", "en",
          "Said to an agent: a project fact anchored on something structural: `you can"
          " test/run/build it with `cmd``, `it's at <path or URL>`, `the parent/base/default"
@@ -237,7 +247,9 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("You can test it yourself.", None),
                 ("It's at the top of the file.", None))
          + _chat("You can run 'home' to see the help."),
-         priority=55, contexts=("agent",)),
+         priority=55, contexts=("agent",),
+         triggers=("you can", "it's", "it is", "it\u2019s", "lives", "located", "hosted",
+                   "deployed", "cloned", "branch is", "runs")),
     Rule("en.preference.rather", 1, "preference", "en",
          "Said to an agent: `I'd rather X (than Y)` / `I would rather …` (`I'd rather not`"
          " is no preference of a way of working).",
@@ -247,6 +259,7 @@ AGENT_RULES: tuple[Rule, ...] = (
                 ("I'd rather not.", None),
                 ("Would you rather use Go?", None))
          + _chat("I'd rather stay in tonight and read."),
-         priority=40, contexts=("agent",)),
+         priority=40, contexts=("agent",),
+         triggers=("rather",)),
 )
 # fmt: on

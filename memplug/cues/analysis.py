@@ -8,7 +8,7 @@ listening, what the assistant offered just before) give the same candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import islice
 
 from msgspec import Struct
@@ -22,6 +22,7 @@ from memplug.cues.rules import (
     KIND_RULES,
     PICK_RULE,
     RETRACTION_RULES,
+    RULES,
     RULES_BY_ID,
     TASK_FIELDS,
     Rule,
@@ -146,22 +147,16 @@ def _candidate(
     )
 
 
-# Every rule in rules.RULES needs one of these fragments; most sentences hold none, and
-# checking for them (plain substring tests, far cheaper than any regex) spares those
-# sentences the whole table. tests/test_cues.py checks that the table's examples and
-# random cue soup analyse the same with and without this filter.
-_TRIGGERS: tuple[str, ...] = (
-    *"""decisi decided constraint rule requirement prefer question tbd propos suggest
-    recommend goal objective done finish complet progress block next todo to-do must never
-    always don't dont remember note fact fyi nb n.b. important could correct actually
-    scratch instead not forget disregard""".split(),
-    "to do",
-    "do not",
-    "in mind",
-    *"""决 约束 规则 要求 偏好 喜欢 倾向 疑问 待 问题 目标 完成 进展 阻 卡住 下一步 接下来 必须 务必
-    一定要 禁止 严禁 不得 不许 不准 不要 别 记 备注 注意 笔记 建议 推荐 提议 更正 纠正 订正 改 不是
-    忘 撤回""".split(),
-)
+# Every rule names the fragments one of which it needs (``Rule.triggers``); most
+# sentences hold none, and checking for them (plain substring tests, far cheaper than
+# any regex) spares those sentences the whole table. tests/test_cues.py checks that the
+# table's examples and random cue soup analyse the same with and without this filter.
+def _triggers_of(rules: Iterable[Rule]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(t for rule in rules for t in rule.triggers))
+
+
+# What is read in chat and in an assistant's text (which only chat-wide rules read).
+_TRIGGERS = _triggers_of(r for r in RULES if "chat" in r.contexts or "assistant" in r.roles)
 
 
 class _Triggers:
@@ -215,22 +210,8 @@ class _Triggers:
         return self.spanning.search(lowered) is not None
 
 
-# What the rules read only where an agent is listening need besides.
-# Phrases stay whole: a lone "it" or "branch" would let nearly every sentence of a
-# coding session through to the whole table (bulk import measured 25% slower).
-_AGENT_TRIGGERS = (
-    *_TRIGGERS,
-    *"""let want switch migrate we proceed ahead rather henceforth runs lives located
-    hosted deployed cloned""".split(),
-    "from now",
-    "from here",
-    "forward",
-    "branch is",
-    "you can",
-    "it's",
-    "it is",
-    "it\u2019s",
-)
+# A person's words where an agent is listening meet every rule.
+_AGENT_TRIGGERS = _triggers_of(RULES)
 _CUES = _Triggers(_TRIGGERS)
 _AGENT_CUES = _Triggers(_AGENT_TRIGGERS)
 

@@ -68,6 +68,11 @@ class Rule(Struct, frozen=True):
     # a rule; in chat, "you must try the pasta" names no work.
     not_in: LazyPattern | None = None
     chat_not_in: LazyPattern | None = None
+    # Fragments (lower case) one of which every sentence the rule matches holds. The
+    # prefilter of cues/analysis.py is their union: a sentence holding none never meets
+    # the table, and tests/test_cues.py checks each matching example holds one. Empty
+    # for a rule read before the prefilter (the option pick, which needs offered options).
+    triggers: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:

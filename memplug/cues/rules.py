@@ -56,7 +56,8 @@ RULES: tuple[Rule, ...] = (
              ("Decision pending until the review.", None),
              ("And now with this new job, I am happy about my decision.", None),
              ("It's a big decision, but I'm excited for what the future holds.", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("decisi", "decided")),
     Rule("zh.decision.label", 1, "decision", "zh",
          "以 `决定：` 或 `决策：` 开头的句子。",
          _rx(r"^(?:决定|决策)\s*[：:]\s*"),
@@ -65,7 +66,8 @@ RULES: tuple[Rule, ...] = (
              ("这个决定很难做。", None),
              ("这是我论文的第二部分：", None),
              ("有了这份新工作，我对自己的决定很满意。", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("决",)),
     Rule("en.constraint.label", 1, "constraint", "en",
          "A sentence that starts with `Constraint:`, `Rule:` or `Requirement:`.",
          _rx(_LEAD + r"(?:constraints?|rules?|requirements?)\s*[:：]\s*"),
@@ -74,7 +76,8 @@ RULES: tuple[Rule, ...] = (
              ("The rule engine is slow.", None),
              ("I like the 30-day rule idea.", None),
              ("I'm still a bit unclear about the proof of continuous presence requirement.", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("constraint", "rule", "requirement")),
     Rule("zh.constraint.label", 1, "constraint", "zh",
          "以 `约束：`、`规则：` 或 `要求：` 开头的句子。",
          _rx(r"^(?:约束|规则|要求)\s*[：:]\s*"),
@@ -82,7 +85,8 @@ RULES: tuple[Rule, ...] = (
              ("这条规则太严格了。", None),
              ("这是我论文的第二部分：", None),
              ("我还不太清楚连续居住证明的要求。", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("约束", "规则", "要求")),
     Rule("en.preference.label", 1, "preference", "en",
          "A sentence that starts with `Preference:`.",
          _rx(_LEAD + r"(?:my\s+)?preferences?\s*[:：]\s*"),
@@ -90,7 +94,8 @@ RULES: tuple[Rule, ...] = (
              ("Open the preferences pane.", None),
              ("They seem to fit my budget and preferences perfectly.", None),
              ("No specific preferences yet, I'm still open to exploring different options.", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("prefer",)),
     Rule("en.open_question.label", 2, "open_question", "en",
          "A sentence that starts with `Open question:` or `TBD:`.",
          _rx(_LEAD + r"(?:open\s+questions?|tbd)\s*[:：]\s*"),
@@ -100,7 +105,8 @@ RULES: tuple[Rule, ...] = (
              ("That's a good question.", None),
              ("Any questions?", None),
              ("Let me know if you have any other questions or need further assistance.", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("question", "tbd")),
     Rule("en.open_question.question_label", 1, "open_question", "en",
          "In chat, a sentence that starts with `Question:`. Said to an agent, `Question: …`"
          " asks the agent something now; it is no open question of the project.",
@@ -109,7 +115,8 @@ RULES: tuple[Rule, ...] = (
          + _agent(("Question: doesn't git know if it's a binary file?", None),
                   ("question: the outcome of this was clearly committed in 72a7142", None))
          + _chat("Any questions?"),
-         strip=True, label=True, priority=10, contexts=("chat",)),
+         strip=True, label=True, priority=10, contexts=("chat",),
+         triggers=("question",)),
     Rule("zh.open_question.label", 1, "open_question", "zh",
          "以 `疑问：`、`待定：`、`未决问题：`、`开放问题：` 或 `待确认：` 开头的句子"
          "（`问题：` 也指故障，所以不算）。",
@@ -118,7 +125,8 @@ RULES: tuple[Rule, ...] = (
              ("问题：测试在CI上失败了。", None),
              ("英文文法的問題", None),
              ("應該填那些字比較正確", None)),
-         strip=True, label=True, priority=10),
+         strip=True, label=True, priority=10,
+         triggers=("疑问", "待", "问题")),
     Rule("en.proposal.label", 1, "proposal", "en",
          "An assistant sentence that starts with `Proposal:`, `Suggestion:` or"
          " `Recommendation:`.",
@@ -127,7 +135,8 @@ RULES: tuple[Rule, ...] = (
              ("Suggestion: cache the product list for 60 s.", None, "user"),
              ("Here are some recommendations:", None, "assistant"),
              ("**Other Recommendations**", None, "assistant")),
-         strip=True, label=True, priority=10, roles=("assistant",)),
+         strip=True, label=True, priority=10, roles=("assistant",),
+         triggers=("propos", "suggest", "recommend")),
     *TASK_RULES,  # -- task state (task_rules.py)
     # -- inline cues -----------------------------------------------------------------------
     Rule("en.decision.we_decided", 2, "decision", "en",
@@ -152,7 +161,8 @@ RULES: tuple[Rule, ...] = (
                         r"after|because|since)\s+$|\b(?:last\s+(?:week|month|year|night|time)|"
                         r"yesterday|ago)\b"),
          not_after=_rx(r".*\b(?:last\s+(?:week|month|year|night)|yesterday|ago)\b|"
-                       + _NOT_ABOUT_WORK)),
+                       + _NOT_ABOUT_WORK),
+         triggers=("decided",)),
     Rule("zh.decision.inline", 2, "decision", "zh",
          "`我们决定` / `已经决定` / `最终决定` / `团队决定`（`还没决定`、`由你决定` 不算；"
          "`我决定…` 是个人的事，不是工作上的决定）。",
@@ -163,7 +173,8 @@ RULES: tuple[Rule, ...] = (
              ("我决定从下周开始跑步。", None),
              ("上周我决定再去竞选一次。", None)),
          priority=20, not_before=_rx(r"(?:没|未|不|还没有?|你来)$"),
-         not_after=_rx(r"了?\s*[。！!.]?$")),
+         not_after=_rx(r"了?\s*[。！!.]?$"),
+         triggers=("决",)),
     Rule("en.constraint.must", 4, "constraint", "en",
          "`must` / `must not` / `mustn't` with an action or a checkable requirement"
          " (`must keep p95 < 200 ms`, `must be reviewed`, `must be under 2 MB`). Not"
@@ -239,7 +250,8 @@ RULES: tuple[Rule, ...] = (
                        r"|\s+(?:not\s+)?be\s+(?!" + _CHECKABLE + r")"
                        r"|\s+have\s+(?!(?:an?|at\s+least|no|one|two|three|exactly|its|their|"
                        r"\d)\b)|\s+have\s+an?\s+(?:lot|great|good|blast|ton|ball|hard)\b"
-                       r"|'ve\b")),
+                       r"|'ve\b"),
+         triggers=("must",)),
     Rule("en.constraint.never", 4, "constraint", "en",
          "`never` as an instruction: at the start (also after `Remember:`, `To be clear:`),"
          " after `we`, or after `you should`/`you must` (`never mind`, `you never know`,"
@@ -269,7 +281,8 @@ RULES: tuple[Rule, ...] = (
          priority=30,
          not_after=_rx(r"\s+(?:" + _DESCRIPTIVE + "|" + _PAST + "|" + _STATIVE + "|"
                        + _ENCOURAGE + r"|say\s+never|too|late|easy)\b"),
-         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(r"\s+forget\b|" + _NOT_ABOUT_WORK)),
+         not_before=_rx(_STORY_JOIN), chat_not_after=_rx(r"\s+forget\b|" + _NOT_ABOUT_WORK),
+         triggers=("never",)),
     Rule("en.constraint.always", 4, "constraint", "en",
          "`always` as an instruction: at the start (also after `Remember:`), after `we`, or"
          " after `you should`/`you must` (`always the same flaky test`, `always happy to"
@@ -304,7 +317,8 @@ RULES: tuple[Rule, ...] = (
                        r"spend|get|make\s+time|"
                        r"talk|chat|laugh|celebrate|manage|struggle)\b"),
          not_before=_rx(r"\b(?:not|almost|nearly|hardly)\s+$|" + _STORY_JOIN),
-         chat_not_after=_rx(_NOT_ABOUT_WORK)),
+         chat_not_after=_rx(_NOT_ABOUT_WORK),
+         triggers=("always",)),
     Rule("en.constraint.do_not", 3, "constraint", "en",
          "`Do not …` / `Don't …` as an instruction at the start of a sentence (also after"
          " `To be clear:`, `Remember:`; `don't worry`, `don't forget`, and advice to a person"
@@ -335,7 +349,8 @@ RULES: tuple[Rule, ...] = (
                        r"be\s+(?:sorry|afraid|scared|shy|discouraged|too|so|a\s+stranger|"
                        r"nervous|hard|down|sad|ashamed|embarrassed|silly|surprised)|"
                        r"get\s+(?:discouraged|down|too|so|caught|stuck|hung)|" + _ENCOURAGE
-                       + r")\b|.*\byoursel(?:f|ves)\b")),
+                       + r")\b|.*\byoursel(?:f|ves)\b"),
+         triggers=("do not", "don't", "dont")),
     Rule("zh.constraint.must", 2, "constraint", "zh",
          "`必须`、`务必`、`一定要`、`禁止`、`严禁`、`不得`、`不许`、`不准`"
          "（`必须说`、`必须的` 不算；以 `啊`、`呀`、`哦`、`吧` 收尾的寒暄也不算）。",
@@ -345,7 +360,8 @@ RULES: tuple[Rule, ...] = (
              ("我必须说，这个设计很好。", None),
              ("这是必须的！", None),
              ("今晚的聚会你一定要来玩啊！", None)),
-         priority=30, not_after=_rx(r"说|的\s*[。！!]?$|.*[啊呀哦吧哈]\s*[。！!~～]*$")),
+         priority=30, not_after=_rx(r"说|的\s*[。！!]?$|.*[啊呀哦吧哈]\s*[。！!~～]*$"),
+         triggers=("必须", "务必", "一定要", "禁止", "严禁", "不得", "不许", "不准")),
     Rule("zh.constraint.dont", 1, "constraint", "zh",
          "`不要` / `别` 作为指令：句首、逗号后或 `请`、`千万`、`一定`、`我们` 之后"
          "（`不要紧`、`别担心`、`要不要` 不算）。",
@@ -355,7 +371,8 @@ RULES: tuple[Rule, ...] = (
              ("不要紧，已经好了。", None),
              ("要不要加缓存？", None),
              ("别担心，测试会过的。", None)),
-         priority=30, not_after=_rx(r"紧|了|担心|着急|客气|管|忘")),
+         priority=30, not_after=_rx(r"紧|了|担心|着急|客气|管|忘"),
+         triggers=("不要", "别")),
     Rule("en.preference.prefer", 3, "preference", "en",
          "`I prefer` / `I'd prefer` / `I would prefer` / `I actually prefer` / `my preference"
          " is` (not `see which one I prefer`, not a bare `I'd prefer that` that names"
@@ -374,7 +391,8 @@ RULES: tuple[Rule, ...] = (
              ("I'd prefer that", None)),
          priority=40,
          not_after=_rx(r"\s+not\s+to\s+say\b|\s*(?:that|this|it|one)?\s*[.!:]?\s*$"),
-         not_before=_rx(r"\b(?:which(?:\s+one)?|what|whichever|whatever|if|whether)\s+$")),
+         not_before=_rx(r"\b(?:which(?:\s+one)?|what|whichever|whatever|if|whether)\s+$"),
+         triggers=("prefer",)),
     Rule("zh.preference", 1, "preference", "zh",
          "`我偏好` / `我更喜欢` / `我更倾向` / `我的偏好` / 句首 `偏好：`（`偏好设置` 不算）。",
          _rx(r"我(?:更|比较|个人)?(?:偏好|更喜欢|更倾向)|我的偏好|^偏好\s*[：:]"),
@@ -383,7 +401,8 @@ RULES: tuple[Rule, ...] = (
              ("打开偏好设置。", None),
              ("你偏好哪种风格？", None),
              ("这些刚好符合我的预算和喜好。", None)),
-         priority=40),
+         priority=40,
+         triggers=("偏好", "喜欢", "倾向")),
     Rule("en.open_question.inline", 1, "open_question", "en",
          "`an open question is …` / `one open question …` inside a sentence.",
          _rx(r"\b(?:an?|one|the|another)\s+open\s+question\b"),
@@ -392,7 +411,8 @@ RULES: tuple[Rule, ...] = (
              ("That question is open to debate.", None),
              ("That's a great question.", None),
              ("Now, I have another question.", None)),
-         priority=50),
+         priority=50,
+         triggers=("question",)),
     Rule("en.fact.label", 1, "fact", "en",
          "A sentence that starts with `Remember:`, `Note:`, `Fact:`, `FYI:` or `NB:`.",
          _rx(_LEAD + r"(?:remember|notes?|facts?|fyi|nb|n\.b\.|important)\s*[:：]\s*"),
@@ -402,7 +422,8 @@ RULES: tuple[Rule, ...] = (
              ("Note to self: buy milk.", None),
              ("I remember the old API.", None),
              ("Footnote: see the appendix.", None)),
-         strip=True, priority=60),
+         strip=True, priority=60,
+         triggers=("remember", "note", "fact", "fyi", "nb", "n.b.", "important")),
     Rule("en.fact.remember_that", 2, "fact", "en",
          "`Remember that …` / `Keep in mind that …` / `Note that …` at the start of a"
          " sentence (`remember to …`, `remember that day …` and the encouragement"
@@ -419,7 +440,8 @@ RULES: tuple[Rule, ...] = (
              ("But remember, even small things can make a difference.", None),
              ("Remember that time we went camping at the lake.", None)),
          strip=True, priority=60,
-         not_after=_rx(r"(?:time|day|night|week|trip|place|song|movie|one|guy|girl)\b")),
+         not_after=_rx(r"(?:time|day|night|week|trip|place|song|movie|one|guy|girl)\b"),
+         triggers=("remember", "in mind", "note")),
     Rule("zh.fact.remember", 1, "fact", "zh",
          "句首 `记住`、`请记住`、`记一下`（`记住了`、`记不住` 不算）或 `备注：`、`注意：`。",
          _rx(r"^(?:请|要|你要)?(?:记住|记下|记一下)\s*[：:，,]?\s*|^(?:备注|注意|笔记)\s*[：:]\s*"),
@@ -428,7 +450,8 @@ RULES: tuple[Rule, ...] = (
              ("好的，我记住了。", None),
              ("我记不住这么多端口。", None),
              ("我还记得那场比赛，他进了两个球。", None)),
-         strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$")),
+         strip=True, priority=60, not_after=_rx(r"了|吗|得|\s*$"),
+         triggers=("记", "备注", "注意", "笔记")),
     *AGENT_RULES,  # -- said to a coding agent (agent_rules.py)
     # -- assistant proposals -----------------------------------------------------------------
     Rule("en.proposal.suggest", 1, "proposal", "en",
@@ -445,7 +468,8 @@ RULES: tuple[Rule, ...] = (
               " recommendations.", None, "assistant"),
              ("If you're in the market for a new keyboard or headset, I can offer some general"
               " suggestions as well.", None, "assistant")),
-         priority=20, roles=("assistant",)),
+         priority=20, roles=("assistant",),
+         triggers=("suggest", "propos", "recommend")),
     Rule("en.proposal.could", 2, "proposal", "en",
          "An assistant's `we could …` / `you could …` opening a clause (not `could not`,"
          " `could have`, `could be`, not inside `how you could …`, `ideas you could try`,"
@@ -467,7 +491,8 @@ RULES: tuple[Rule, ...] = (
          not_after=_rx(r"(?:n't|\s+not|\s+have|\s+never|\s+be|\s+see|\s+tell|\s+help)\b"),
          not_before=_rx(r"\b(?!(?:and|but|or|so|then|also|alternatively|maybe|perhaps|"
                         r"otherwise|instead|additionally|next|first|finally|now|here)\s+$)"
-                        r"[a-z']+\s+$")),
+                        r"[a-z']+\s+$"),
+         triggers=("could",)),
     Rule("zh.proposal", 1, "proposal", "zh",
          "助手的 `我建议`、`建议…`、`我推荐`、`我提议`（`你的建议` 不算）。",
          _rx(r"(?:^|[，,]\s*|我们?)(?:建议|推荐|提议)"),
@@ -476,7 +501,8 @@ RULES: tuple[Rule, ...] = (
              ("谢谢你的建议。", None, "assistant"),
              ("我建议用Postgres。", None, "user"),
              ("好的，我会继续等待您的明确指令。", None, "assistant")),
-         priority=20, roles=("assistant",)),
+         priority=20, roles=("assistant",),
+         triggers=("建议", "推荐", "提议")),
     # -- corrections and retractions -------------------------------------------------------------
     Rule("en.correction.label", 1, "correction", "en",
          "`Correction:` / `Actually, …` / `Scratch that, …` at the start: the statement"
@@ -489,7 +515,8 @@ RULES: tuple[Rule, ...] = (
              ("I'm actually planning to visit the same mountain range where I went skiing with"
               " friends earlier this year.", None),
              ("I've been learning a lot about data science recently, actually.", None)),
-         strip=True, priority=5),
+         strip=True, priority=5,
+         triggers=("correct", "actually", "scratch")),
     Rule("en.correction.instead_of", 3, "correction", "en",
          "`instead of X use Y` / `use Y instead of X` / `let's use Y instead of X` (an"
          " instruction; `I took the bus instead of driving` is a story): X names what is"
@@ -509,7 +536,8 @@ RULES: tuple[Rule, ...] = (
              ("But instead of giving up, I turned it into a learning experience.", None),
              ("Let's use apple container instead of docker proper.", "correction"))
          + _agent(("Let's use apple container instead of docker proper.", "decision")),
-         priority=5),
+         priority=5,
+         triggers=("instead",)),
     Rule("en.correction.not_but", 2, "correction", "en",
          "`not X but Y` and `Y, not X` where X names something (a number, a symbol, a"
          " capitalised name; `progress, not perfection` does not): X names what is replaced.",
@@ -525,7 +553,8 @@ RULES: tuple[Rule, ...] = (
              ("Not easy facing setbacks but I believe in you.", None),
              ("Thanks for reminding me to focus on progress, not perfection.", None),
              ("This ring on his hand is just a decoration, not a wedding ring.", None)),
-         priority=5, not_before=_rx(r"\b(?:if|whether)\b[^,]*$")),
+         priority=5, not_before=_rx(r"\b(?:if|whether)\b[^,]*$"),
+         triggers=("not",)),
     Rule("en.correction.instead", 1, "correction", "en",
          "Said to an agent: a statement that ends in `instead` (`switch the orders service"
          " to MySQL 8 instead`): it replaces the earlier item it shares words with.",
@@ -534,7 +563,8 @@ RULES: tuple[Rule, ...] = (
                 ("Can you print the error instead?", None),
                 ("Print the error instead.", "correction"))
          + _chat("We went to the park instead.", "I had tea instead."),
-         priority=6, contexts=("agent",)),
+         priority=6, contexts=("agent",),
+         triggers=("instead",)),
     Rule("zh.correction", 1, "correction", "zh",
          "`更正：` / `纠正：`、`改为` / `改成` / `改用`、`不是X而是Y`。",
          _rx(r"^(?:更正|纠正|订正)\s*[：:]\s*|改为|改成|改用"
@@ -545,7 +575,8 @@ RULES: tuple[Rule, ...] = (
              ("决定：测试环境的端口改为 5433。", "decision"),
              ("这个改动很大。", None),
              ("我最近其实一直在学数据科学。", None)),
-         strip=True, priority=5),
+         strip=True, priority=5,
+         triggers=("更正", "纠正", "订正", "改", "不是")),
     Rule("en.retraction", 1, "retraction", "en",
          "`Forget that …` / `Forget about …` / `Disregard what I said about …`: retract the"
          " matching item (`Forget that, …` alone and `don't forget` are not cues).",
@@ -556,7 +587,8 @@ RULES: tuple[Rule, ...] = (
              ("Forget that, it's fine.", None),
              ("Don't forget that the demo is at 3 pm.", None),
              ("I forget that sometimes.", None)),
-         priority=1),
+         priority=1,
+         triggers=("forget", "disregard")),
     Rule("zh.retraction", 1, "retraction", "zh",
          "句首 `忘掉…`、`请忘记…`、`忘记我说的…`、`撤回…`（`忘记密码了` 不算）。",
          _rx(r"^(?:请)?(?:忘掉|撤回)(?:之前|刚才|我)?(?:说的|记的)?(?:那条|关于)?(?P<target>.+)$"
@@ -566,7 +598,8 @@ RULES: tuple[Rule, ...] = (
              ("忘记密码了。", None),
              ("我总是忘记带钥匙。", None),
              ("别忘了明天的会议。", None)),
-         priority=1),
+         priority=1,
+         triggers=("忘", "撤回")),
 )
 
 # Key–value statements are not kinds: they give a subject key, and act only when an
