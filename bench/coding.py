@@ -49,6 +49,7 @@ from memplug.events import parse_event
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
 from memplug.models import Message
+from memplug.plugin import Plugin
 from memplug.text import estimate_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,7 +118,7 @@ def capture(memory: Memory, folder: Path) -> list[str]:
     """Every transcript in ``folder`` through the hook's capture path; their sessions."""
     files = transcripts(folder)
     report = claude_hook.HookReport(event="bench")
-    claude_hook.capture_all(memory, files, report, claude_hook.Deadline(3_600_000))
+    claude_hook.capture_all(Plugin(memory), files, report, claude_hook.Deadline(3_600_000))
     # A malformed line is skipped and counted by the reader (one real transcript holds
     # two records glued on one line); anything else is a failed capture.
     failed = [e for e in report.errors if "malformed line" not in e]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
+from memplug.plugin import Plugin
 
 
 def transcripts(folder: Path) -> list[claude_hook.Transcript]:
@@ -88,7 +89,7 @@ def _capture_twice(files: list[claude_hook.Transcript]) -> list[str]:
         for attempt in (1, 2):
             report = claude_hook.HookReport(event="compat")
             started = time.perf_counter()
-            claude_hook.capture_all(memory, files, report, claude_hook.Deadline(600_000))
+            claude_hook.capture_all(Plugin(memory), files, report, claude_hook.Deadline(600_000))
             elapsed = time.perf_counter() - started
             problems += [f"capture pass {attempt}: {e}" for e in report.errors]
             totals.append(report.captured)

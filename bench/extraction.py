@@ -406,10 +406,11 @@ def _import(memory: Memory, events: Iterable[dict[str, Any]]) -> None:
 def _capture_claude_code(memory: Memory, shared: Path) -> None:
     from bench.compat import transcripts
     from memplug.hosts import claude_hook
+    from memplug.plugin import Plugin
 
     files = transcripts(shared / "data" / "claude-code")
     report = claude_hook.HookReport(event="bench")
-    claude_hook.capture_all(memory, files, report, claude_hook.Deadline(600_000))
+    claude_hook.capture_all(Plugin(memory), files, report, claude_hook.Deadline(600_000))
     # A malformed line is skipped and noted; the rest of its transcript is read.
     errors = [e for e in report.errors if "malformed line" not in e]
     if errors:

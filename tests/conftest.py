@@ -18,7 +18,14 @@ import pytest
 from click.testing import CliRunner
 
 from memplug.db import Database
+from memplug.events import parse_event
 from memplug.memory import Memory
+
+# msgspec reads an event's field types on its first conversion, from the module's names:
+# under freezegun that would be its FakeDatetime (which rejects real times) for the rest
+# of the process, so a test file run alone (tests/test_plugin.py) would depend on which
+# test converted first. Converting one here, outside any frozen clock, fixes the types.
+parse_event({"session_id": "s", "seq": 1, "type": "user/message", "time": "2026-01-01T00:00:00Z"})
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

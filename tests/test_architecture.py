@@ -326,37 +326,60 @@ def test_the_placeholder_pattern_sees_a_condition() -> None:
     assert not PLACEHOLDER.search("which port? the one in the config")
 
 
-# Hosts, the plugin, the CLI and the demo go through Memory's methods. These are the
-# store calls a host may still make: its own transcript cursors and record links
-# (HostCursorPort), and the write transaction, with its lock wait, that holds a read's
-# events and its moved cursor together (docs/architecture.md "The storage port").
-HOST_STORE_CALLS = {"hosts", "lock_wait", "write_transaction"}
-
-
-def _is_host_side(module: Module) -> bool:
-    return _layer_name(module) in ("entry", "hosts", "plugin")
+# What the plugin, and nothing above it, may reach in the store: a host's transcript
+# cursors and record links (HostCursorPort), and the write transaction, with its lock
+# wait, that holds a read's events and its moved cursor together (Plugin.session_writes;
+# docs/architecture.md "Hosts and extension points"). Hosts and entry code reach none.
+PLUGIN_STORE_CALLS = {"hosts", "lock_wait", "write_transaction"}
 
 
 def store_reaches(module: Module) -> list[str]:
-    """``module:line .store.name`` for each ``x.store.name`` beyond the allowance."""
+    """``module:line .store.name`` for each reach into a store the module may not make."""
+    allowed = PLUGIN_STORE_CALLS if _layer_name(module) == "plugin" else set()
     return [
         f"{module.name}:{node.lineno} .store.{node.attr}"
         for node in ast.walk(module.tree)
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Attribute)
         and node.value.attr == "store"
-        and node.attr not in HOST_STORE_CALLS
+        and node.attr not in allowed
     ]
 
 
-def test_hosts_and_entry_code_go_through_memory() -> None:
-    assert [hit for m in modules() if _is_host_side(m) for hit in store_reaches(m)] == []
+def test_hosts_and_entry_code_go_through_plugin_and_memory() -> None:
+    host_side = [m for m in modules() if _layer_name(m) in ("entry", "hosts", "plugin")]
+    assert [hit for m in host_side for hit in store_reaches(m)] == []
 
 
 def test_the_store_reach_check_sees_a_reach() -> None:
-    plugin = next(m for m in modules() if m.name == "memplug.plugin")
+    plugin, hook = (next(m for m in modules() if m.name == name) for name in PLUGIN_AND_HOOK)
     bad = ast.parse("self.memory.store.logs.get(1)\nmemory.store.hosts.cursor('s')\n")
     assert store_reaches(Module(plugin.name, plugin.path, bad)) == ["memplug.plugin:1 .store.logs"]
+    assert store_reaches(Module(hook.name, hook.path, bad)) == [
+        f"{hook.name}:1 .store.logs",
+        f"{hook.name}:2 .store.hosts",
+    ]
+
+
+PLUGIN_AND_HOOK = ("memplug.plugin", "memplug.hosts.claude_hook")
+
+
+def requests_built(module: Module) -> list[str]:
+    """Where a module names the assembler's request: a host speaks ``HostStep``."""
+    return [
+        f"{module.name}:{node.lineno}"
+        for node in ast.walk(module.tree)
+        if (isinstance(node, ast.Name) and node.id == "AssemblyRequest")
+        or (isinstance(node, ast.alias) and node.name == "AssemblyRequest")
+    ]
+
+
+def test_no_host_builds_an_assembly_request() -> None:
+    hosts = [m for m in modules() if _layer_name(m) == "hosts"]
+    assert [hit for m in hosts for hit in requests_built(m)] == []
+    hook = next(m for m in modules() if m.name == PLUGIN_AND_HOOK[1])
+    bad = ast.parse("from memplug.assemble import AssemblyRequest\nAssemblyRequest('s')\n")
+    assert requests_built(Module(hook.name, hook.path, bad)) == [f"{hook.name}:1", f"{hook.name}:2"]
 
 
 # One name, one concept: a class name is defined once in memplug/ (issue 27).

@@ -389,3 +389,78 @@ def test_a_locked_log_does_not_stall_the_step(tmp_path: Path) -> None:
         errors = plugin.memory.store.events.latest_errors()
     assert [e["stage"] for e in errors] == ["assemble"]
     assert "could not log the assembly" in errors[0]["message"]
+
+
+# -- what a hook that reads its own transcript gets from the plugin ------------------------
+
+
+def _event(seq: int, text: str) -> Any:
+    from memplug.events import parse_event
+
+    return parse_event(
+        {"session_id": "s1", "seq": seq, "type": "user/message", "role": "user", "text": text}
+    )
+
+
+def test_session_writes_commit_the_events_and_the_cursor_together(tmp_path: Path) -> None:
+    with memplug.open(str(new_db(tmp_path / "m.sqlite"))) as plugin:
+        with plugin.session_writes("s1", lock_wait_ms=100) as writes:
+            assert writes.cursor is None
+            assert writes.store([_event(1, "Decision: ship on Friday.")], origin="t").new == 1
+            writes.link({"u1": "u0"})
+            writes.move_cursor("test", "/t.jsonl", 120, {"offset": 120, "turn": 1})
+        with pytest.raises(RuntimeError), plugin.session_writes("s1") as writes:
+            writes.store([_event(2, "lost with the cursor")], origin="t")
+            writes.move_cursor("test", "/t.jsonl", 240, {"offset": 240, "turn": 2})
+            raise RuntimeError("the read broke off")
+        saved = plugin.saved_cursor("s1")
+        with plugin.session_writes("s1") as writes:
+            resolved = writes.resolve(["u1", "u9"])
+        seqs = [e["seq"] for e in plugin.context_events("s1", 10_000)]
+    assert saved == {"offset": 120, "turn": 1}
+    assert resolved == {"u1": "u0"}
+    assert seqs == [1]
+
+
+def test_a_step_in_the_hosts_terms_fits_its_character_cap(tmp_path: Path) -> None:
+    from memplug.plugin import HostStep
+
+    CAP = 1_200
+    with memplug.open(str(new_db(tmp_path / "m.sqlite"))) as plugin:
+        for seq in range(1, 41):
+            text = f"Decision: service {seq} listens on port {5000 + seq} behind the gateway."
+            plugin.on_event(_event(seq, text))
+        whole = plugin.step(HostStep("s1", "test", query="which port does the service use?"))
+        capped = plugin.step(
+            HostStep("s1", "test", query="which port does the service use?", max_chars=CAP)
+        )
+        pulled = plugin.step(HostStep("s1", "test", query="service port gateway", mcp=True))
+    assert whole.injected and len(whole.text) > CAP
+    assert capped.injected and len(capped.text) <= CAP
+    assert capped.budget < whole.budget
+    assert "memory_search" not in whole.text and "memory_search" in pulled.text
+
+
+def test_errors_go_to_the_sink_and_wait_while_it_fails(tmp_path: Path) -> None:
+    from memplug.memory import Memory
+    from memplug.plugin import open_plugin
+
+    filed: list[tuple[str, str, str | None]] = []
+    down = [True]
+
+    def sink(
+        memory: Memory, stage: str, message: str, session: str | None, seq: int | None
+    ) -> None:
+        if down[0]:
+            raise OSError("the log is down")
+        filed.append((stage, message, session))
+
+    with open_plugin(str(new_db(tmp_path / "m.sqlite")), errors=sink) as plugin:
+        assert plugin.on_event({"session_id": "s1", "seq": 1}) is False
+        assert filed == []
+        down[0] = False
+        plugin.record("hook", "the transcript vanished", "s1")
+        stored = plugin.memory.store.events.latest_errors()
+    assert [stage for stage, _, _ in filed] == ["capture", "hook"]
+    assert filed[1] == ("hook", "the transcript vanished", "s1")
+    assert stored == []  # the sink took them; nothing else wrote the log

@@ -30,6 +30,7 @@ from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
 from memplug.models import HostEvent, Message
+from memplug.plugin import Plugin
 from memplug.query import parse_query
 from memplug.store.records import WorkRow
 from memplug.store.work import WorkStore
@@ -100,7 +101,9 @@ def test_a_target_is_one_short_line_whatever_the_command(command: str) -> None:
 
 def capture_fixtures(memory: Memory) -> None:
     report = claude_hook.HookReport(event="test")
-    claude_hook.capture_all(memory, transcripts(FIXTURES), report, claude_hook.Deadline(60_000))
+    claude_hook.capture_all(
+        Plugin(memory), transcripts(FIXTURES), report, claude_hook.Deadline(60_000)
+    )
     assert not report.errors, report.errors
 
 

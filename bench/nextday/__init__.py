@@ -31,6 +31,7 @@ from typing import Any
 
 from memplug.hosts import claude_code, claude_hook, codex, codex_hook
 from memplug.memory import Memory
+from memplug.plugin import Plugin
 from memplug.text import estimate_tokens
 
 HERE = Path(__file__).resolve().parent
@@ -60,7 +61,7 @@ def _capture(db: Path, transcript: Path, host: str) -> str:
     with Memory.open(db, create=True) as memory:
         files = [claude_hook.Transcript(transcript, session, True)]
         report = claude_hook.HookReport(event="import")
-        claude_hook.capture_all(memory, files, report, claude_hook.Deadline(float("inf")))
+        claude_hook.capture_all(Plugin(memory), files, report, claude_hook.Deadline(float("inf")))
         _, project = memory.store.search.session_project(session)
     return project or "/"
 

@@ -155,12 +155,14 @@ def _capture_rollouts(
 
     from memplug.hosts import claude_hook as ch
     from memplug.hosts import codex_hook
+    from memplug.plugin import Plugin
 
     report = ch.HookReport(event="import")
+    plugin = Plugin(memory)  # the caller's database: closed by the caller
     with click.progressbar(names, label="codex rollouts", file=sys.stderr,
                            hidden=not (show and sys.stderr.isatty())) as bar:  # fmt: skip
         for name in bar:
-            codex_hook.capture_rollout(memory, Path(name), report, ch.Deadline(float("inf")))
+            codex_hook.capture_rollout(plugin, Path(name), report, ch.Deadline(float("inf")))
     summary.new += report.captured
     summary.present += report.present
     return report.errors
@@ -209,6 +211,7 @@ def _capture_transcripts(
 
     from memplug.hosts import claude_code as cc
     from memplug.hosts import claude_hook as ch
+    from memplug.plugin import Plugin
 
     files = []
     for name in names:
@@ -219,13 +222,14 @@ def _capture_transcripts(
             for p in cc.subagent_paths(name)
         ]
     report = ch.HookReport(event="import")
+    plugin = Plugin(memory)  # the caller's database: closed by the caller
     # One file at a time, so a terminal sees the bar move (derivation runs per file too).
     hidden = len(files) < 2 or not (show and sys.stderr.isatty())
     with click.progressbar(
         files, label="claude code transcripts", file=sys.stderr, hidden=hidden
     ) as bar:
         for transcript in bar:
-            ch.capture_all(memory, [transcript], report, ch.Deadline(float("inf")))
+            ch.capture_all(plugin, [transcript], report, ch.Deadline(float("inf")))
     summary.new += report.captured
     summary.present += report.present
     return report.errors

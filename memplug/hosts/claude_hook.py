@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
-from msgspec.structs import replace
 
 from memplug.errors import (
     DatabaseBusy,
@@ -49,7 +48,7 @@ from memplug.vocab import COMPACT_SUMMARY_FORM, MEMPLUG_SOURCE_KIND
 if TYPE_CHECKING:
     from memplug.memory import Memory
     from memplug.messages import Message
-    from memplug.plugin import AssemblyResult
+    from memplug.plugin import AssemblyResult, ErrorSink, Plugin
 
 HOST = cc.HOST
 HOOK_EVENTS: frozenset[str] = frozenset(
@@ -77,10 +76,6 @@ VISIBLE_CHARS = 800_000
 VISIBLE_TYPES: frozenset[str] = frozenset(
     {"user/message", "assistant/message", "command", "compaction/summary"}
 )
-# Characters one estimated token can stand for (ASCII), and the share of the cap kept
-# for the newlines the estimate does not count: they turn the cap into a token budget.
-CHARS_PER_TOKEN = 4
-NEWLINE_SHARE = 10
 LOCK_WAIT_MS = 1_000
 LOG_WAIT_MS = 250
 # The part of a compaction summary a SessionStart(compact) query is built from: its
@@ -190,7 +185,7 @@ def handle(
     report = HookReport(
         event=_str(payload.get("hook_event_name")), session_id=_str(payload.get("session_id"))
     )
-    memory = None
+    plugin = None
     decision = None
     try:
         if report.event not in HOOK_EVENTS:
@@ -205,14 +200,15 @@ def handle(
         )
         if not answers and not has_work(db_path, transcripts, report.event):
             return report
-        memory = open_memory(db_path, config_path, report)
+        plugin = open_hook_plugin(db_path, config_path, report)
+        memory = plugin.memory
         report.opened = True
         deadline = Deadline(memory.config.hook.deadline_ms)
         memory.set_lock_wait(LOG_WAIT_MS)
         if not report.read_only:
             try:
-                _drain_pending(memory)
-                capture_all(memory, transcripts, report, deadline)
+                _drain_pending(plugin)
+                capture_all(plugin, transcripts, report, deadline)
             except DatabaseReadOnly as error:  # found at the first write: still answer
                 report.trouble, report.read_only = str(error), True
         if report.event not in TOOL_EVENTS and not report.read_only:
@@ -224,7 +220,7 @@ def handle(
         if answers:
             prompt = _str(payload.get("prompt"))
             cwd = _str(payload.get("cwd"))
-            report.output = inject(memory, report, prompt, deadline, project=cwd)
+            report.output = inject(plugin, report, prompt, deadline, project=cwd)
     except Exception as error:
         report.output = decision  # a broken precondition denies even if capture failed
         report.errors.append(f"{type(error).__name__}: {error}")
@@ -232,24 +228,28 @@ def handle(
             report.trouble = report.trouble or str(error)
     finally:
         if report.errors or report.skipped:
-            _record(memory, db_path, config_path, report)
-        if memory is not None:
-            memory.close()
+            _record(plugin, db_path, config_path, report)
+        if plugin is not None:
+            plugin.close()
     return told(report, db_path)
 
 
-def open_memory(db_path: str | None, config_path: str | None, report: HookReport) -> Memory:
+def open_hook_plugin(db_path: str | None, config_path: str | None, report: HookReport) -> Plugin:
     """The database opened for writing; for reading only when writing fails and reading
-    works (a file this user cannot write is still memory to inject from)."""
-    from memplug.memory import Memory
+    works (a file this user cannot write is still memory to inject from). Its errors go
+    to the error log, or beside the database when the log cannot take them."""
+    from memplug.plugin import open_plugin
 
+    errors = _error_sink(db_path)
     try:
-        return Memory.open(db_path, config_path=config_path, create=True)
+        return open_plugin(db_path, config_path=config_path, errors=errors)
     except DatabaseReadOnly as error:
         report.trouble = str(error)
-    memory = Memory.open(db_path, config_path=config_path, create=False, readonly=True)
+    plugin = open_plugin(
+        db_path, config_path=config_path, create=False, readonly=True, errors=errors
+    )
     report.read_only = True
-    return memory
+    return plugin
 
 
 def told(report: HookReport, db_path: str | None) -> HookReport:
@@ -315,8 +315,9 @@ def _grew(
 
 
 def capture_all(
-    memory: Memory, transcripts: list[Transcript], report: HookReport, deadline: Deadline
+    plugin: Plugin, transcripts: list[Transcript], report: HookReport, deadline: Deadline
 ) -> None:
+    memory = plugin.memory
     sessions: set[str] = set()
     for transcript in transcripts:
         if report.skipped:
@@ -324,7 +325,7 @@ def capture_all(
         if not transcript.path.is_file():
             report.errors.append(f"transcript {transcript.path} does not exist")
             continue
-        new, present = capture_transcript(memory, transcript, report, deadline)
+        new, present = capture_transcript(plugin, transcript, report, deadline)
         report.captured += new
         report.present += present
         report.transcripts += 1
@@ -350,7 +351,7 @@ def capture_all(
 
 
 def capture_transcript(
-    memory: Memory, transcript: Transcript, report: HookReport, deadline: Deadline
+    plugin: Plugin, transcript: Transcript, report: HookReport, deadline: Deadline
 ) -> tuple[int, int]:
     """Read one transcript from its cursor and store what is new; ``(new, present)``.
 
@@ -359,13 +360,12 @@ def capture_transcript(
     running at once take turns. Reads are bounded, so a long first capture stops at
     the deadline and resumes with the next hook.
     """
-    hosts = memory.store.hosts
     session_id, path = transcript.session_id, transcript.path
     if transcript.reread:
-        return reread_transcript(memory, transcript, report)
+        return reread_transcript(plugin, transcript, report)
     new = present = 0
     while True:
-        if not _grew(transcript, hosts.cursor(session_id)):
+        if not _grew(transcript, plugin.saved_cursor(session_id)):
             return new, present  # checked without the write lock another hook may hold
         wait = int(min(LOCK_WAIT_MS, deadline.left_ms() / 2))
         if wait <= 0:
@@ -376,13 +376,13 @@ def capture_transcript(
         from memplug.events import parse_event
 
         try:
-            with memory.store.lock_wait(wait), memory.store.write_transaction():
-                state = cc.CursorState.from_dict(hosts.cursor(session_id))
+            with plugin.session_writes(session_id, lock_wait_ms=wait) as writes:
+                state = cc.CursorState.from_dict(writes.cursor)
                 result = cc.read_transcript(
                     path,
                     state,
                     session_id=session_id,
-                    resolve=lambda uuids: hosts.resolve(session_id, uuids),
+                    resolve=writes.resolve,
                     final=transcript.final,
                 )
                 events = []
@@ -391,11 +391,9 @@ def capture_transcript(
                         events.append(parse_event(event))
                     except ValidationError as error:
                         report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
-                inserted = memory.store_events(events, origin=HOST)
-                hosts.save_links(session_id, result.links)
-                hosts.save_cursor(
-                    session_id, HOST, str(path), result.state.offset, result.state.to_dict()
-                )
+                inserted = writes.store(events, origin=HOST)
+                writes.link(result.links)
+                writes.move_cursor(HOST, str(path), result.state.offset, result.state.to_dict())
         except DatabaseBusy:
             report.skipped = (
                 "capture skipped: another process held the database's write lock; "
@@ -411,7 +409,7 @@ def capture_transcript(
 
 
 def reread_transcript(
-    memory: Memory, transcript: Transcript, report: HookReport
+    plugin: Plugin, transcript: Transcript, report: HookReport
 ) -> tuple[int, int]:
     """The whole file read again, without the database's links: the same events and
     seqs an incremental read gives (tests/test_hook.py), so what is stored already is
@@ -419,7 +417,7 @@ def reread_transcript(
     moves forward, so a hook reading on from it never goes back."""
     from memplug.events import parse_event
 
-    hosts, session_id = memory.store.hosts, transcript.session_id
+    session_id = transcript.session_id
     result = cc.read_all(transcript.path, session_id=session_id)
     events = []
     for event in result.events:
@@ -429,13 +427,13 @@ def reread_transcript(
             events.append(parse_event(event))
         except ValidationError as error:
             report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
-    with memory.store.write_transaction():
-        inserted = memory.store_events(events, origin=HOST)
-        hosts.save_links(session_id, result.links)
-        saved = hosts.cursor(session_id)
+    with plugin.session_writes(session_id) as writes:
+        inserted = writes.store(events, origin=HOST)
+        writes.link(result.links)
+        saved = writes.cursor
         if saved is None or int(saved.get("offset", 0)) <= result.state.offset:
             state = result.state
-            hosts.save_cursor(session_id, HOST, str(transcript.path), state.offset, state.to_dict())
+            writes.move_cursor(HOST, str(transcript.path), state.offset, state.to_dict())
     if result.errors:
         name = transcript.path.name
         report.errors.append(f"{name}: {len(result.errors)} malformed line(s) skipped")
@@ -502,7 +500,7 @@ def _may_name_preconditions(database: Path, config_path: str | None) -> bool:
 
 
 def inject(
-    memory: Memory,
+    plugin: Plugin,
     report: HookReport,
     prompt: str | None,
     deadline: Deadline,
@@ -516,35 +514,35 @@ def inject(
     settings)."""
     from memplug.hosts.claude_skill import MCP_SERVER
     from memplug.messages import Message, Source
-    from memplug.plugin import AssemblyRequest, Pull
+    from memplug.plugin import HostStep
 
+    memory = plugin.memory
     session_id, event = str(report.session_id), str(report.event)
     project = project_of(project)  # a worktree or a subfolder: its repository's project
     cap = memory.config.hook.max_context_chars
     # Only text that items are extracted from or that may be quoted can make a
     # candidate "visible"; long tool output would only slow the comparison down.
     sources = VISIBLE_TYPES | set(memory.config.assembly.evidence_types)
-    visible = visible_events(memory, session_id)
+    visible = visible_events(plugin, session_id)
     messages = tuple(_visible_message(e) for e in visible if e["type"] in sources)
     if event == "UserPromptSubmit":
         own = Source(kind=MEMPLUG_SOURCE_KIND)
-        logged = logged_injections(memory, session_id, visible)
+        logged = logged_injections(plugin, session_id, visible)
         messages += tuple(Message(role="user", text=text, source=own) for text in logged)
-    result = capped(memory, cap).assemble(
-        AssemblyRequest(
+    result = plugin.step(
+        HostStep(
             session_id=session_id,
+            trigger=f"{HOST}:{event}",
             query=prompt,
             messages=messages,
-            turn=_turn(memory, session_id, event),
-            trigger=f"{HOST}:{event}",
-            # A write lock held elsewhere must not stall the prompt: the log waits briefly.
-            log_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
+            turn=_turn(plugin, session_id, event),
             project=project,
             summary=work_at_hand(visible) if event == "SessionStart" else None,
             standing=cc.standing_files(project),
-            # The skill names this machine's exact command; the message names `memory`,
-            # so that what it says is the same bytes on every machine.
-            pull=Pull(mcp=cc.mcp_registered(project, MCP_SERVER) if mcp is None else mcp),
+            mcp=cc.mcp_registered(project, MCP_SERVER) if mcp is None else mcp,
+            max_chars=cap,
+            # A write lock held elsewhere must not stall the prompt: the log waits briefly.
+            lock_wait_ms=int(min(LOG_WAIT_MS, deadline.left_ms())) or 1,
         )
     )
     report.errors.extend(f"assembly: {e}" for e in result.errors)
@@ -566,26 +564,8 @@ def hook_output(
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def capped(memory: Memory, cap: int) -> Memory:
-    """The same database with a token budget whose text fits in ``cap`` characters.
-
-    What does not fit is then an ordinary ``over budget`` omission in the assembly log
-    (which is written once, before the hook could cut anything).
-    """
-    limit = max(50, (cap - cap // NEWLINE_SHARE) // CHARS_PER_TOKEN)
-    config = memory.config
-    if config.assembly.budget_tokens <= limit:
-        return memory
-    assembly = replace(
-        config.assembly,
-        min_budget_tokens=min(config.assembly.min_budget_tokens, limit),
-        soft_budget_tokens=limit,
-    )
-    return memory.with_config(replace(config, assembly=assembly))
-
-
 def logged_injections(
-    memory: Memory, session_id: str, visible: list[Mapping[str, Any]]
+    plugin: Plugin, session_id: str, visible: list[Mapping[str, Any]]
 ) -> list[str]:
     """memplug's injections still in the model's context when the transcript does not
     record them (it holds neither an attachment nor a reminder of memplug's): this
@@ -595,6 +575,7 @@ def logged_injections(
     nothing says the host kept it, and the next prompt may need what it restored."""
     if any(e.get("source_kind") == MEMPLUG_SOURCE_KIND for e in visible):
         return []  # the host keeps its own record: that one is the truth
+    memory = plugin.memory
     since = None
     if visible and visible[0]["type"] == "compaction/start":
         start = memory.session_events(
@@ -643,14 +624,14 @@ def _visible_message(event: Mapping[str, Any]) -> Message:
     return Message(role=event["role"] or "user", text=event["text"], source=source)
 
 
-def visible_events(memory: Memory, session_id: str) -> list[Mapping[str, Any]]:
+def visible_events(plugin: Plugin, session_id: str) -> list[Mapping[str, Any]]:
     """What the model still sees: the active path since the latest compaction."""
-    events = memory.store.hosts.context_events(session_id, VISIBLE_CHARS)
+    events = plugin.context_events(session_id, VISIBLE_CHARS)
     return cc.model_context(events)
 
 
-def _turn(memory: Memory, session_id: str, event: str) -> int | None:
-    saved = memory.store.hosts.cursor(session_id)
+def _turn(plugin: Plugin, session_id: str, event: str) -> int | None:
+    saved = plugin.saved_cursor(session_id)
     if saved is None:
         return None
     turn = int(saved.get("turn") or 0)
@@ -662,33 +643,45 @@ def _turn(memory: Memory, session_id: str, event: str) -> int | None:
 
 
 def _record(
-    memory: Memory | None, db_path: str | None, config_path: str | None, report: HookReport
+    plugin: Plugin | None, db_path: str | None, config_path: str | None, report: HookReport
 ) -> None:
-    """Write the report's errors to ``error_log``; beside the database when it cannot."""
+    """File the report's errors through the plugin (the error log, else beside the
+    database); with no plugin open, through one opened for them."""
     # The stage ("hook") is logged beside the line: the prefix names the hook event only.
     prefix = f"[{report.event}] " if report.event else ""
     lines = [prefix + e for e in report.errors]
     if report.skipped:
         lines.append(prefix + report.skipped)
-    try:
-        if memory is None:
-            from memplug.memory import Memory
+    if plugin is None:
+        from memplug.plugin import open_plugin
 
-            memory = Memory.open(db_path, config_path=config_path, create=True)
-            opened_here = True
-        else:
-            opened_here = False
         try:
-            memory.set_lock_wait(LOG_WAIT_MS)
+            plugin = open_plugin(db_path, config_path=config_path, errors=_error_sink(db_path))
+        except Exception:
             for line in lines:
-                memory.record_error("hook", line, report.session_id)
-            lines = []
-        finally:
-            if opened_here:
-                memory.close()
-    except Exception:
-        for line in lines:
-            _pending_error(db_path, line, report.session_id)
+                _pending_error(db_path, line, report.session_id)
+            return
+        with plugin:
+            _record(plugin, db_path, config_path, report)
+        return
+    plugin.memory.set_lock_wait(LOG_WAIT_MS)
+    for line in lines:
+        plugin.record("hook", line, report.session_id)
+
+
+def _error_sink(db_path: str | None) -> ErrorSink:
+    """The hook's error sink: the database's error log, else the file beside it that
+    the next hook drains (``_drain_pending``), so that no error is lost."""
+
+    def sink(
+        memory: Memory, stage: str, message: str, session_id: str | None, seq: int | None
+    ) -> None:
+        try:
+            memory.record_error(stage, message, session_id, seq)
+        except Exception:
+            _pending_error(db_path, message, session_id)
+
+    return sink
 
 
 def _pending_error(db_path: str | None, message: str, session_id: str | None = None) -> None:
@@ -704,8 +697,9 @@ def _pending_error(db_path: str | None, message: str, session_id: str | None = N
         pass
 
 
-def _drain_pending(memory: Memory) -> None:
+def _drain_pending(plugin: Plugin) -> None:
     """Move errors kept beside the database into ``error_log``."""
+    memory = plugin.memory
     path = hook_pending_file(memory.path)
     if not path.exists():
         return

@@ -24,7 +24,7 @@ from memplug.hosts import claude_hook as ch
 from memplug.hosts import codex
 
 if TYPE_CHECKING:
-    from memplug.memory import Memory
+    from memplug.plugin import Plugin
 
 HOOK_EVENTS: frozenset[str] = frozenset({
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
@@ -65,36 +65,37 @@ def handle(
 ) -> ch.HookReport:
     event, session_id = ch._str(payload.get("hook_event_name")), ch._str(payload.get("session_id"))
     report = ch.HookReport(event=event, session_id=session_id)
-    memory = None
+    plugin = None
     try:
         if event not in HOOK_EVENTS:
             raise ValidationError(f"unknown hook_event_name {event!r}")
-        from memplug.memory import Memory
+        from memplug.plugin import open_plugin
 
-        memory = Memory.open(db_path, config_path=config_path, create=True)
+        plugin = open_plugin(db_path, config_path=config_path, errors=ch._error_sink(db_path))
+        memory = plugin.memory
         deadline = ch.Deadline(memory.config.hook.deadline_ms)
         memory.set_lock_wait(ch.LOG_WAIT_MS)
         path = ch._str(payload.get("transcript_path"))
         if path and Path(path).is_file():
-            session_id = capture_rollout(memory, Path(path), report, deadline) or session_id
+            session_id = capture_rollout(plugin, Path(path), report, deadline) or session_id
             report.session_id = session_id
         if event in INJECTING and session_id:
             prompt, cwd = ch._str(payload.get("prompt")), ch._str(payload.get("cwd"))
             report.output = ch.inject(
-                memory, report, prompt, deadline, project=cwd, mcp=_mcp_registered(cwd)
+                plugin, report, prompt, deadline, project=cwd, mcp=_mcp_registered(cwd)
             )
     except Exception as error:
         report.errors.append(f"{type(error).__name__}: {error}")
     finally:
         if report.errors or report.skipped:
-            ch._record(memory, db_path, config_path, report)
-        if memory is not None:
-            memory.close()
+            ch._record(plugin, db_path, config_path, report)
+        if plugin is not None:
+            plugin.close()
     return report
 
 
 def capture_rollout(
-    memory: Memory, path: Path, report: ch.HookReport, deadline: ch.Deadline
+    plugin: Plugin, path: Path, report: ch.HookReport, deadline: ch.Deadline
 ) -> str | None:
     """Read a rollout from its cursor and store what is new, each read in one write
     transaction with the moved cursor; derive what it added. The rollout's session id."""
@@ -102,10 +103,9 @@ def capture_rollout(
     if session_id is None:
         report.errors.append(f"{path.name} is not a Codex rollout (no session_meta first)")
         return None
-    hosts = memory.store.hosts
     new = 0
     while True:
-        saved = hosts.cursor(session_id)
+        saved = plugin.saved_cursor(session_id)
         if saved is not None and int(saved.get("offset", 0)) >= path.stat().st_size:
             break
         # Imported once there is something to validate: pydantic is most of a hook's
@@ -113,9 +113,9 @@ def capture_rollout(
         from memplug.events import parse_event
 
         try:
-            with memory.store.lock_wait(int(min(ch.LOCK_WAIT_MS, deadline.left_ms() / 2)) or 1), \
-                    memory.store.write_transaction():  # fmt: skip
-                state = codex.RolloutCursor.from_dict(hosts.cursor(session_id))
+            wait = int(min(ch.LOCK_WAIT_MS, deadline.left_ms() / 2)) or 1
+            with plugin.session_writes(session_id, lock_wait_ms=wait) as writes:
+                state = codex.RolloutCursor.from_dict(writes.cursor)
                 read = codex.read_rollout(path, state)
                 events = []
                 for event in read.events:
@@ -123,9 +123,8 @@ def capture_rollout(
                         events.append(parse_event(event))
                     except ValidationError as error:
                         report.errors.append(f"{session_id}:{event.get('seq')}: {error}")
-                inserted = memory.store_events(events, origin=codex.HOST)
-                hosts.save_cursor(session_id, codex.HOST, str(path), read.cursor.offset,
-                                  read.cursor.to_dict())  # fmt: skip
+                inserted = writes.store(events, origin=codex.HOST)
+                writes.move_cursor(codex.HOST, str(path), read.cursor.offset, read.cursor.to_dict())
         except DatabaseBusy:
             report.skipped = "capture skipped: the database was busy; the next hook catches up"
             break
@@ -138,7 +137,7 @@ def capture_rollout(
     report.captured += new
     report.transcripts += 1
     if new:
-        memory.derive([session_id], upgrade_ms=deadline.left_ms() / 2)
+        plugin.memory.derive([session_id], upgrade_ms=deadline.left_ms() / 2)
     return session_id
 
 

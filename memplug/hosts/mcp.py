@@ -35,6 +35,7 @@ from pydantic import ValidationError as ArgumentError
 from memplug.errors import MemplugError
 from memplug.memory import Memory
 from memplug.paths import memory_script
+from memplug.plugin import Plugin, open_plugin
 from memplug.redaction import SecretSpan, find_secrets, redact_tree
 from memplug.vocab import TIMELINE_KINDS
 
@@ -337,11 +338,8 @@ def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) 
     if tool is None:
         raise MemplugError(f"unknown tool '{name}' (tools: {', '.join(TOOLS_BY_NAME)})")
     args = tool.args.model_validate(arguments or {})
-    memory = _open(settings, writes=tool.writes)
-    try:
-        result = tool.run(memory, args, settings.cwd)
-    finally:
-        memory.close()
+    with _open(settings, writes=tool.writes) as plugin:
+        result = tool.run(plugin.memory, args, settings.cwd)
     result = redact_tree(result)
     size = len(json.dumps(result, ensure_ascii=False))
     if size > MAX_RESULT_CHARS:
@@ -352,8 +350,10 @@ def call(settings: ServerSettings, name: str, arguments: dict[str, Any] | None) 
     return result
 
 
-def _open(settings: ServerSettings, *, writes: bool = False) -> Memory:
-    return Memory.open(
+def _open(settings: ServerSettings, *, writes: bool = False) -> Plugin:
+    """The database through the host protocol, as every host opens it; a tool that only
+    reads opens it read-only (and never creates it)."""
+    return open_plugin(
         settings.db_path, config_path=settings.config_path, create=writes, readonly=not writes
     )
 
