@@ -22,6 +22,7 @@ from pathlib import Path
 import memplug.extract
 import memplug.memory
 import memplug.rederive
+import memplug.upgrades
 from bench.report import machine, synthetic_jsonl
 from memplug.memory import UPGRADE_STEP_MS, Memory
 
@@ -46,13 +47,13 @@ def run(events: int, sessions: int) -> list[str]:
             memory.rebuild()
             rebuilt, rebuilt_cpu = _seconds(started), _cpu(cpu)
         memplug.rederive.EXTRACTOR_VERSION += 1
-        memplug.memory._source_digest = lambda: "edited"  # as a new memplug's files would
+        memplug.upgrades.source_digest = lambda: "edited"  # as a new memplug's files would
         started, cpu = time.perf_counter(), time.process_time()
         with Memory.open(path, upgrade=True) as memory:
             upgraded, upgraded_cpu = _seconds(started), _cpu(cpu)
             assert not memory.derivation_state()["stale"]
         memplug.rederive.EXTRACTOR_VERSION += 1
-        memplug.memory._source_digest = lambda: "edited again"
+        memplug.upgrades.source_digest = lambda: "edited again"
         with Memory.open(path) as memory:
             started = time.perf_counter()
             step = memory.upgrade_derived(budget_ms=UPGRADE_STEP_MS)

@@ -7,17 +7,14 @@ the only place that orders them; the services themselves only depend downward.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-from msgspec import Struct, field
 from msgspec.structs import replace
 
 from memplug.db import Database, utc_now
-from memplug.errors import DatabaseBusy
 from memplug.paths import default_db_path
 from memplug.store.peek import lagging_derivation, saved_positions
 from memplug.store.records import (
@@ -28,6 +25,7 @@ from memplug.store.records import (
     SkillRow,
 )
 from memplug.store.sqlite import Store
+from memplug.upgrades import SessionProgress, UpgradeReport, Upgrades
 
 if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through
@@ -50,36 +48,9 @@ IMPORT_BATCH = 10_000
 # What a write that captured events (a hook, ``on_event``) may spend re-deriving state
 # made by older rules, a session at a time; a command run by a person does it all.
 UPGRADE_STEP_MS = 500.0
-# The files that define the versions derived state records (the cue rules, the
-# extractor, its followers). Their bytes are recorded beside the versions, so a command
-# tells that nothing changed without importing (and compiling) the rules.
-_DERIVING_SOURCES: tuple[str, ...] = (
-    "cues",
-    "extract.py",
-    "rederive.py",
-    "dialogue.py",
-    "timeline.py",
-    "graph.py",
-    "work.py",
-)
 
 
 ProgressCallback = Callable[[int], None]
-SessionProgress = Callable[[int, int, str], None]
-
-
-class UpgradeReport(Struct):
-    """What :meth:`Memory.upgrade_derived` did. ``state``: ``current`` (nothing to do),
-    ``done`` (this call finished it), ``partial`` (the budget ran out; the next write or
-    command goes on), ``busy`` (another process held the lock: it is likely doing the
-    same), ``off`` (extraction is disabled)."""
-
-    state: str
-    sessions: list[str] = field(default_factory=list)
-    events: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "sessions": self.sessions, "events": self.events}
 
 
 class Memory:
@@ -147,7 +118,7 @@ class Memory:
         not yet known to be this code's)."""
         if not self.config.extraction.enabled:
             return False
-        return bool(self.store.events.lagging_sessions()) or not self._known_current()
+        return bool(self.store.events.lagging_sessions()) or not self.upgrades.known_current()
 
     def with_config(self, config: Config) -> Memory:
         """The same open database under another configuration (closing either closes it)."""
@@ -518,43 +489,26 @@ class Memory:
             return message
         return None
 
+    @cached_property
+    def upgrades(self) -> Upgrades:
+        """What derived the state, and the pass that derives again what other code made."""
+        return Upgrades(self.store, self.config, lambda: self.extractor)
+
+    def derivation_state(self) -> dict[str, Any]:
+        """Which code derived the state, against this code's (``Upgrades.state``)."""
+        return self.upgrades.state()
+
+    def upgrade_derived(
+        self, *, budget_ms: float | None = None, progress: SessionProgress | None = None
+    ) -> UpgradeReport:
+        """Derive again what code with other versions derived (``Upgrades.run``)."""
+        return self.upgrades.run(budget_ms=budget_ms, progress=progress)
+
     def derivation_waits(self) -> bool:
         """Whether any session's extraction lags its events (a tool hook left it)."""
         return bool(self.store.events.lagging_sessions())
 
-    # -- derived state made by older code (upgrades) ------------------------------------
-
-    def derivation_state(self) -> dict[str, Any]:
-        """Which code derived the state, against this code's versions (``Extractor.
-        versions``); ``stale`` when they differ or a re-derivation is under way."""
-        items = self.store.items
-        recorded = items.derivation("derived_with")
-        made_by = None if recorded is None else {k: v for k, v in recorded.items() if k != "source"}
-        if made_by is not None and self._known_current():
-            return {"stale": False, "code": made_by, "derived_with": made_by, "rederiving": None}
-        code = self.extractor.versions()
-        moving = items.derivation("rederiving")
-        stale = self.config.extraction.enabled and (made_by != code or moving is not None)
-        if stale and made_by is None and moving is None:
-            stale = items.derived_anything()  # never derived: catch-up derives it anew
-        return {"stale": stale, "code": code, "derived_with": made_by, "rederiving": moving}
-
-    def _known_current(self) -> bool:
-        """Whether the recorded versions are this code's, told from the deriving source
-        files' digest without importing them (a command's cheap check on open)."""
-        items = self.store.items
-        made = items.derivation("derived_with")
-        return (
-            made is not None
-            and items.derivation("rederiving") is None
-            and made.get("source") == _source_digest()
-            and made.get("proposals") == self.config.extraction.extract_proposals
-        )
-
-    def _stamp(self, versions: dict[str, Any]) -> None:
-        """Record, inside the caller's transaction, that ``versions`` made the state."""
-        self.store.items.set_derivation("derived_with", {**versions, "source": _source_digest()})
-        self.store.items.set_derivation("rederiving", None)
+    # -- rebuilding -----------------------------------------------------------------------
 
     def rebuild(
         self, session_id: str | None = None, *, progress: SessionProgress | None = None
@@ -572,92 +526,8 @@ class Memory:
                     session_id, progress=progress, before=helper.before if helper else None
                 )
             if session_id is None:
-                self._stamp(self.extractor.versions())
+                self.upgrades.stamp(self.extractor.versions())
         return report
-
-    def upgrade_derived(
-        self, *, budget_ms: float | None = None, progress: SessionProgress | None = None
-    ) -> UpgradeReport:
-        """Derive again, session by session in name order, what code with other versions
-        derived; within ``budget_ms`` (None: to the end).
-
-        Each session is one write transaction that also moves the pass's cursor
-        (``meta.rederiving``), so a pass that is killed resumes where it stopped, and
-        processes sharing the file take turns: each re-reads the cursor under the lock.
-        A session whose planned cost does not fit what is left of the budget is left for
-        the next write, or for the next command a person runs."""
-        if not self.config.extraction.enabled:
-            return UpgradeReport("off")
-        report = UpgradeReport("partial")
-        try:
-            self._upgrade_pass(report, budget_ms, progress)
-        except DatabaseBusy:
-            # Another process holds the lock, most likely doing this same work.
-            report.state = "busy"
-        return report
-
-    def _upgrade_pass(
-        self, report: UpgradeReport, budget_ms: float | None, progress: SessionProgress | None
-    ) -> None:
-        state = self.derivation_state()
-        if not state["stale"]:
-            report.state = "current"
-            if not self._known_current():
-                # Never derived (what is derived from now on is this code's), or the same
-                # versions from edited source files: recorded, so the next check is cheap.
-                with self.store.write_transaction():
-                    self._stamp(state["code"])
-            return
-        started = time.monotonic()
-        total = 0
-        if progress is not None:
-            moving = self.store.items.derivation("rederiving") or {}
-            after = moving.get("after") or ""
-            total = sum(1 for s in self.store.items.derived_sessions() if s > after)
-        while True:
-            spent = _ms_since(started)
-            left = None if budget_ms is None else budget_ms - spent
-            name = self._upgrade_step(report, left, report.events / spent if spent else None)
-            if name is None:
-                return
-            if progress is not None:
-                progress(min(len(report.sessions) - 1, max(total - 1, 0)), total, name)
-
-    def _upgrade_step(
-        self, report: UpgradeReport, left_ms: float | None, seen_rate: float | None
-    ) -> str | None:
-        """Re-derive the pass's next session in one transaction, or start or finish the
-        pass; the session's name, or None when there is nothing more to do now. A session
-        is planned at the slower of the planned rate and the rate this pass has seen
-        (events per ms), so a loaded machine does not overrun the budget."""
-        from memplug.extract import PLANNED_EVENTS_PER_MS
-
-        rate = min(PLANNED_EVENTS_PER_MS, seen_rate or PLANNED_EVENTS_PER_MS)
-
-        items, code = self.store.items, self.extractor.versions()
-        with self.store.write_transaction():
-            state = self.derivation_state()
-            if not state["stale"]:
-                report.state = "done" if report.sessions else "current"
-                return None
-            moving = state["rederiving"]
-            if moving is None or moving.get("to") != code:
-                moving = {"to": code, "after": None}
-            name = items.next_derived_session(moving["after"])
-            if name is None:
-                self._stamp(code)
-                report.state = "done"
-                return None
-            events = items.event_count(name)
-            if left_ms is not None and events / rate > left_ms:
-                return None  # left for later: the report stays "partial"
-            self.extractor.rederive(name)
-            # Cached cores quote items of any session in their scope.
-            self.store.core.clear()
-            items.set_derivation("rederiving", {**moving, "after": name})
-        report.sessions.append(name)
-        report.events += events
-        return name
 
     def record_error(
         self, stage: str, message: str, session_id: str | None = None, seq: int | None = None
@@ -849,21 +719,3 @@ class Memory:
         events = self.store.events
         for row in events.iter_events(session_ids):
             yield dump_line(event_to_json(row, events.full_text(row)))
-
-
-def _ms_since(started: float) -> float:
-    return (time.monotonic() - started) * 1000
-
-
-@cache
-def _source_digest() -> str:
-    """A digest of the files in ``_DERIVING_SOURCES`` (read once per process)."""
-    from hashlib import sha256
-
-    root = Path(__file__).resolve().parent
-    digest = sha256()
-    for name in _DERIVING_SOURCES:
-        path = root / name
-        for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
-            digest.update(f"{source.name}\0".encode() + source.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]

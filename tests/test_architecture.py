@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hosts", ("memplug.hosts.*",)),
     ("plugin", ("memplug.plugin",)),
     ("memory", ("memplug.memory",)),
+    ("upgrades", ("memplug.upgrades",)),
     (
         "reports",
         (

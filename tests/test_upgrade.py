@@ -25,6 +25,7 @@ from hook_race import assert_quiet, fire_hooks, tool_hook_payload
 import memplug.extract
 import memplug.memory
 import memplug.rederive
+import memplug.upgrades
 from memplug.db import code_schema_version
 from memplug.diagnostics import status
 from memplug.extract import ACTOR_CLI
@@ -108,7 +109,7 @@ def stale_by_a_new_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
     which a command's cheap check reads)."""
     version = memplug.rederive.EXTRACTOR_VERSION
     monkeypatch.setattr(memplug.rederive, "EXTRACTOR_VERSION", version + 1)
-    monkeypatch.setattr(memplug.memory, "_source_digest", lambda: "edited")
+    monkeypatch.setattr(memplug.upgrades, "source_digest", lambda: "edited")
 
 
 def test_a_command_tells_current_state_without_importing_the_rules(tmp_path: Path) -> None:
@@ -208,10 +209,11 @@ import os, sys
 import memplug.extract as extract
 import memplug.rederive
 import memplug.memory as memory
+import memplug.upgrades as upgrades
 from memplug.memory import Memory
 
 memplug.rederive.EXTRACTOR_VERSION += 1
-memory._source_digest = lambda: "edited"
+upgrades.source_digest = lambda: "edited"
 real = extract.Extractor.rederive
 done = []
 
@@ -322,8 +324,8 @@ def test_a_hook_takes_what_fits_its_step_and_leaves_a_big_session_to_a_command(
         )
     stale_by_a_new_extractor(monkeypatch)
     code = (
-        "import sys, memplug.rederive as e, memplug.memory as m; e.EXTRACTOR_VERSION += 1; "
-        "m._source_digest = lambda: 'edited'; from memplug.cli import main; "
+        "import sys, memplug.rederive as e, memplug.upgrades as u; e.EXTRACTOR_VERSION += 1; "
+        "u.source_digest = lambda: 'edited'; from memplug.cli import main; "
         "main(['--db', sys.argv[1], 'hook', 'claude-code'])"
     )
     # A Stop hook: tool hooks leave derivation, upgrades included, to the turn's end.
