@@ -7,7 +7,7 @@ the only place that orders them; the services themselves only depend downward.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
@@ -25,32 +25,29 @@ from memplug.store.records import (
     SkillRow,
 )
 from memplug.store.sqlite import Store
+from memplug.transfer import ProgressCallback
 from memplug.upgrades import SessionProgress, UpgradeReport, Upgrades
 
 if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through
     # ``Memory.saved_cursors`` and must not pay for pydantic.
     from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
-    from memplug.capture import Capture, PreparedRow
+    from memplug.capture import Capture
     from memplug.config import Config, LoadedConfig
     from memplug.core import Core
     from memplug.events import HostEvent
     from memplug.extract import Extractor, ExtractReport
     from memplug.graph import Graph
-    from memplug.import_report import ImportSummary
     from memplug.retrieve import Retriever
     from memplug.scopes import NamedScope
     from memplug.semantic.service import EmbedReport, Semantic
     from memplug.timeline import Timeline
+    from memplug.transfer import ImportSummary
     from memplug.validate import Validator
 
-IMPORT_BATCH = 10_000
 # What a write that captured events (a hook, ``on_event``) may spend re-deriving state
 # made by older rules, a session at a time; a command run by a person does it all.
 UPGRADE_STEP_MS = 500.0
-
-
-ProgressCallback = Callable[[int], None]
 
 
 class Memory:
@@ -614,60 +611,24 @@ class Memory:
         (``embed=False`` leaves that to the caller, as the CLI does to show its own
         progress).
         """
-        from memplug.import_report import ImportInterrupted, ImportSummary
+        from memplug.derive_ahead import AHEAD_EVENTS
+        from memplug.transfer import ImportInterrupted, ImportSummary, import_streams
 
         summary = ImportSummary()
         try:
-            self._import_streams(streams, summary, progress, project)
+            import_streams(
+                self.store, self.capture, self.config.capture, streams, summary, progress, project
+            )
+            summary.extraction_error = self.derive(
+                summary.sessions, ahead=summary.new >= AHEAD_EVENTS
+            )
+            if summary.new:
+                self.store.checkpoint()
             if embed:
                 summary.vectors = self.embed_vectors()
         except KeyboardInterrupt:
             raise ImportInterrupted(summary) from None
         return summary
-
-    def _import_streams(
-        self,
-        streams: Sequence[tuple[str, BinaryIO]],
-        summary: ImportSummary,
-        progress: ProgressCallback | None,
-        project: str | None = None,
-    ) -> None:
-        from memplug.bulk_rows import prepared_lines
-        from memplug.jsonl import Rejected
-
-        many = len(streams) > 1
-        self.store.for_bulk_writes()
-        for name, stream in streams:
-            batch: list[PreparedRow] = []
-            lines = prepared_lines(
-                stream, self.config.capture, file=name if many else None, project=project
-            )
-            for _, item, size in lines:
-                if isinstance(item, Rejected):
-                    summary.rejected.append(item)
-                else:
-                    batch.append(item)
-                    if len(batch) >= IMPORT_BATCH:
-                        self._import_batch(batch, summary)
-                        batch = []
-                if progress is not None:
-                    progress(size)
-            self._import_batch(batch, summary)
-        from memplug.derive_ahead import AHEAD_EVENTS
-
-        summary.extraction_error = self.derive(summary.sessions, ahead=summary.new >= AHEAD_EVENTS)
-        if summary.new:
-            self.store.checkpoint()
-
-    def _import_batch(self, batch: list[PreparedRow], summary: ImportSummary) -> None:
-        from memplug.import_report import interrupt_after
-
-        with interrupt_after():
-            with self.store.write_transaction():
-                result = self.capture.insert(
-                    batch, origin="import", ingested_at=utc_now(), bulk=True
-                )
-            summary.add(result)
 
     def require_sessions(self, session_ids: Sequence[str]) -> None:
         """Raise :class:`NotFound` for the first of ``session_ids`` not in the database."""
@@ -713,9 +674,6 @@ class Memory:
         return {"events": summary.new, "sessions": len(sessions), "damaged": damaged}
 
     def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
-        from memplug.capture import event_to_json
-        from memplug.jsonl import dump_line
+        from memplug.transfer import export_lines
 
-        events = self.store.events
-        for row in events.iter_events(session_ids):
-            yield dump_line(event_to_json(row, events.full_text(row)))
+        return export_lines(self.store, session_ids)

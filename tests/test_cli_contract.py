@@ -17,7 +17,7 @@ import apsw
 import pytest
 from conftest import SESSIONS
 
-from memplug.memory import IMPORT_BATCH
+from memplug.transfer import IMPORT_BATCH
 
 
 @pytest.fixture

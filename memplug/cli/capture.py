@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn
 import click
 
 from memplug.cli.output import CliContext, emit, fail, json_option
-from memplug.import_report import ImportInterrupted, ImportSummary
+from memplug.transfer import ImportInterrupted, ImportSummary
 
 if TYPE_CHECKING:
     from memplug.memory import Memory
