@@ -65,7 +65,7 @@ fuzz: $(STAMP)
 	$(BIN)/python -m pip install --quiet atheris
 	$(BIN)/python tests/fuzz/run.py --seconds $${FUZZ_SECONDS:-60}
 
-ACCEPTANCE := foundation assembly claude-code reliability core
+ACCEPTANCE := foundation assembly claude-code reliability core structural worktrees sessions
 
 # Checked before anything is installed: a missing ../shared is one line, as in make bench.
 accept-shared:
