@@ -27,7 +27,6 @@ BENCHMARKS = ("capture", "retrieval", "prestep", "curve", "hook_latency", "extra
 # What each benchmark reads from the shared folder.
 NEEDS: dict[str, tuple[str, ...]] = {
     "retrieval": ("acceptance/gen_events.py", "data/locomo/locomo10.json"),
-    "prestep": ("data/locomo/locomo10.json",),
     "curve": ("data/locomo/locomo10.json", "data/longmemeval/longmemeval_s_dev.json.gz"),
     "extraction": (
         "data/locomo/locomo10.json",
