@@ -18,10 +18,10 @@ Signals, in the order they are kept when the cap bites:
 5. stop-words last: kept as signals (a query made only of them still searches) but
    never used for matching while any other term exists.
 
-The trigram index cannot serve a needle under three characters (MATCH silently
-returns nothing), so each term carries its :attr:`Term.route`: a two-letter word
-becomes a space-padded phrase (``" go "``), which the index does serve; a
-two-character CJK term goes to the store's bounded ``LIKE`` path.
+A term says what it is, not how an index finds it: :attr:`Term.short_word` marks a
+word (or ASCII symbol) of under three characters, which only a whole-word match
+stands for; how the store looks each term up is the store's business
+(``memplug.store.fts.route``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ MAX_NEEDLE_CHARS = 200
 MAX_WHOLE_RUN = 16
 
 TermKind = Literal["phrase", "symbol", "word", "cjk"]
-Route = Literal["fts", "padded", "like"]
 
 # Question words and function words: they carry no subject. "not", "no" and "never"
 # are kept on purpose: in a constraint they are the subject.
@@ -182,13 +181,12 @@ class Term(Struct, frozen=True):
         return len(self.text)
 
     @property
-    def route(self) -> Route:
-        """Where the store looks the term up: the trigram index, or a bounded LIKE."""
-        if len(self.text) >= 3:
-            return "fts"
-        if self.kind == "word" or (self.kind == "symbol" and self.text.isascii()):
-            return "padded"
-        return "like"
+    def short_word(self) -> bool:
+        """A word (or ASCII symbol) under three characters: it stands only for itself
+        as a whole word ("go" is not in "good")."""
+        return len(self.text) < 3 and (
+            self.kind == "word" or (self.kind == "symbol" and self.text.isascii())
+        )
 
 
 class QuerySignals(Struct, frozen=True):

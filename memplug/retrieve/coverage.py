@@ -72,7 +72,5 @@ def short_terms(signals: QuerySignals, members: Mapping[str, set[int]]) -> list[
     lone = any(m.group(0).lower() not in STOP_WORDS for m in _LONE.finditer(signals.text))
     # Text that gave no term at all (`a`, `!!`) looked nothing up either.
     lone = lone or (signals.empty and bool(signals.text.strip()))
-    unproven = any(
-        term.route == "padded" and not members.get(term.text) for term in signals.ranking_terms
-    )
+    unproven = any(term.short_word and not members.get(term.text) for term in signals.ranking_terms)
     return [SHORT_TERMS] if lone or unproven else []

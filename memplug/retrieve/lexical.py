@@ -49,7 +49,7 @@ class TermCounter:
         others: list[str] = []
         for group in self.groups:
             for term in group:
-                if term.route == "padded":
+                if term.short_word:
                     padded.append(term.text)
                 elif term.kind == "word" and term.text.isascii():
                     words.append(term.text)
@@ -215,7 +215,7 @@ def has_all(signals: QuerySignals, text: str) -> bool:
     """Whether ``text`` holds every group of the query (``--match all``)."""
     for group in signals.groups:
         head = next((t for t in group if not t.window), group[0])
-        if head.route == "padded":
+        if head.short_word:
             if not re.search(rf"(?<![^\W_]){re.escape(head.text)}(?![^\W_])", text):
                 return False
         elif head.text not in text:

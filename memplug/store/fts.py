@@ -9,9 +9,24 @@ get a plan through ``SearchPort.match_plan`` and hand its expressions back unrea
 
 from __future__ import annotations
 
+from typing import Literal
+
 from msgspec import Struct
 
 from memplug.query import QuerySignals, Term
+
+# Where the store looks a term up. The trigram index cannot serve a needle under three
+# characters (MATCH silently returns nothing): a short word becomes a space-padded
+# phrase (" go "), which the index does serve; a two-character CJK term goes to the
+# bounded LIKE path.
+Route = Literal["fts", "padded", "like"]
+
+
+def route(term: Term) -> Route:
+    """The trigram index, the index through padding, or a bounded LIKE."""
+    if len(term.text) >= 3:
+        return "fts"
+    return "padded" if term.short_word else "like"
 
 
 def fts_quote(needle: str) -> str:
@@ -50,7 +65,7 @@ def bridge_trigrams(needle: str, most: int = 3) -> list[str]:
 def needs_verification(term: Term) -> bool:
     """Whether :func:`term_expression` only narrows candidates for ``term``."""
     return (
-        term.route == "fts"
+        route(term) == "fts"
         and term.kind in ("symbol", "phrase")
         and len(term.text) >= 8
         and bool(bridge_trigrams(term.text))
@@ -66,12 +81,12 @@ def term_expression(term: Term) -> str | None:
     takes 0.1 ms. The candidates it returns are a superset, checked against the
     whole needle afterwards (:func:`needs_verification`).
     """
-    route = term.route
+    way = route(term)
     if needs_verification(term):
         return " AND ".join(fts_quote(t) for t in bridge_trigrams(term.text))
-    if route == "fts":
+    if way == "fts":
         return fts_quote(term.text)
-    if route == "padded":
+    if way == "padded":
         return " OR ".join(fts_quote(f" {term.text}{end}") for end in _PADDED_ENDINGS)
     return None
 
@@ -157,12 +172,12 @@ def build_match(
     terms = signals.ranking_terms
     fts: list[tuple[Term, str]] = []
     like: list[Term] = []
-    served_groups = {t.group for t in terms if t.route == "fts" and not t.window}
+    served_groups = {t.group for t in terms if route(t) == "fts" and not t.window}
     for term in sorted(terms, key=selectivity_key):
         if term.window:
             if not include_windows:
                 continue
-            if len(term.text) > 3 or (term.route == "like" and term.group in served_groups):
+            if len(term.text) > 3 or (route(term) == "like" and term.group in served_groups):
                 continue
         expr = term_expression(term)
         if expr is None:
