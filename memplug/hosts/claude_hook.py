@@ -22,6 +22,7 @@ take, waits in ``<database>.hook-pending.jsonl`` until a later hook writes it to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -664,7 +665,9 @@ def _record(
         with plugin:
             _record(plugin, db_path, config_path, report)
         return
-    plugin.memory.set_lock_wait(LOG_WAIT_MS)
+    # A failing database: the sink keeps each line beside it.
+    with contextlib.suppress(Exception):
+        plugin.memory.set_lock_wait(LOG_WAIT_MS)
     for line in lines:
         plugin.record("hook", line, report.session_id)
 
