@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from msgspec import Struct
 
 from memplug.config import Config, SkillsConfig
-from memplug.query import QuerySignals, parse_query
+from memplug.query import parse_query
 from memplug.retrieve.lexical import TermCounter, pin_patterns
 from memplug.store.ports import Storage
 from memplug.store.records import RuleRow, SkillRow
+from memplug.terms import QuerySignals
 
 
 def rule_ref(rule: RuleRow) -> str:

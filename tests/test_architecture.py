@@ -80,6 +80,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memplug.query",
             "memplug.redaction",
             "memplug.refs",
+            "memplug.terms",
             "memplug.text",
             "memplug.vocab",
         ),

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
 
-from memplug.query import QuerySignals
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.coverage import (
     CANDIDATE_BUDGET,
@@ -32,6 +31,7 @@ from memplug.store.records import (
     SearchItem,
     Snapshot,
 )
+from memplug.terms import QuerySignals
 
 if TYPE_CHECKING:
     import regex

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from memplug.query import STOP_WORDS, QuerySignals
+from memplug.query import STOP_WORDS
 from memplug.retrieve.models import Coverage, ErrorInfo
+from memplug.terms import QuerySignals
 
 CANDIDATE_BUDGET = "candidate_budget"
 TERMS_CAPPED = "query_terms_capped"

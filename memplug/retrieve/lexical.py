@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memplug.query import QuerySignals, Term, word_stem
+from memplug.query import word_stem
 from memplug.retrieve.ranking import Ranking
+from memplug.terms import QuerySignals, Term
 
 # Per group: each term's (text, term, idf, CJK window weight), and the group's
 # whole-word bonus.

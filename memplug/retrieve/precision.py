@@ -36,11 +36,11 @@ from typing import Protocol
 
 from msgspec import Struct
 
-from memplug.query import QuerySignals, Term
 from memplug.retrieve.candidates import Pool
 from memplug.retrieve.lexical import TermCounter, term_idf
 from memplug.retrieve.phrases import ASKS_FOR, ASKS_FOR_STEP, GENERIC_WORDS, PAST, PROPOSES, WE_DID
 from memplug.retrieve.ranking import Ranking
+from memplug.terms import QuerySignals, Term
 from memplug.text import may_hold_cjk
 
 # A group under this share of the query's strongest IDF in scope is weak.

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from memplug.query import QuerySignals, Term
 from memplug.retrieve.adjacency import Adjacency
 from memplug.retrieve.candidates import AnyEvent, Pool, fill_text
 from memplug.retrieve.lexical import (
@@ -28,6 +27,7 @@ from memplug.retrieve.lexical import (
 )
 from memplug.retrieve.ranking import Ranking
 from memplug.store.records import LightEvent, SearchItem
+from memplug.terms import QuerySignals, Term
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
-from memplug.query import QuerySignals, Term
 from memplug.refs import event_ref
 from memplug.retrieve.branches import ActivePaths
 from memplug.store.records import WorkRow
+from memplug.terms import QuerySignals, Term
 
 if TYPE_CHECKING:
     from memplug.store.ports import SearchPort, WorkPort

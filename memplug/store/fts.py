@@ -13,7 +13,7 @@ from typing import Literal
 
 from msgspec import Struct
 
-from memplug.query import QuerySignals, Term
+from memplug.terms import QuerySignals, Term
 
 # Where the store looks a term up. The trigram index cannot serve a needle under three
 # characters (MATCH silently returns nothing): a short word becomes a space-padded

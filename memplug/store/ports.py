@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memplug.query import QuerySignals
     from memplug.store.fts import MatchPlan as MatchPlan
     from memplug.store.records import (
         ActionRow,
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
         VectorScan,
         WorkRow,
     )
+    from memplug.terms import QuerySignals
 
 
 @runtime_checkable

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memplug.db import Database
-from memplug.query import QuerySignals
 from memplug.store.fts import MatchPlan, build_match
 from memplug.store.records import (
     BranchRow,
@@ -26,6 +25,7 @@ from memplug.store.records import (
     SearchItem,
     Snapshot,
 )
+from memplug.terms import QuerySignals
 
 _EVENT_FIELDS = (
     "id",

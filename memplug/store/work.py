@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from msgspec.structs import astuple
 
 from memplug.db import Database
-from memplug.query import QuerySignals
 from memplug.store.fts import build_match
 from memplug.store.records import WorkRow
 from memplug.store.search import newest_match_ids, rows_by_ids
+from memplug.terms import QuerySignals
 from memplug.vocab import COMPACTION_TYPES
 
 # Every stored event's type is one of vocab.EVENT_TYPES (HostEvent checks it).
