@@ -39,13 +39,13 @@ from memplug.assemble import (
     cited_refs,
     labels_for,
 )
+from memplug.assemble.relevance import FELL_OFF
 from memplug.config import Config, load_config
 from memplug.errors import AssemblyFailed
 from memplug.models import Message, Source
 from memplug.query import parse_query
-from memplug.retrieve.candidates import Pool
-from memplug.retrieve.precision import FELL_OFF, QueryTerms
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.strength import QueryTerms
 from memplug.retrieve.work import WorkFound
 from memplug.text import estimate_tokens
 
@@ -666,8 +666,7 @@ def test_a_message_ranked_only_beside_a_tool_call_is_left_out_with_its_reason() 
 
 
 def test_in_a_step_with_tool_events_relevance_falls_off_sooner() -> None:
-    pool = Pool(event_df={"stripe": 3, "key": 20}, event_n=1000.0)
-    terms = QueryTerms(parse_query("stripe key"), pool, Ranking())
+    terms = QueryTerms(parse_query("stripe key"), {"stripe": 3.0, "key": 20.0}, 1000.0, Ranking())
     best = ev(1, "The stripe key is in the vault.", score=2.0)
     mid = ev(2, "Stripe key rotation is monthly.", score=0.8)
 

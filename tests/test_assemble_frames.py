@@ -15,13 +15,12 @@ from memplug.assemble import AssemblyRequest, cited_refs
 from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.memory import Memory
 from memplug.query import parse_query
-from memplug.retrieve.candidates import Pool
-from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.strength import QueryTerms
 
 
 def _terms(query: str, df: dict[str, float]) -> QueryTerms:
-    return QueryTerms(parse_query(query), Pool(event_df=df, event_n=1000.0), Ranking())
+    return QueryTerms(parse_query(query), df, 1000.0, Ranking())
 
 
 FILLER = (

@@ -14,12 +14,11 @@ from memplug.assemble import (
 from memplug.assemble.sections.index import GIST_WORDS, gist
 from memplug.config import load_config
 from memplug.query import parse_query
-from memplug.retrieve.candidates import Pool
-from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.strength import QueryTerms
 
-POOL = Pool(event_df={"stripe": 2, "sandbox": 2, "key": 3, "vault": 2, "the": 900}, event_n=1000.0)
-TERMS = QueryTerms(parse_query("stripe sandbox key vault"), POOL, Ranking())
+DF = {"stripe": 2.0, "sandbox": 2.0, "key": 3.0, "vault": 2.0, "the": 900.0}
+TERMS = QueryTerms(parse_query("stripe sandbox key vault"), DF, 1000.0, Ranking())
 STRONG = EventCandidate(
     "s1", 4, "user/message", "The stripe sandbox key is in the vault now.", "user", score=2.0,
     time="2026-03-02T10:00:00Z",

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from memplug.assemble import relevance
 from memplug.assemble.sections.evidence import EvidenceSections
-from memplug.retrieve import precision
 from memplug.retrieve.phrases import FINDING, LEAD_IN, TABLES, PhraseExample
 
 
@@ -18,10 +18,10 @@ def _lead_in(text: str) -> bool:
 
 
 CHECKS: dict[str, Callable[[str], bool]] = {
-    "generic": precision.generic_request,
-    "earlier": precision.asks_about_earlier_work,
-    "asks_only": precision.asks_only,
-    "steps": precision.asks_for_steps,
+    "generic": relevance.generic_request,
+    "earlier": relevance.asks_about_earlier_work,
+    "asks_only": relevance.asks_only,
+    "steps": relevance.asks_for_steps,
     "narration": lambda text: EvidenceSections._narration(None, text),  # type: ignore[arg-type]
     "finding": lambda text: FINDING.search(text) is not None,
     "lead_in": _lead_in,

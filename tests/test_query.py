@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memplug import query as query_module
+from memplug.assemble import relevance
 from memplug.query import (
     MAX_TERMS,
     cjk_windows,
@@ -21,7 +22,6 @@ from memplug.query import (
     stem,
     word_stem,
 )
-from memplug.retrieve import precision
 from memplug.store.fts import (
     MatchPlan,
     bridge_trigrams,
@@ -374,11 +374,11 @@ def test_numbers_are_read_the_same_with_or_without_the_digit_shortcut(text: str)
     assert bool(query_module._DIGIT.search(text)) or not number.search(text)
 
 
-# What memplug.retrieve.precision tested in one pattern before its CJK half became lazy.
+# What memplug.assemble.relevance tested in one pattern before its CJK half became lazy.
 ONE_PATTERN = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}")
 
 
 @given(MIXED)
 @settings(max_examples=300)
 def test_the_content_check_answers_as_the_one_pattern_did(text: str) -> None:
-    assert precision._has_content(text) is bool(ONE_PATTERN.search(text))
+    assert relevance._has_content(text) is bool(ONE_PATTERN.search(text))

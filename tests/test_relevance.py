@@ -1,4 +1,4 @@
-"""Precise, not full: which ranked events are worth quoting (memplug.retrieve.precision)."""
+"""Precise, not full: which ranked events are worth quoting (memplug.assemble.relevance)."""
 
 from __future__ import annotations
 
@@ -12,27 +12,25 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from memplug.assemble import AssemblyRequest, EventCandidate
-from memplug.memory import Memory
-from memplug.query import parse_query
-from memplug.retrieve.candidates import Pool
-from memplug.retrieve.precision import (
+from memplug.assemble.relevance import (
     CARRIED,
     FELL_OFF,
     FEW_OWN,
     LITTLE,
     WEAK_TERMS,
-    QueryTerms,
     Relevance,
     asks_about_earlier_work,
     asks_for_steps,
     asks_only,
 )
+from memplug.memory import Memory
+from memplug.query import parse_query
 from memplug.retrieve.ranking import Ranking
+from memplug.retrieve.strength import QueryTerms
 
 
 def _terms(query: str, df: dict[str, float], n: float = 1000.0) -> QueryTerms:
-    pool = Pool(event_df=df, event_n=n)
-    return QueryTerms(parse_query(query), pool, Ranking())
+    return QueryTerms(parse_query(query), df, n, Ranking())
 
 
 def _event(seq: int, text: str, score: float = 1.0, why: str = "word:x") -> EventCandidate:

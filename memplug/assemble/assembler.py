@@ -26,6 +26,7 @@ from memplug.assemble.models import (
     ResidentCore,
     TaskState,
 )
+from memplug.assemble.relevance import asks_about_earlier_work, asks_for_steps, generic_request
 from memplug.assemble.render import (
     Injected,
     VisibleText,
@@ -40,7 +41,6 @@ from memplug.assemble.sections.work import WorkSections
 from memplug.config import Config
 from memplug.db import utc_now
 from memplug.errors import AssemblyFailed
-from memplug.retrieve.precision import asks_about_earlier_work, asks_for_steps, generic_request
 from memplug.vocab import GENERATED_SOURCE_KINDS, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:

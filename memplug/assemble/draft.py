@@ -17,10 +17,10 @@ from memplug.assemble.models import (
     Entry,
     Omission,
 )
+from memplug.assemble.relevance import CARRIED
 from memplug.assemble.render import Injected, VisibleText
 from memplug.messages import TokenMeter
 from memplug.redaction import withhold
-from memplug.retrieve.precision import CARRIED
 from memplug.text import estimate_tokens
 
 # Sections whose lines name one source each: cited once, they are not quoted again.

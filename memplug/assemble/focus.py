@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memplug.retrieve.precision import QueryTerms
+    from memplug.retrieve.strength import QueryTerms
 
 ELLIPSIS = "…"
 # A cut must save at least this many characters, or the event is quoted whole.

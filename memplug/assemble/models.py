@@ -7,22 +7,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import Struct, field
 
+from memplug.assemble.relevance import CARRIED, FELL_OFF, FEW_OWN, LITTLE, NOT_SPECIFIC, WEAK_TERMS
 from memplug.messages import Message, TokenMeter
 from memplug.refs import event_ref
 from memplug.retrieve.models import Coverage
-from memplug.retrieve.precision import (
-    CARRIED,
-    FELL_OFF,
-    FEW_OWN,
-    LITTLE,
-    NOT_SPECIFIC,
-    WEAK_TERMS,
-)
 from memplug.store.records import LogRecord
 from memplug.text import sha256_hex
 
 if TYPE_CHECKING:
-    from memplug.retrieve.precision import QueryTerms
+    from memplug.retrieve.strength import QueryTerms
     from memplug.retrieve.work import WorkFound
     from memplug.skill_rules import SkillContext
     from memplug.store.records import ValidationRecord
@@ -223,7 +216,7 @@ class Candidates(Struct, frozen=True):
     repair: ValidationRecord | None = None
     # Work records the query names; else, after a compaction, where the session was.
     work: WorkFound | None = None
-    # The query's terms and their strength in scope (memplug.retrieve.precision).
+    # The query's terms and their strength in scope (memplug.retrieve.strength).
     terms: QueryTerms | None = None
 
     def tool_refs(self) -> set[str]:

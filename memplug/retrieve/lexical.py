@@ -5,7 +5,7 @@ BM25's own parts (see :mod:`memplug.retrieve.scoring`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from memplug.query import word_stem
 from memplug.retrieve.ranking import Ranking
@@ -161,7 +161,7 @@ def _alternation(needles: Iterable[str]) -> str:
 
 
 def term_idf(
-    signals: QuerySignals, df: dict[str, float], n: float, ranking: Ranking
+    signals: QuerySignals, df: Mapping[str, float], n: float, ranking: Ranking
 ) -> tuple[dict[str, float], list[float]]:
     """IDF per term, and per group (its best term's; the rarest known one's when the
     group has none)."""

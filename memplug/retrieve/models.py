@@ -18,7 +18,7 @@ from memplug.retrieve.refs import json_list
 from memplug.store.records import SearchEvent, SearchItem
 
 if TYPE_CHECKING:
-    from memplug.retrieve.precision import QueryTerms
+    from memplug.retrieve.strength import QueryTerms
     from memplug.store.records import ItemRow
 
 

@@ -12,7 +12,7 @@ What each field is for:
 - ``generic_words``: words that ask to go on or agree ("continue", "ok, do it"): what
   they would match is whatever happened to say them, never what a request is about.
 - ``asks_for``, ``past``, ``we_did``: a question that asks for something that exists or
-  was settled, or about what happened (``precision.asks_about_earlier_work``).
+  was settled, or about what happened (``memplug.assemble.relevance.asks_about_earlier_work``).
 - ``proposes``: the openings of a question that proposes a step ("can we …?").
 - ``asks_for_step``: the openings of a question a step itself may answer ("which …?").
 - ``fillers``, ``plans``, ``gerunds``, ``look_adverbs``, ``look_verbs``: an agent's

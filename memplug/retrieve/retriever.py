@@ -18,10 +18,10 @@ from memplug.retrieve.coverage import UNKNOWN_SESSION, coverage, next_steps, sta
 from memplug.retrieve.evidence import Selection, successors
 from memplug.retrieve.expand import EXPAND_MAX_CHARS, Expander
 from memplug.retrieve.models import Coverage, ExpandResult, RetrievalResult, SearchPage
-from memplug.retrieve.precision import QueryTerms
 from memplug.retrieve.ranking import HARD_LIMIT, Ranking
 from memplug.retrieve.request import parse_request, resolve_scope
 from memplug.retrieve.scoring import Scorer
+from memplug.retrieve.strength import QueryTerms
 from memplug.retrieve.work import WorkFinder, WorkFound
 from memplug.store.records import EventScope, ItemScope, Snapshot
 
@@ -175,7 +175,9 @@ class Retriever:
             coverage=coverage(pool.reasons),
             signals=self._signals(signals.to_json()),
             successors=successors(store, items),
-            terms=None if signals.empty else QueryTerms(signals, pool, ranking),
+            terms=None
+            if signals.empty
+            else QueryTerms(signals, pool.event_df, pool.event_n, ranking),
         )
 
     def work(

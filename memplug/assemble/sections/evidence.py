@@ -24,6 +24,7 @@ from memplug.assemble.models import (
     Candidates,
     EventCandidate,
 )
+from memplug.assemble.relevance import FELL_OFF, Relevance, asks_only
 from memplug.assemble.render import (
     COPY_LOOKBACK,
     COPY_MAX_CHARS,
@@ -37,8 +38,8 @@ from memplug.assemble.render import (
 from memplug.assemble.sections.base import SectionBase
 from memplug.assemble.sections.index import IndexSection, strong_match
 from memplug.retrieve.phrases import FINDING, INTENT, LEAD_IN, LOOKING
-from memplug.retrieve.precision import FELL_OFF, QueryTerms, Relevance, asks_only
 from memplug.retrieve.scoring import NEAR
+from memplug.retrieve.strength import QueryTerms
 from memplug.text import may_hold_cjk, normalize_text
 
 # Numbers are what repeated lines differ by: a step, a count, a time.
@@ -157,7 +158,7 @@ class EvidenceSections(IndexSection, SectionBase):
         carried: Mapping[str, Sequence[str]],
         step: _Step,
     ) -> tuple[list[EventCandidate], list[EventCandidate]]:
-        """The kept events that clear the relevance bar (precision.Relevance), in rank
+        """The kept events that clear the relevance bar (relevance.Relevance), in rank
         order, and those that hold enough of the query but ranked where relevance fell
         off (the index may still point at them); the rest are omitted with the bar's
         reason."""

@@ -16,7 +16,7 @@ from memplug.assemble.focus import ELLIPSIS
 from memplug.assemble.models import EventCandidate
 from memplug.assemble.render import one_line, snippet
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import QueryTerms
+from memplug.retrieve.strength import QueryTerms
 from memplug.text import estimate_tokens
 
 # A gist is at most this many words (or, in CJK text, twice as many characters), and

@@ -19,9 +19,9 @@ from memplug.assemble.models import (
     ResidentCore,
     TaskState,
 )
+from memplug.assemble.relevance import LITTLE, NOT_SPECIFIC, WEAK_TERMS
 from memplug.assemble.render import VisibleText, item_line, item_visible
 from memplug.assemble.sections.base import SectionBase
-from memplug.retrieve.precision import LITTLE, NOT_SPECIFIC, WEAK_TERMS
 
 if TYPE_CHECKING:
     pass

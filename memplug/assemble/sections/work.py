@@ -18,7 +18,7 @@ from memplug.assemble.render import VisibleText, work_visible
 from memplug.assemble.sections.base import SectionBase
 
 if TYPE_CHECKING:
-    from memplug.retrieve.precision import QueryTerms
+    from memplug.retrieve.strength import QueryTerms
     from memplug.retrieve.work import WorkFound, WorkHit
 
 
