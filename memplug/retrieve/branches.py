@@ -1,6 +1,6 @@
 """Branches: the active path of a session whose events carry parent links (walked by
-the one rule in :mod:`memplug.branches`), and the filter that keeps a candidate pool
-to it."""
+the one rule in :mod:`memplug.branches`), cached per session; the candidate pool keeps
+to it (:func:`memplug.retrieve.candidates.keep_active_paths`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memplug import branches
-from memplug.refs import parse_source_refs
-from memplug.retrieve.coverage import PARENT_CYCLE
 from memplug.store.records import BranchRow, Snapshot
 
 if TYPE_CHECKING:
-    from memplug.retrieve.candidates import Pool
     from memplug.store.ports import SearchPort
 
 
@@ -66,33 +63,3 @@ class ActivePaths:
             return None
         count, max_id = self.store.session_fingerprint(session_id, snap)
         return self._path_seqs.get((session_id, count, max_id))
-
-    def filter(self, pool: Pool, snap: Snapshot) -> None:
-        """Keep what lies on each session's active path: events by id, memory items by
-        their source events (an item derived only from an abandoned branch is left out)."""
-        sessions = sorted(
-            {e.session_id for e in pool.events.values()}
-            | {i.session_id for i in pool.items.values()}
-        )
-        for session_id in sessions:
-            path, cycle = self.path(session_id, snap)
-            if cycle:
-                pool.reasons.add(PARENT_CYCLE)
-            if not path:
-                continue
-            on_path = set(path)
-            pool.events = {
-                k: v
-                for k, v in pool.events.items()
-                if v.session_id != session_id or v.id in on_path
-            }
-            seqs = self.seqs(session_id, snap) or frozenset()
-            kept = {}
-            for rid, item in pool.items.items():
-                if item.session_id == session_id:
-                    refs = parse_source_refs(item.source_refs_json, item.session_id)
-                    local = [seq for sid, seq in refs if sid == session_id]
-                    if local and not any(seq in seqs for seq in local):
-                        continue
-                kept[rid] = item
-            pool.items = kept

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
 
+from memplug.refs import parse_source_refs
 from memplug.retrieve.branches import ActivePaths
 from memplug.retrieve.coverage import (
     CANDIDATE_BUDGET,
     LIKE_CAP,
     LIKE_WINDOW,
+    PARENT_CYCLE,
     REGEX_HAYSTACK,
     REGEX_TIMEOUT,
     TERMS_CAPPED,
@@ -124,7 +126,7 @@ class Collector:
         if semantic is not None:
             self._semantic(semantic, pool)
         if branches == "active":
-            self.paths.filter(pool, self.snap)
+            keep_active_paths(self.paths, pool, self.snap)
         return pool
 
     def _semantic(self, found: SemanticHits, pool: Pool) -> None:
@@ -315,3 +317,31 @@ def fill_text(
     wanted = [i for i in (events if ids is None else ids) if events[i].text is None]
     for row in store.events_by_ids(wanted):
         events[row.id] = row
+
+
+def keep_active_paths(paths: ActivePaths, pool: Pool, snap: Snapshot) -> None:
+    """Keep what lies on each session's active path: events by id, memory items by
+    their source events (an item derived only from an abandoned branch is left out)."""
+    sessions = sorted(
+        {e.session_id for e in pool.events.values()} | {i.session_id for i in pool.items.values()}
+    )
+    for session_id in sessions:
+        path, cycle = paths.path(session_id, snap)
+        if cycle:
+            pool.reasons.add(PARENT_CYCLE)
+        if not path:
+            continue
+        on_path = set(path)
+        pool.events = {
+            k: v for k, v in pool.events.items() if v.session_id != session_id or v.id in on_path
+        }
+        seqs = paths.seqs(session_id, snap) or frozenset()
+        kept = {}
+        for rid, item in pool.items.items():
+            if item.session_id == session_id:
+                refs = parse_source_refs(item.source_refs_json, item.session_id)
+                local = [seq for sid, seq in refs if sid == session_id]
+                if local and not any(seq in seqs for seq in local):
+                    continue
+            kept[rid] = item
+        pool.items = kept
