@@ -204,6 +204,48 @@ def test_the_docs_diagram_names_every_layer_in_order_and_every_base_module() -> 
         assert re.search(rf"\b{name}\b", base_row), f"the diagram's base row lacks {name}"
 
 
+def import_cycles(mods: tuple[Module, ...]) -> list[list[str]]:
+    """Every circle of modules importing each other, counting every import (lazy ones,
+    and those only a type checker reads): a circle is a tangle wherever it is."""
+    known = {m.name for m in mods}
+    graph = {
+        m.name: sorted({t for _, t in imports_of(m, known) if t in known and t != m.name})
+        for m in mods
+    }
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current walk; 2: done
+
+    def walk(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in graph[name]:
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                walk(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    return cycles
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    assert import_cycles(modules()) == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    back = ast.parse("from memplug.retrieve.candidates import Pool\n")
+    mods = tuple(
+        Module(m.name, m.path, ast.Module(body=[*m.tree.body, *back.body], type_ignores=[]))
+        if m.name == "memplug.retrieve.branches"
+        else m
+        for m in modules()
+    )
+    pair = {"memplug.retrieve.branches", "memplug.retrieve.candidates"}
+    assert any(pair <= set(cycle) for cycle in import_cycles(mods))
+
+
 def test_dependencies_go_downward_only() -> None:
     assert violations(modules()) == []
 

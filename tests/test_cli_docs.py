@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from conftest import REPO
 
-from memplug.cli import COMMANDS
+from memplug.cli.app import COMMANDS
 from memplug.cli.docs import help_pages, render
 
 
@@ -41,7 +41,7 @@ def test_memory_help_lists_every_command_in_the_readme_order(cli) -> None:
     listed = [name for name, _ in _help_listing(cli("--help").stdout)]
     assert listed == list(COMMANDS)
     assert list(COMMANDS) == _readme_commands(), (
-        "memplug.cli.COMMANDS and README.md's command table list commands in another "
+        "memplug.cli.app.COMMANDS and README.md's command table list commands in another "
         "order (or one is missing): keep them in step, then run `make cli-docs`"
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memplug.cli import COMMANDS
+from memplug.cli.app import COMMANDS
 from tests.installed import memory
 
 # A command line for every command that reads or rebuilds: each must refuse a path

@@ -6,7 +6,7 @@ import re
 from importlib.metadata import metadata
 from pathlib import Path
 
-from memplug.cli import COMMANDS
+from memplug.cli.app import COMMANDS
 from memplug.db import Database
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,41 +16,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# command name → "module:attribute"; each module holds one group of commands. The order
-# is `memory --help`'s and the README table's (tests/test_cli_docs.py keeps them equal).
-COMMANDS: dict[str, str] = {
-    "import": "memplug.cli.capture:import_cmd",
-    "export": "memplug.cli.capture:export_cmd",
-    "status": "memplug.cli.status:status_cmd",
-    "items": "memplug.cli.items:items_cmd",
-    "inspect": "memplug.cli.items:inspect_cmd",
-    "search": "memplug.cli.search:search_cmd",
-    "expand": "memplug.cli.search:expand_cmd",
-    "assemble": "memplug.cli.assembly:assemble_cmd",
-    "explain": "memplug.cli.assembly:explain_cmd",
-    "core": "memplug.cli.core:core_cmd",
-    "remember": "memplug.cli.items:remember_cmd",
-    "retract": "memplug.cli.items:retract_cmd",
-    "promote": "memplug.cli.items:promote_cmd",
-    "rebuild": "memplug.cli.items:rebuild_cmd",
-    "purge": "memplug.cli.admin:purge_cmd",
-    "config": "memplug.cli.status:config_group",
-    "doctor": "memplug.cli.doctor:doctor_cmd",
-    "hook": "memplug.cli.hook:hook_group",
-    "skills": "memplug.cli.skills:skills_group",
-    "rules": "memplug.cli.skills:rules_group",
-    "validate": "memplug.cli.skills:validate_cmd",
-    "install": "memplug.cli.install:install_group",
-    "uninstall": "memplug.cli.install:uninstall_group",
-    "timeline": "memplug.cli.timeline:timeline_cmd",
-    "graph": "memplug.cli.graph:graph_group",
-    "mcp": "memplug.cli.mcp:mcp_cmd",
-    "ui": "memplug.cli.ui:ui_cmd",
-    "sync": "memplug.cli.sync:sync_group",
-    "share": "memplug.cli.sync:share_cmd",
-    "unshare": "memplug.cli.sync:unshare_cmd",
-}
-
 _GLOBAL_OPTIONS = ("--db", "--config")
 _NO_PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 

@@ -8,12 +8,9 @@ vectors give the same scores on every machine.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from memplug.semantic import Embedder
 
 
 def quantize(vector: Any) -> tuple[bytes, float]:
@@ -77,7 +74,7 @@ def encode(vector: Any, cells: Cells | None) -> tuple[bytes, float, int | None]:
     return data, scale, None if cells is None or not scale else cells.nearest(data)
 
 
-def cells_of(embedder: Embedder) -> Cells | None:
+def cells_of(embedder: object) -> Cells | None:
     """The provider's coarse cells, when it has them (a third-party one may not)."""
     cells = getattr(embedder, "cells", None)
     return cells if isinstance(cells, Cells) else None
