@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from bench.report import machine, percentiles, synthetic_events, synthetic_jsonl, write_section
-from memplug.diagnostics import database_bytes
+from memplug.base.models import parse_event
 from memplug.memory import Memory
-from memplug.models import parse_event
+from memplug.reports.diagnostics import database_bytes
 
 
 def _fresh(root: Path, name: str) -> Memory:

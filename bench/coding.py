@@ -44,13 +44,13 @@ from typing import Any
 
 from bench.compat import transcripts
 from bench.report import write_section
-from memplug.assemble import AssemblyRequest, cited_refs, snippet
-from memplug.events import parse_event
+from memplug.base.events import parse_event
+from memplug.base.models import Message
+from memplug.base.text import estimate_tokens
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
-from memplug.models import Message
 from memplug.plugin import Plugin
-from memplug.text import estimate_tokens
+from memplug.recall.assemble import AssemblyRequest, cited_refs, snippet
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "fixtures" / "coding" / "questions.json"

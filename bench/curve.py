@@ -38,8 +38,8 @@ from msgspec.structs import replace
 
 from bench.prestep import locomo_conversations, quoted
 from bench.report import machine, write_section
-from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
+from memplug.recall.assemble import AssemblyRequest
 
 COMMAND = "python -m bench.curve --shared ../shared"
 BUDGETS = (500, 1000, 1500, 3000)

@@ -36,17 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import REPORT, machine, write_section
-from memplug.cues import analyse, content_words
-from memplug.extract import Extractor
+from memplug.base.refs import EventRef
+from memplug.derive.cues import analyse, content_words
+from memplug.derive.extract import Extractor
 from memplug.memory import Memory
-from memplug.refs import EventRef
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "extraction"
 SAMPLE = FIXTURES / "labels.jsonl"
 # Every real user prompt of the shared Claude Code sessions, labelled by hand (README).
 PROMPTS = FIXTURES / "claude_code_prompts.jsonl"
 HALVES = ("tune", "confirm")
-# The extractor names of the structural rules (memplug.cues.structural).
+# The extractor names of the structural rules (memplug.derive.cues.structural).
 STRUCTURAL_PREFIX = "structure."
 KINDS = ("constraint", "decision", "fact", "preference", "proposal", "open_question")
 EVIDENCE = ("user_explicit", "assistant_proposal")
@@ -304,7 +304,7 @@ def structural_figures(memory: Memory) -> dict[str, Any]:
 
 def _structural_kind(memory: Memory, result: Any, call: Any) -> tuple[str | None, int]:
     """Which structural record a tool result is, and how many items it should make."""
-    from memplug.cues.structural import ANSWERED, APPROVED, edited_memory_file
+    from memplug.derive.cues.structural import ANSWERED, APPROVED, edited_memory_file
 
     text = memory.store.events.full_text(result)
     tool = result.tool_name
@@ -554,7 +554,7 @@ def render_structural(figures: dict[str, Any]) -> list[str]:
         "rejected": "rejected or interrupted questions and plans that made nothing",
     }
     lines = [
-        "### Structural rules (`memplug/cues/structural.py`)",
+        "### Structural rules (`memplug/derive/cues/structural.py`)",
         "",
         "The same capture: every typed record of the shared sessions, read from the"
         " captured events, and whether a structural rule made its item (sourced from the"

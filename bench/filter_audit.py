@@ -2,7 +2,7 @@
 
 python -m bench.filter_audit --shared ../shared [--only NAME]
 
-Each phrase filter of ``memplug/assemble`` and ``memplug/retrieve/precision.py`` is
+Each phrase filter of ``memplug/recall/assemble`` and ``memplug/recall/retrieve/precision.py`` is
 turned off in turn (its word list emptied, or its test made to answer as if no phrase
 matched), and two benches run with it off, in this process:
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import nextday, sessions
-from memplug.assemble.sections import evidence
-from memplug.retrieve import phrases, precision
+from memplug.recall.assemble.sections import evidence
+from memplug.recall.retrieve import phrases, precision
 
 HALVES = {"daaain": "A", "napoli": "A", "entireio": "B", "obra": "B"}
 _NEVER = re.compile(r"(?!)")

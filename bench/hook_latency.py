@@ -61,8 +61,8 @@ PAGE = 4096
 FLOOR = 'floor: python -c "import apsw"'
 PROMPT_ROW = "UserPromptSubmit (memory hook claude-code)"
 IMPORTS = (
-    "import memplug.cli, memplug.hosts.claude_hook, memplug.memory, memplug.config, "
-    "memplug.assemble, memplug.retrieve, memplug.plugin"
+    "import memplug.cli, memplug.hosts.claude_hook, memplug.memory, memplug.base.config, "
+    "memplug.recall.assemble, memplug.recall.retrieve, memplug.plugin"
 )
 # The real session of ../shared/acceptance/claude-code and that check's question.
 SHARED_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"

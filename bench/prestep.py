@@ -45,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import WORDS, machine, percentiles, synthetic_events, write_section
-from memplug.assemble import AssemblyRequest
+from memplug.base.models import Message
+from memplug.base.text import estimate_tokens
 from memplug.memory import Memory
-from memplug.models import Message
 from memplug.plugin import Plugin
-from memplug.text import estimate_tokens
+from memplug.recall.assemble import AssemblyRequest
 
 COMMAND = "python -m bench.prestep --shared ../shared"
 # DESIGN.md "Performance": pre_step p95 in ms by event count.

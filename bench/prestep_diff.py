@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import prestep
-from memplug.assemble.sections.evidence import EvidenceSections
+from memplug.base.models import Message
 from memplug.memory import Memory
-from memplug.models import Message
 from memplug.plugin import Plugin
+from memplug.recall.assemble.sections.evidence import EvidenceSections
 
 
 def run(root: Path, size: int, tag: str, steps: int) -> dict[str, Any]:

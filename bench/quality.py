@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.prestep import quoted
-from memplug.assemble import AssemblyRequest
+from memplug.base.text import estimate_tokens
 from memplug.memory import Memory
-from memplug.text import estimate_tokens
+from memplug.recall.assemble import AssemblyRequest
 
 BUDGET_TOKENS = 3000
 LINE_OVERHEAD = 8

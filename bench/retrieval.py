@@ -33,9 +33,9 @@ from typing import Any
 
 from bench.quality import BUDGET_TOKENS, HALVES, Tally, Variant, baselines, evaluate, load
 from bench.report import machine, percentiles, write_section
-from memplug.config import Config
+from memplug.base.config import Config
 from memplug.memory import Memory
-from memplug.retrieve import Retriever
+from memplug.recall.retrieve import Retriever
 
 METRICS = ("r5", "r10", "budget")
 OURS = "memplug"

@@ -26,8 +26,8 @@ from pathlib import Path
 from msgspec import Struct
 
 from bench.report import machine, percentiles
-from memplug.redaction import find_secrets, redact_secrets
-from memplug.text import estimate_tokens
+from memplug.base.redaction import find_secrets, redact_secrets
+from memplug.base.text import estimate_tokens
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "secrets" / "corpus.jsonl"
 MESSAGE_TOKENS = 3_000

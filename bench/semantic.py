@@ -26,10 +26,10 @@ from typing import Any
 
 from bench.report import machine, percentiles
 from bench.retrieval import _generate, _queries
-from memplug.config import SemanticConfig
-from memplug.diagnostics import database_bytes
+from memplug.base.config import SemanticConfig
 from memplug.memory import Memory
-from memplug.retrieve import Retriever
+from memplug.recall.retrieve import Retriever
+from memplug.reports.diagnostics import database_bytes
 from memplug.semantic.builtin import Builtin
 from memplug.semantic.service import best, cell_groups
 from memplug.semantic.vecmath import Cells, quantize

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.report import machine, synthetic_jsonl, write_section
-from memplug import sync
-from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
-from memplug.store.postgres import Server
+from memplug.recall.assemble import AssemblyRequest
+from memplug.sync import exchange
+from memplug.sync.postgres import Server
 
 OFF = {"extraction": {"enabled": False}}
 
@@ -47,7 +47,7 @@ def _server(url: str | None) -> Iterator[tuple[str, str]]:
 
 def _machine(path: Path, url: str, origin: str, config: dict[str, object] | None = None) -> Memory:
     memory = Memory.open(path, config=config)
-    sync.init(memory, url, origin)
+    exchange.init(memory, url, origin)
     return memory
 
 
@@ -69,8 +69,8 @@ def _push_on_a_inject_on_b(a: Memory, b: Memory, runs: int) -> list[float]:
         )
         a.import_jsonl([("-", io.BytesIO(line.encode() + b"\n"))])
         start = time.perf_counter()
-        sync.run(a, pull=False)
-        sync.run(b, push=False)
+        exchange.run(a, pull=False)
+        exchange.run(b, push=False)
         result = b.assemble(
             AssemblyRequest(session_id="bench-b", query=f"what is the release called {word}")
         )
@@ -109,14 +109,14 @@ def run(url: str | None, count: int, runs: int) -> str:
         with _machine(root / "a.sqlite", server_url, "ana", OFF) as a:
             a.import_jsonl([("-", io.BytesIO(data))])
             for project in {s["project"] for s in a.store.events.sessions() if s["project"]}:
-                sync.share(a, project)
+                exchange.share(a, project)
             start = time.perf_counter()
-            pushed = sync.run(a, pull=False).pushed
+            pushed = exchange.run(a, pull=False).pushed
             push_s = time.perf_counter() - start
         assert pushed == count, pushed
         with _machine(root / "b.sqlite", server_url, "bob", OFF) as b:
             start = time.perf_counter()
-            pulled = sync.run(b, push=False).pulled
+            pulled = exchange.run(b, push=False).pulled
             pull_s = time.perf_counter() - start
         assert pulled == count, pulled
         with Memory.open(root / "b.sqlite") as b:
@@ -132,11 +132,11 @@ def run(url: str | None, count: int, runs: int) -> str:
             _machine(root / "a2.sqlite", server_url, "ana2") as a,
             _machine(root / "b2.sqlite", server_url, "bob2") as b,
         ):
-            sync.share(a, "shop")
+            exchange.share(a, "shop")
             hello = {"session_id": "bench-b", "seq": 0, "type": "user/message", "text": "hi"}
             hello["project"] = "shop"
             b.import_jsonl([("-", io.BytesIO((json.dumps(hello) + "\n").encode()))])
-            sync.run(b, push=False)  # B holds what the server holds before the clock runs
+            exchange.run(b, push=False)  # B holds what the server holds before the clock runs
             latency = _push_on_a_inject_on_b(a, b, runs)
     hooks = _hook_with_the_server_down(max(runs, 20))
     hook_rows = "\n".join(

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from memplug.assemble import AssemblyRequest
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
+from memplug.recall.assemble import AssemblyRequest
 
 REPO = Path(__file__).resolve().parent.parent
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

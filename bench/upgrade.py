@@ -8,7 +8,7 @@ mix of user, assistant and tool events) with extraction on, then times, on the s
 file: ``memory rebuild`` (one transaction), the upgrade pass a command runs when the
 recorded versions differ (a session per transaction, resumable), and one bounded step
 of the size a hook or ``on_event`` takes. The versions are made to differ by raising
-``memplug.rederive.EXTRACTOR_VERSION`` in this process, as a new memplug would.
+``memplug.derive.rederive.EXTRACTOR_VERSION`` in this process, as a new memplug would.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import memplug.extract
+import memplug.derive.extract
+import memplug.derive.rederive
+import memplug.derive.upgrades
 import memplug.memory
-import memplug.rederive
-import memplug.upgrades
 from bench.report import machine, synthetic_jsonl
 from memplug.memory import UPGRADE_STEP_MS, Memory
 
@@ -46,14 +46,14 @@ def run(events: int, sessions: int) -> list[str]:
             started, cpu = time.perf_counter(), time.process_time()
             memory.rebuild()
             rebuilt, rebuilt_cpu = _seconds(started), _cpu(cpu)
-        memplug.rederive.EXTRACTOR_VERSION += 1
-        memplug.upgrades.source_digest = lambda: "edited"  # as a new memplug's files would
+        memplug.derive.rederive.EXTRACTOR_VERSION += 1
+        memplug.derive.upgrades.source_digest = lambda: "edited"  # as a new memplug's files would
         started, cpu = time.perf_counter(), time.process_time()
         with Memory.open(path, upgrade=True) as memory:
             upgraded, upgraded_cpu = _seconds(started), _cpu(cpu)
             assert not memory.derivation_state()["stale"]
-        memplug.rederive.EXTRACTOR_VERSION += 1
-        memplug.upgrades.source_digest = lambda: "edited again"
+        memplug.derive.rederive.EXTRACTOR_VERSION += 1
+        memplug.derive.upgrades.source_digest = lambda: "edited again"
         with Memory.open(path) as memory:
             started = time.perf_counter()
             step = memory.upgrade_derived(budget_ms=UPGRADE_STEP_MS)

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from memplug.config import Config
+    from memplug.base.config import Config
     from memplug.plugin import Plugin
 
 __version__ = "0.1.0"
@@ -24,7 +24,7 @@ def open(
     """Open the database at ``path`` (default ``$MEMPLUG_HOME/memory.sqlite``) as a Plugin.
 
     ``config`` is a nested mapping as in ``memory.toml`` (``{"assembly": {"locale":
-    "zh"}}``) or a :class:`memplug.config.Config`; it overrides the file and environment.
+    "zh"}}``) or a :class:`memplug.base.config.Config`; it overrides the file and environment.
     Imported lazily so that ``import memplug`` stays cheap on a hook's path.
     """
     from memplug.plugin import open_plugin

@@ -1,6 +1,6 @@
-"""The helper process of a large import (memplug/derive_ahead.py): it reads its
+"""The helper process of a large import (memplug/derive/derive_ahead.py): it reads its
 database, configuration and sessions from stdin and writes, for each session in
-turn, what its served pure functions returned (memplug/ahead.py) to stdout."""
+turn, what its served pure functions returned (memplug/derive/ahead.py) to stdout."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from memplug.ahead import recording
-from memplug.config import LoadedConfig
-from memplug.db import Database
+from memplug.base.config import LoadedConfig
+from memplug.derive.ahead import recording
 from memplug.memory import Memory
+from memplug.store.db import Database
 
 
 def compute(path: str, loaded: LoadedConfig, sessions: Sequence[str], out: IO[bytes]) -> None:

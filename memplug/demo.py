@@ -30,7 +30,7 @@ from pathlib import Path
 import msgspec
 from msgspec import Struct, field
 
-from memplug.models import HostEvent, Injection, Message, parse_event
+from memplug.base.models import HostEvent, Injection, Message, parse_event
 from memplug.plugin import Plugin, open_plugin
 
 SESSION_FILE = Path("fixtures") / "sessions" / "shop.jsonl"
@@ -171,7 +171,7 @@ def _recovered(text: str) -> list[str]:
 
 
 def run(db_dir: Path, turn: int) -> str:
-    from memplug.explain import explain, find_assembly, render_explain
+    from memplug.reports.explain import explain, find_assembly, render_explain
 
     source = fixture_path()
     events = read_events(source)

@@ -14,8 +14,11 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from msgspec.structs import replace
 
-from memplug.db import Database, utc_now
-from memplug.paths import default_db_path
+from memplug.base.clock import utc_now
+from memplug.base.paths import default_db_path
+from memplug.capture.transfer import ProgressCallback
+from memplug.derive.upgrades import SessionProgress, UpgradeReport, Upgrades
+from memplug.store.db import Database
 from memplug.store.peek import lagging_derivation, saved_positions
 from memplug.store.records import (
     EventRow,
@@ -25,25 +28,23 @@ from memplug.store.records import (
     SkillRow,
 )
 from memplug.store.sqlite import Store
-from memplug.transfer import ProgressCallback
-from memplug.upgrades import SessionProgress, UpgradeReport, Upgrades
 
 if TYPE_CHECKING:
     # Imported where used: a hook that finds no transcript grew goes through
     # ``Memory.saved_cursors`` and must not pay for pydantic.
-    from memplug.assemble import Assembler, AssemblyRequest, AssemblyResult
-    from memplug.capture import Capture
-    from memplug.config import Config, LoadedConfig
-    from memplug.core import Core
-    from memplug.events import HostEvent
-    from memplug.extract import Extractor, ExtractReport
-    from memplug.graph import Graph
-    from memplug.retrieve import Retriever
-    from memplug.scopes import NamedScope
+    from memplug.base.config import Config, LoadedConfig
+    from memplug.base.events import HostEvent
+    from memplug.capture.append import Capture
+    from memplug.capture.transfer import ImportSummary
+    from memplug.derive.extract import Extractor, ExtractReport
+    from memplug.derive.graph import Graph
+    from memplug.derive.scopes import NamedScope
+    from memplug.derive.timeline import Timeline
+    from memplug.recall.assemble import Assembler, AssemblyRequest, AssemblyResult
+    from memplug.recall.core import Core
+    from memplug.recall.retrieve import Retriever
+    from memplug.recall.validate import Validator
     from memplug.semantic.service import EmbedReport, Semantic
-    from memplug.timeline import Timeline
-    from memplug.transfer import ImportSummary
-    from memplug.validate import Validator
 
 # What a write that captured events (a hook, ``on_event``) may spend re-deriving state
 # made by older rules, a session at a time; a command run by a person does it all.
@@ -76,7 +77,7 @@ class Memory:
         ``upgrade`` re-derives at once, to the end, state that older rules derived
         (``progress(done, total, session)`` as each session starts); otherwise that is
         done a step at a time by writes that capture events (:meth:`derive`)."""
-        from memplug.config import load_for_database
+        from memplug.base.config import load_for_database
 
         db_path = default_db_path(path)
         loaded = load_for_database(db_path, config_path, config)
@@ -158,16 +159,16 @@ class Memory:
 
     @cached_property
     def capture(self) -> Capture:
-        from memplug.capture import Capture
+        from memplug.capture.append import Capture
 
         return Capture(self.store, self.config.capture)
 
     @cached_property
     def extractor(self) -> Extractor:
-        from memplug.extract import Extractor
-        from memplug.graph import GraphDeriver
-        from memplug.timeline import TimelineDeriver
-        from memplug.work import WorkDeriver
+        from memplug.derive.extract import Extractor
+        from memplug.derive.graph import GraphDeriver
+        from memplug.derive.timeline import TimelineDeriver
+        from memplug.derive.work import WorkDeriver
 
         followers = (
             TimelineDeriver(self.store),
@@ -178,15 +179,15 @@ class Memory:
 
     @cached_property
     def retriever(self) -> Retriever:
-        from memplug.retrieve import Retriever
+        from memplug.recall.retrieve import Retriever
 
         semantic = self.semantic if self.config.semantic.provider != "off" else None
         return Retriever(self.store, self.config, semantic)
 
     @cached_property
     def assembler(self) -> Assembler:
-        from memplug.assemble import Assembler, MemorySource
-        from memplug.core import core_for
+        from memplug.recall.assemble import Assembler, MemorySource
+        from memplug.recall.core import core_for
 
         def core(request: AssemblyRequest) -> Core | None:
             return core_for(self.store, self.config, request)
@@ -196,7 +197,7 @@ class Memory:
 
     @cached_property
     def validator(self) -> Validator:
-        from memplug.validate import Validator
+        from memplug.recall.validate import Validator
 
         # A check script's relative path is read from beside the config file.
         base = str(Path(self.loaded.file).parent) if self.loaded.file else None
@@ -213,13 +214,13 @@ class Memory:
 
     @cached_property
     def timeline(self) -> Timeline:
-        from memplug.timeline import Timeline
+        from memplug.derive.timeline import Timeline
 
         return Timeline(self.store, self.config)
 
     @cached_property
     def graph(self) -> Graph:
-        from memplug.graph import Graph
+        from memplug.derive.graph import Graph
 
         return Graph(self.store)
 
@@ -228,8 +229,8 @@ class Memory:
         unknown project is :class:`NotFound`. With no project: the working directory's
         project when ``cwd`` is given and the database knows it, else the global core
         (every session)."""
-        from memplug.core import resident_core, scope_for_project
-        from memplug.errors import NotFound
+        from memplug.base.errors import NotFound
+        from memplug.recall.core import resident_core, scope_for_project
 
         if project is None and cwd is not None:
             name = self.scope(cwd=cwd).name
@@ -248,8 +249,8 @@ class Memory:
         session: str | None = None,
         cwd: str | None = None,
     ) -> NamedScope:
-        """The scope a timeline or graph query reads (see :mod:`memplug.scopes`)."""
-        from memplug.scopes import resolve
+        """The scope a timeline or graph query reads (see :mod:`memplug.derive.scopes`)."""
+        from memplug.derive.scopes import resolve
 
         return resolve(self.store, scope=scope, project=project, session=session, cwd=cwd)
 
@@ -266,7 +267,7 @@ class Memory:
     ) -> dict[str, Any]:
         """``{scope, items}``: memory items (``ItemRow.as_dict``) in session and creation
         order. Given sessions and neither a scope nor a project, those sessions' items;
-        else the scope's (default: the current context, see :mod:`memplug.scopes`)."""
+        else the scope's (default: the current context, see :mod:`memplug.derive.scopes`)."""
         where = None
         self.require_sessions(sessions)
         if sessions and scope is None and project is None:
@@ -303,9 +304,9 @@ class Memory:
         carries only its digest: a query over 1,000 characters); ``options`` are
         :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
         search reads the working directory's project (the current context)."""
-        from memplug.call_tokens import decode_token
-        from memplug.errors import ValidationError
-        from memplug.scopes import context_session, searched
+        from memplug.base.call_tokens import decode_token
+        from memplug.base.errors import ValidationError
+        from memplug.derive.scopes import context_session, searched
 
         session, scope = options.pop("session", None), options.pop("scope", None)
         if next_token is not None:
@@ -329,7 +330,7 @@ class Memory:
     def _name_agents(self, hits: list[dict[str, Any]]) -> None:
         """Each hit of a coding host's session says which agent it came from (``host``:
         ``claude-code``, ``codex``): one memory serves both."""
-        from memplug.host_registry import is_coding_host
+        from memplug.base.host_registry import is_coding_host
 
         origins: dict[str, str | None] = {}
         for hit in hits:
@@ -361,7 +362,7 @@ class Memory:
 
     def assemble(self, request: AssemblyRequest) -> AssemblyResult:
         """What a pre-step would inject now, logged in ``assembly_logs``; a failed
-        attempt is logged too, then raised as :class:`~memplug.errors.AssemblyFailed`."""
+        attempt is logged too, then raised as :class:`~memplug.base.errors.AssemblyFailed`."""
         return self.assembler.run(request)
 
     # -- capture --------------------------------------------------------------------
@@ -396,11 +397,11 @@ class Memory:
         on a person's or an agent's explicit word. It is captured as an event of the
         project's own remember session, so ``rebuild`` derives the same item and id; a
         later remember of the same subject supersedes it. Returns the item and its event."""
-        from memplug.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
-        from memplug.errors import UsageError
-        from memplug.events import parse_event
-        from memplug.paths import project_of
-        from memplug.text import short_hash
+        from memplug.base.errors import UsageError
+        from memplug.base.events import parse_event
+        from memplug.base.paths import project_of
+        from memplug.base.text import short_hash
+        from memplug.derive.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
 
         if not text.strip():
             raise UsageError("nothing to remember: the text is empty")
@@ -435,8 +436,8 @@ class Memory:
     def correct(self, memory_id: str, text: str, *, actor: str = "api") -> dict[str, Any]:
         """Correct an item: ``text`` is remembered (as :meth:`remember`, of the item's kind
         and project) and the item is superseded by what it made; nothing is overwritten."""
-        from memplug.cues.structural import REMEMBER_KINDS
-        from memplug.errors import NotFound, UsageError
+        from memplug.base.errors import NotFound, UsageError
+        from memplug.derive.cues.structural import REMEMBER_KINDS
 
         item = self.store.items.get(memory_id)
         if item is None:
@@ -460,7 +461,7 @@ class Memory:
         """Run incremental extraction for sessions that received events or lag behind,
         after re-deriving, within ``upgrade_ms`` (None: all), what older rules made.
         ``ahead``: a helper process computes the sessions' text analysis ahead, on a
-        second core (memplug/derive_ahead.py; for a large import).
+        second core (memplug/derive/derive_ahead.py; for a large import).
 
         Extraction failures are queued by the extractor itself; a crash escaping it is
         recorded and returned, not raised — captured evidence is already committed —
@@ -474,7 +475,7 @@ class Memory:
             # between the capture commit and extraction left them behind.
             sessions = sorted(set(session_ids) | set(self.store.events.lagging_sessions()))
             if sessions and ahead:
-                from memplug.derive_ahead import computed_ahead
+                from memplug.derive.derive_ahead import computed_ahead
 
                 with computed_ahead(self.db.path, self.loaded, sessions) as helper:
                     self.extractor.run(sessions, before=helper.before if helper else None)
@@ -513,7 +514,7 @@ class Memory:
         """``memory rebuild``: derive everything (or one session) again from events and
         a person's actions. A full rebuild records that this code made the state; of a
         large database, with a helper process on a second core (as a large import)."""
-        from memplug.derive_ahead import AHEAD_EVENTS, computed_ahead
+        from memplug.derive.derive_ahead import AHEAD_EVENTS, computed_ahead
 
         large = session_id is None and self.counts()["events"] >= AHEAD_EVENTS
         sessions = self.store.items.derived_sessions() if large else []
@@ -611,8 +612,8 @@ class Memory:
         (``embed=False`` leaves that to the caller, as the CLI does to show its own
         progress).
         """
-        from memplug.derive_ahead import AHEAD_EVENTS
-        from memplug.transfer import ImportInterrupted, ImportSummary, import_streams
+        from memplug.capture.transfer import ImportInterrupted, ImportSummary, import_streams
+        from memplug.derive.derive_ahead import AHEAD_EVENTS
 
         summary = ImportSummary()
         try:
@@ -632,7 +633,7 @@ class Memory:
 
     def require_sessions(self, session_ids: Sequence[str]) -> None:
         """Raise :class:`NotFound` for the first of ``session_ids`` not in the database."""
-        from memplug.errors import NotFound
+        from memplug.base.errors import NotFound
 
         for session_id in session_ids:
             if self.store.events.session(session_id) is None:
@@ -674,6 +675,6 @@ class Memory:
         return {"events": summary.new, "sessions": len(sessions), "damaged": damaged}
 
     def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
-        from memplug.transfer import export_lines
+        from memplug.capture.transfer import export_lines
 
         return export_lines(self.store, session_ids)

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from msgspec.structs import replace
 
-from memplug.config import Config
-from memplug.errors import DatabaseBusy
+from memplug.base.config import Config
+from memplug.base.errors import DatabaseBusy
+from memplug.base.messages import Message, TokenMeter
+from memplug.base.vocab import MEMPLUG_SOURCE_KIND
 from memplug.memory import Memory
-from memplug.messages import Message, TokenMeter
-from memplug.vocab import MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
-    from memplug.assemble import AssemblyResult
-    from memplug.capture import InsertResult
-    from memplug.events import HostEvent
-    from memplug.models import Decision, Injection, StepContext, ToolCall
+    from memplug.base.events import HostEvent
+    from memplug.base.models import Decision, Injection, StepContext, ToolCall
+    from memplug.capture.append import InsertResult
+    from memplug.recall.assemble import AssemblyResult
 
 # AssemblyResult: what a host reads of a step (typing only: the assembler loads on use).
 __all__ = ["AssemblyResult", "ErrorSink", "HostStep", "Plugin", "SessionWrites", "open_plugin"]
@@ -140,7 +140,7 @@ class Plugin:
         event — the log must agree with the host's — but is marked generated, so it
         is never extracted from nor quoted; its assembly log gets the event's seq.
         """
-        from memplug.events import HostEvent, parse_event
+        from memplug.base.events import HostEvent, parse_event
 
         session_id = _get(event, "session_id")
         seq = _get(event, "seq")
@@ -162,7 +162,7 @@ class Plugin:
 
     def pre_step(self, ctx: StepContext | Mapping[str, Any]) -> Injection | None:
         """The evidence message for this step, or None (nothing relevant, or a failure)."""
-        from memplug.models import Injection, StepContext
+        from memplug.base.models import Injection, StepContext
 
         session_id = _get(ctx, "session_id")
         try:
@@ -193,8 +193,8 @@ class Plugin:
     def pre_tool(self, call: ToolCall | Mapping[str, Any]) -> Decision:
         """Preconditions before a tool runs (``validation.preconditions``): deny with a
         reason when one is broken, else allow. A failure here allows and is recorded."""
-        from memplug.models import Decision, ToolCall
-        from memplug.preconditions import check_preconditions
+        from memplug.base.models import Decision, ToolCall
+        from memplug.base.preconditions import check_preconditions
 
         try:
             parsed = call if isinstance(call, ToolCall) else ToolCall.model_validate(dict(call))
@@ -213,7 +213,7 @@ class Plugin:
 
     def step(self, step: HostStep) -> AssemblyResult:
         """Assemble (and log) the message for ``step``; raises what the assembly raised."""
-        from memplug.assemble import AssemblyRequest, Pull
+        from memplug.recall.assemble import AssemblyRequest, Pull
 
         memory = self.memory if step.max_chars is None else _capped(self.memory, step.max_chars)
         return memory.assemble(
@@ -285,8 +285,8 @@ class Plugin:
     ) -> None:
         import pydantic
 
-        from memplug.db import engine_error
-        from memplug.models import describe_validation_error
+        from memplug.base.models import describe_validation_error
+        from memplug.store.db import engine_error
 
         # An engine error that escaped a store (a plain transaction, a read) is named
         # as db.translate_error names it, and a busy database is told by its type.
@@ -317,7 +317,7 @@ def _get(obj: Any, name: str) -> Any:
 
 
 def _parse_ctx(data: Mapping[str, Any]) -> StepContext:
-    from memplug.models import StepContext
+    from memplug.base.models import StepContext
 
     return StepContext.model_validate(dict(data))
 

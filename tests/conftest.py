@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memplug.db import Database
-from memplug.events import parse_event
+from memplug.base.events import parse_event
 from memplug.memory import Memory
+from memplug.store.db import Database
 
 # msgspec reads an event's field types on its first conversion, from the module's names:
 # under freezegun that would be its FakeDatetime (which rejects real times) for the rest

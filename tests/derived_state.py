@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memplug.base.models import HostEvent, parse_event
 from memplug.memory import Memory
-from memplug.models import HostEvent, parse_event
 from memplug.store.items import ITEM_COLUMNS
 
 BASE_TIME = "2026-03-02T09:{minute:02d}:{second:02d}Z"

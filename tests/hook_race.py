@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import FIXTURES
 
-from memplug.db import load_migrations
 from memplug.memory import Memory
+from memplug.store.db import load_migrations
 
 TRANSCRIPT = FIXTURES / "claude_code" / "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001.jsonl"
 HOOKS = 12

@@ -81,8 +81,8 @@ class BusyCounter:
 
 
 def capture(db: str, writer: int, count: int, out: str, start_at: float) -> None:
-    from memplug.db import BUSY_TIMEOUT_MS
     from memplug.plugin import open_plugin
+    from memplug.store.db import BUSY_TIMEOUT_MS
 
     latencies, skipped = [], []
     busy = BusyCounter(BUSY_TIMEOUT_MS)
@@ -112,9 +112,9 @@ def capture(db: str, writer: int, count: int, out: str, start_at: float) -> None
 
 def assemble(db: str, writers: int, stop: str, out: str) -> None:
     """pre_step and search against the sessions being written, until told to stop."""
-    from memplug.errors import NotFound
+    from memplug.base.errors import NotFound
     from memplug.plugin import open_plugin
-    from memplug.retrieve import Retriever
+    from memplug.recall.retrieve import Retriever
 
     latencies: list[float] = []
     injected = searches = 0
@@ -223,7 +223,7 @@ def run(
     db: Path, work: Path, *, writers: int = 4, events: int = 500, readers: bool = True
 ) -> Figures:
     """Run the whole scenario; return what every process saw."""
-    from memplug.db import Database
+    from memplug.store.db import Database
 
     work.mkdir(parents=True, exist_ok=True)
     Database.open(db).close()  # created and migrated once, before the race starts

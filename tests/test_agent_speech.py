@@ -18,7 +18,7 @@ from derived_state import dump, ev
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplug.cues import analyse
+from memplug.derive.cues import analyse
 from memplug.memory import Memory
 
 Cli = Callable[..., CliResult]

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import new_db
 
-from memplug.assemble import (
+from memplug.base.config import Config, load_config
+from memplug.base.errors import AssemblyFailed
+from memplug.base.models import Message, Source
+from memplug.base.text import estimate_tokens
+from memplug.recall.assemble import (
     ALREADY_INJECTED,
     BELOW_MIN_SCORE,
     BESIDE_TOOL,
@@ -39,15 +43,11 @@ from memplug.assemble import (
     cited_refs,
     labels_for,
 )
-from memplug.assemble.relevance import FELL_OFF
-from memplug.config import Config, load_config
-from memplug.errors import AssemblyFailed
-from memplug.models import Message, Source
-from memplug.query import parse_query
-from memplug.retrieve.ranking import Ranking
-from memplug.retrieve.strength import QueryTerms
-from memplug.retrieve.work import WorkFound
-from memplug.text import estimate_tokens
+from memplug.recall.assemble.relevance import FELL_OFF
+from memplug.recall.query import parse_query
+from memplug.recall.retrieve.ranking import Ranking
+from memplug.recall.retrieve.strength import QueryTerms
+from memplug.recall.retrieve.work import WorkFound
 
 
 def config(**assembly: object) -> Config:

@@ -1,5 +1,5 @@
 """More evidence per token: query-focused quotes of long events and the line frame a
-group's heading says once (memplug.assemble.focus, sections/evidence.py)."""
+group's heading says once (memplug.recall.assemble.focus, sections/evidence.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from memplug.assemble import AssemblyRequest, cited_refs
-from memplug.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
 from memplug.memory import Memory
-from memplug.query import parse_query
-from memplug.retrieve.ranking import Ranking
-from memplug.retrieve.strength import QueryTerms
+from memplug.recall.assemble import AssemblyRequest, cited_refs
+from memplug.recall.assemble.focus import ELLIPSIS, FOCUS_MIN_SAVED, focused
+from memplug.recall.query import parse_query
+from memplug.recall.retrieve.ranking import Ranking
+from memplug.recall.retrieve.strength import QueryTerms
 
 
 def _terms(query: str, df: dict[str, float]) -> QueryTerms:

@@ -57,7 +57,7 @@ def test_the_staging_variable_is_not_read_as_a_config_key(tmp_path: Path) -> Non
     """bench.run hands the staged report to each benchmark in the environment; the
     benchmarks open databases, whose config rejects unknown MEMPLUG_* variables."""
     from bench.report import REPORT_ENV
-    from memplug.config import load_config
+    from memplug.base.config import load_config
 
     staged = {REPORT_ENV: str(tmp_path / "benchmarks.md")}
     assert load_config(None, environ=staged) == load_config(None, environ={})

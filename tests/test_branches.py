@@ -1,4 +1,4 @@
-"""The one active-path walk (memplug.branches), pinned where the two walks it replaced
+"""The one active-path walk (memplug.base.branches), pinned where the two walks it replaced
 (retrieval's and the Claude Code reader's) disagreed."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.branches import Link, active_path
+from memplug.base.branches import Link, active_path
+from memplug.base.models import parse_event
 from memplug.hosts import claude_code as cc
 from memplug.memory import Memory
-from memplug.models import parse_event
-from memplug.retrieve import Retriever
+from memplug.recall.retrieve import Retriever
 
 
 def seqs(*links: Link) -> tuple[int, ...]:

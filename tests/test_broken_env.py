@@ -25,9 +25,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from memplug.db import BUSY_TIMEOUT_MS, Database, code_schema_version
 from memplug.memory import Memory
 from memplug.plugin import open_plugin
+from memplug.store.db import BUSY_TIMEOUT_MS, Database, code_schema_version
 
 # Slow, still run by `make test`: each case breaks a real file or limit under a fresh process.
 pytestmark = pytest.mark.slow

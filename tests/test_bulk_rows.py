@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from derived_state import dump
 
-from memplug import bulk_rows
+from memplug.capture import bulk_rows
 from memplug.memory import Memory
 
 IN_PROCESS = 1 << 62
@@ -95,7 +95,7 @@ FAILURES = {
         sys.executable,
         "-c",
         "import subprocess, sys\n"
-        "out = subprocess.run([sys.executable, '-m', 'memplug.bulk_rows', *sys.argv[1:]],"
+        "out = subprocess.run([sys.executable, '-m', 'memplug.capture.bulk_rows', *sys.argv[1:]],"
         " stdin=sys.stdin, capture_output=True).stdout\n"
         "sys.stdout.buffer.write(out[: len(out) // 2])",
     ],
@@ -129,7 +129,7 @@ def test_a_pipe_or_a_small_file_is_read_in_process(
 def _checkpointers() -> list[Any]:
     import threading
 
-    from memplug.db import CHECKPOINT_THREAD
+    from memplug.store.db import CHECKPOINT_THREAD
 
     return [t for t in threading.enumerate() if t.name == CHECKPOINT_THREAD]
 
@@ -137,7 +137,7 @@ def _checkpointers() -> list[Any]:
 def test_the_wal_is_copied_back_beside_the_writer_and_the_thread_ends(tmp_path: Path) -> None:
     import apsw
 
-    from memplug.db import WAL_AUTOCHECKPOINT, Database
+    from memplug.store.db import WAL_AUTOCHECKPOINT, Database
 
     db = tmp_path / "m.sqlite"
     with Memory.open(db) as memory:

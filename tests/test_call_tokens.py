@@ -1,4 +1,4 @@
-"""Call tokens are URL-safe base64 written with binascii (memplug/call_tokens.py),
+"""Call tokens are URL-safe base64 written with binascii (memplug/base/call_tokens.py),
 so the prompt hook need not import base64: the tokens, and what a malformed one
 raises, are base64's."""
 
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.call_tokens import TOKEN_PREFIX, decode_token, encode_token
-from memplug.errors import ValidationError
-from memplug.text import canonical_json
+from memplug.base.call_tokens import TOKEN_PREFIX, decode_token, encode_token
+from memplug.base.errors import ValidationError
+from memplug.base.text import canonical_json
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),

@@ -11,11 +11,11 @@ from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplug import events, vocab
-from memplug.errors import ValidationError
+from memplug.base import events, vocab
+from memplug.base.errors import ValidationError
+from memplug.base.models import HostEvent, parse_event
+from memplug.base.text import normalize_text, sha256_hex
 from memplug.memory import Memory
-from memplug.models import HostEvent, parse_event
-from memplug.text import normalize_text, sha256_hex
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
 

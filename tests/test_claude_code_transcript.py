@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memplug.base.models import HostEvent
+from memplug.base.vocab import GENERATED_SOURCE_KINDS
 from memplug.hosts import claude_code as cc
-from memplug.models import HostEvent
-from memplug.vocab import GENERATED_SOURCE_KINDS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000001"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memplug.assemble import MemorySource
+from memplug.recall.assemble import MemorySource
 from tests.conftest import CliResult, run_cli_here
 
 REPO = Path(__file__).resolve().parent.parent

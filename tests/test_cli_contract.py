@@ -17,7 +17,7 @@ import apsw
 import pytest
 from conftest import SESSIONS
 
-from memplug.transfer import IMPORT_BATCH
+from memplug.capture.transfer import IMPORT_BATCH
 
 
 @pytest.fixture

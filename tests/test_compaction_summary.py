@@ -9,11 +9,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from memplug.assemble import IN_SUMMARY
-from memplug.assemble.render import VisibleText, naming_words
+from memplug.base.messages import Message, Source
+from memplug.base.vocab import COMPACT_SUMMARY_FORM
 from memplug.hosts import claude_hook
-from memplug.messages import Message, Source
-from memplug.vocab import COMPACT_SUMMARY_FORM
+from memplug.recall.assemble import IN_SUMMARY
+from memplug.recall.assemble.render import VisibleText, naming_words
 from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"

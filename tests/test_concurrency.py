@@ -16,10 +16,10 @@ import pytest
 from hook_race import assert_quiet, fire_hooks
 from reliability_workers import Figures, run, session_of
 
-from memplug.db import BUSY_TIMEOUT_MS, Database, load_migrations
-from memplug.diagnostics import status
 from memplug.memory import Memory
 from memplug.plugin import open_plugin
+from memplug.reports.diagnostics import status
+from memplug.store.db import BUSY_TIMEOUT_MS, Database, load_migrations
 from tests.conftest import lock_requests
 
 # Slow, still run by `make test`: six processes racing on one file.
@@ -129,7 +129,7 @@ def test_a_capture_that_cannot_get_the_lock_is_a_recorded_skip(tmp_path: Path) -
         assert memory.store.counts()["events"] == 1
         skipped = capture_skips(memory)
     assert [(e["session_id"], e["seq"]) for e in skipped] == [("s", 1)]
-    # Told busy by its type (memplug.errors), named as db.translate_error names it.
+    # Told busy by its type (memplug.base.errors), named as db.translate_error names it.
     assert skipped[0]["message"] == (
         f"DatabaseBusy: the database {db} is locked by another writer; try again"
     )

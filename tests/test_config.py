@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from conftest import CliResult, run_cli_here
 
-from memplug.config import (
+from memplug.base.config import (
     DEFAULT_KIND_WEIGHTS,
     Config,
     config_key,
@@ -19,7 +19,7 @@ from memplug.config import (
     load_config,
     validate_config,
 )
-from memplug.errors import ValidationError
+from memplug.base.errors import ValidationError
 from memplug.memory import Memory
 
 

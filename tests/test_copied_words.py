@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplug.assemble.render import COPY_MIN_CHARS, COPY_WORDS, copied_words
 from memplug.memory import Memory
+from memplug.recall.assemble.render import COPY_MIN_CHARS, COPY_WORDS, copied_words
 
 
 def slide(words: list[str], output: list[str]) -> list[bool]:

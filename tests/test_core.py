@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memplug.assemble import AssemblyRequest
 from memplug.cli.app import cli
-from memplug.core import MAX_LINES, OVER_CORE_BUDGET, resident_core, scope_for_project
-from memplug.explain import explain, find_assembly, render_explain
 from memplug.memory import Memory
+from memplug.recall.assemble import AssemblyRequest
+from memplug.recall.core import MAX_LINES, OVER_CORE_BUDGET, resident_core, scope_for_project
+from memplug.reports.explain import explain, find_assembly, render_explain
 
 CWD = "/home/ana/payments-api"
 
@@ -119,7 +119,7 @@ def test_purge_and_rebuild_drop_every_cached_core(memory: Memory) -> None:
     memory.extractor.rebuild()
     assert memory.store.core.cached(scope.key) is None
     resident_core(memory.store, memory.config, scope)
-    from memplug.purge import purge
+    from memplug.reports.purge import purge
 
     purge(memory, sessions=["pay-1"])
     assert memory.store.core.cached(scope.key) is None
@@ -161,7 +161,7 @@ def test_an_early_constraint_is_injected_after_compaction_for_an_unrelated_promp
     core_refs = [e.ref for e in result.included if e.section == "core"]
     assert core_refs and result.included[0].section == "core"
     # The same constraint still in the model's context is not repeated.
-    from memplug.models import Message
+    from memplug.base.models import Message
 
     seen = memory.assemble(
         AssemblyRequest(

@@ -34,12 +34,12 @@ from typing import Any
 import apsw
 import pytest
 
-from memplug.db import Database
+from memplug.base.models import parse_event
+from memplug.base.text import normalize_text, redact_private, sha256_hex
+from memplug.capture.transfer import IMPORT_BATCH
 from memplug.memory import Memory
-from memplug.models import parse_event
+from memplug.store.db import Database
 from memplug.store.sqlite import Store
-from memplug.text import normalize_text, redact_private, sha256_hex
-from memplug.transfer import IMPORT_BATCH
 
 # Slow, still run by `make test`: killed processes and real imports of tens of thousands of events.
 pytestmark = pytest.mark.slow

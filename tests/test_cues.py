@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplug.cues import (
+from memplug.base.vocab import MEMORY_KINDS
+from memplug.derive.cues import (
     ALL_RULES,
     DOC_BEGIN,
     DOC_END,
@@ -30,17 +31,16 @@ from memplug.cues import (
     split_sentences,
     subject_key,
 )
-from memplug.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
-from memplug.cues.options import _INLINE, _INLINE_WORDS
-from memplug.cues.rules import PICK_RULE, RULES, RULES_BY_ID
-from memplug.cues.sentences import (
+from memplug.derive.cues.analysis import _AGENT_TRIGGERS, _TRIGGERS, _maybe_cue, _Triggers
+from memplug.derive.cues.options import _INLINE, _INLINE_WORDS
+from memplug.derive.cues.rules import PICK_RULE, RULES, RULES_BY_ID
+from memplug.derive.cues.sentences import (
     _AGENT_SENTENCE_END,
     _BOLD_LABEL,
     _SENTENCE_END,
     _may_end,
     mask_code,
 )
-from memplug.vocab import MEMORY_KINDS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extraction.md"
 LABELS = set(MEMORY_KINDS) | set(TASK_FIELDS) | set(MODIFIERS)
@@ -329,7 +329,7 @@ def test_the_document_shows_exactly_the_rule_table() -> None:
     start, end = doc.index(DOC_BEGIN), doc.index(DOC_END) + len(DOC_END)
     assert doc[start:end] == render_rules_markdown(), (
         "docs/extraction.md is out of date: regenerate the rules section with "
-        "`python -m memplug.cues` and paste it between the markers"
+        "`python -m memplug.derive.cues` and paste it between the markers"
     )
 
 
@@ -483,9 +483,9 @@ def test_a_cue_pattern_compiles_when_first_used_and_then_is_the_compiled_pattern
     # A fresh process: this one's other tests have long since used every pattern.
     code = """
 import re
-from memplug.cues import classify
-from memplug.patterns import LazyPattern
-from memplug.cues.rules import ALL_RULES
+from memplug.derive.cues import classify
+from memplug.base.patterns import LazyPattern
+from memplug.derive.cues.rules import ALL_RULES
 fields = [getattr(rule, name) for rule in ALL_RULES for name in rule.__struct_fields__]
 patterns = [value for value in fields if isinstance(value, LazyPattern)]
 def compiled():

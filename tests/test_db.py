@@ -15,8 +15,8 @@ import apsw
 import pytest
 from conftest import FIXTURES, SESSIONS, run_cli, run_cli_here
 
-from memplug.db import BULK_CACHE_KIB, Database, load_migrations
-from memplug.errors import DatabaseError, DatabaseMissing, SchemaTooNew
+from memplug.base.errors import DatabaseError, DatabaseMissing, SchemaTooNew
+from memplug.store.db import BULK_CACHE_KIB, Database, load_migrations
 
 ALL = load_migrations()
 
@@ -86,7 +86,7 @@ def test_duplicate_and_gapped_migration_numbers_are_rejected(tmp_path: Path) -> 
 
 
 def test_a_failing_migration_leaves_the_previous_version(db_path: Path) -> None:
-    from memplug.db import Migration
+    from memplug.store.db import Migration
 
     failing = "CREATE TABLE t (x); SELECT * FROM nope;"
     broken = [*ALL, Migration(len(ALL) + 1, "9999_broken.sql", failing)]
@@ -127,7 +127,7 @@ def test_nested_transactions_are_savepoints(db_path: Path) -> None:
 
 
 def test_database_location_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from memplug.paths import default_db_path
+    from memplug.base.paths import default_db_path
 
     monkeypatch.setenv("MEMPLUG_HOME", str(tmp_path / "home"))
     assert default_db_path() == tmp_path / "home" / "memory.sqlite"
@@ -185,7 +185,7 @@ def test_a_hook_on_a_newer_database_touches_nothing(db_path: Path, tmp_path: Pat
 
 FAIL_AT_MIGRATION = """
 import os, signal, sys
-import memplug.db as db
+import memplug.store.db as db
 
 apply = db.Database._apply
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from derived_state import dump, without_row_numbers
 
-from memplug import ahead, derive_ahead
+from memplug.derive import ahead, derive_ahead
 from memplug.memory import Memory
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"

@@ -1,4 +1,4 @@
-"""Every id and hash is hashlib's SHA-256 (memplug/text.py), the one digest every CPython
+"""Every id and hash is hashlib's SHA-256 (memplug/base/text.py), the one digest every CPython
 build has (tests/test_portable.py runs with the builtin hash modules hidden)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.assemble import render
-from memplug.text import sha256_hex, short_hash
+from memplug.base.text import sha256_hex, short_hash
+from memplug.recall.assemble import render
 
 
 @given(st.text())

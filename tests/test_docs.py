@@ -7,7 +7,7 @@ from importlib.metadata import metadata
 from pathlib import Path
 
 from memplug.cli.app import COMMANDS
-from memplug.db import Database
+from memplug.store.db import Database
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
 
 
 def test_config_doc_names_every_key() -> None:
-    from memplug.config import Config
+    from memplug.base.config import Config
 
     doc = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
     keys = [f"{section}.{key}" for section, values in Config().to_dict().items() for key in values]
@@ -74,7 +74,7 @@ def test_every_install_line_names_the_distribution_that_is_built() -> None:
     import tomllib
 
     name = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
-    from memplug.paths import DISTRIBUTION
+    from memplug.base.paths import DISTRIBUTION
 
     assert name == DISTRIBUTION
     lines = _install_lines()

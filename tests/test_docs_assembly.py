@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from memplug.assemble import LABELS, OMISSION_REASONS, SECTIONS, labels_for
-from memplug.config import AssemblyConfig, config_key
-from memplug.explain import explain
+from memplug.base.config import AssemblyConfig, config_key
+from memplug.recall.assemble import LABELS, OMISSION_REASONS, SECTIONS, labels_for
+from memplug.reports.explain import explain
 from memplug.store.records import LogRecord
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memplug.skills import HEADING_KEYWORDS
+from memplug.derive.skills import HEADING_KEYWORDS
 from tests.doc_examples import REPO, examples, run_transcript
 
 FIXTURE = REPO / "fixtures" / "skills" / "release" / "SKILL.md"
@@ -36,8 +36,8 @@ def test_documented_commands_print_what_the_doc_shows(ingested: Path, name: str)
 
 
 def test_documented_assembly_is_what_assemble_prints(ingested: Path) -> None:
+    from memplug.base.models import parse_event
     from memplug.memory import Memory
-    from memplug.models import parse_event
 
     run_transcript("$ memory skills ingest skills\n", ingested)
     with Memory.open(ingested) as memory:

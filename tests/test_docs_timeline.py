@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from memplug.cli.app import cli
-from memplug.entities import ENTITY_TYPES, FUNCTIONAL_RELATIONS, RELATIONS
-from memplug.timeline import ENTRY_KINDS
+from memplug.derive.entities import ENTITY_TYPES, FUNCTIONAL_RELATIONS, RELATIONS
+from memplug.derive.timeline import ENTRY_KINDS
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "fixtures" / "golden"

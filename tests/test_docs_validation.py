@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memplug.config import load_config
+from memplug.base.config import load_config
 from tests.conftest import CliResult
 from tests.doc_examples import examples, run_transcript
 

@@ -13,7 +13,7 @@ import apsw
 import pytest
 from conftest import SESSIONS, CliResult
 
-from memplug.installer import extra_command, installer
+from memplug.base.installer import extra_command, installer
 from memplug.memory import Memory
 
 
@@ -67,7 +67,7 @@ def hits(cli: Callable[..., CliResult], db: Path, query: str) -> int:
 
 
 def test_derivation_that_lags_is_caught_up_by_repair(cli, shop: Path) -> None:
-    from memplug.models import parse_event
+    from memplug.base.models import parse_event
 
     with Memory.open(shop) as memory, memory.store.write_transaction():
         event = {"session_id": "late", "seq": 0, "type": "user/message", "role": "user"}

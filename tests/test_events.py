@@ -1,4 +1,4 @@
-"""The event record's own check (``memplug.events.parse_event``): what it accepts, what it
+"""The event record's own check (``memplug.base.events.parse_event``): what it accepts, what it
 keeps verbatim, and the one-line reason it gives for what it refuses."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memplug.errors import ValidationError
-from memplug.events import HostEvent, parse_event
+from memplug.base.errors import ValidationError
+from memplug.base.events import HostEvent, parse_event
 
 BASE = {"session_id": "s", "seq": 1, "type": "user/message"}
 

@@ -12,7 +12,11 @@ from click.testing import CliRunner
 from conftest import new_db
 from freezegun import freeze_time
 
-from memplug.assemble import (
+from memplug.base.errors import AssemblyFailed, NotFound
+from memplug.base.text import estimate_tokens
+from memplug.cli.app import cli
+from memplug.memory import Memory
+from memplug.recall.assemble import (
     Assembler,
     AssemblyRequest,
     Candidates,
@@ -22,11 +26,7 @@ from memplug.assemble import (
     TaskLine,
     TaskState,
 )
-from memplug.cli.app import cli
-from memplug.errors import AssemblyFailed, NotFound
-from memplug.explain import explain, find_assembly, render_explain
-from memplug.memory import Memory
-from memplug.text import estimate_tokens
+from memplug.reports.explain import explain, find_assembly, render_explain
 
 ITEM = ItemCandidate(
     "mem_s1_card",
@@ -207,7 +207,7 @@ def test_retention_keeps_the_newest_rows(tmp_path: Path) -> None:
 
 
 def test_status_shows_the_latest_attempt(logged: tuple[Path, list[int]]) -> None:
-    from memplug.diagnostics import status
+    from memplug.reports.diagnostics import status
 
     path, ids = logged
     with Memory.open(path, create=False) as memory:

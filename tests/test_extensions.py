@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memplug import extensions
+from memplug.base import extensions
 from memplug.cli.app import cli
 from memplug.hosts import all_hosts, builtin, with_part
 from memplug.store.ports import CandidateSourcePlugin

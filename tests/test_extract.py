@@ -16,10 +16,10 @@ from conftest import SESSIONS, new_db
 from derived_state import conversation, dump, ev, statuses
 from freezegun import freeze_time
 
-import memplug.extract
-import memplug.rederive
+import memplug.derive.extract
+import memplug.derive.rederive
+from memplug.base.models import parse_event
 from memplug.memory import Memory
-from memplug.models import parse_event
 
 ID = re.compile(r"^mem_[a-z0-9]{1,8}_[0-9a-f]{16}$")
 
@@ -257,7 +257,7 @@ def test_a_late_event_rederives_its_session(tmp_path: Path) -> None:
 def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.rederive.analysed
+    real = memplug.derive.rederive.analysed
 
     def flaky(text: str, role: str, *context: Any):
         if "poison" in text:
@@ -271,7 +271,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         clean.ingest(events)
         want = dump(clean, row_numbers=True)
     with Memory.open(new_db(tmp_path / "m.sqlite")) as memory:
-        monkeypatch.setattr(memplug.rederive, "analysed", flaky)
+        monkeypatch.setattr(memplug.derive.rederive, "analysed", flaky)
         memory.ingest(events)
         [pending] = memory.store.items.pending()
         assert (pending["seq"], pending["attempts"]) == (2, 1)
@@ -283,7 +283,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         memory.ingest([ev("s", 4, "hello")])
         assert memory.store.items.pending()[0]["attempts"] == 2
         # Fixed: the next capture retries, succeeds and re-derives in seq order.
-        monkeypatch.setattr(memplug.rederive, "analysed", real)
+        monkeypatch.setattr(memplug.derive.rederive, "analysed", real)
         memory.ingest([ev("s", 5, "thanks")])
         assert memory.store.items.pending() == []
         after = dump(memory, row_numbers=True)
@@ -296,19 +296,19 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
 def test_live_retries_stop_after_a_bound_and_rebuild_still_retries(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = memplug.rederive.analysed
+    real = memplug.derive.rederive.analysed
 
     def broken(text: str, role: str, *context: Any):
         if text.startswith("Decision"):
             raise ValueError("always")
         return real(text, role, *context)
 
-    monkeypatch.setattr(memplug.rederive, "analysed", broken)
+    monkeypatch.setattr(memplug.derive.rederive, "analysed", broken)
     memory.ingest([ev("s", 1, "Decision: x.")])
-    for seq in range(2, memplug.extract.LIVE_RETRIES + 5):
+    for seq in range(2, memplug.derive.extract.LIVE_RETRIES + 5):
         memory.ingest([ev("s", seq, "more")])
     attempts = memory.store.items.pending()[0]["attempts"]
-    assert attempts == memplug.extract.LIVE_RETRIES
+    assert attempts == memplug.derive.extract.LIVE_RETRIES
     report = memory.extractor.rebuild()
     assert memory.store.items.pending()[0]["attempts"] == attempts + 1
     assert [(f["seq"], f["error"]) for f in report.failed] == [(1, "ValueError: always")]
@@ -320,7 +320,7 @@ def test_extraction_errors_never_reach_the_host(
     def broken(*args: object) -> None:
         raise RuntimeError("the whole extractor is down")
 
-    monkeypatch.setattr(memplug.extract.Extractor, "run", broken)
+    monkeypatch.setattr(memplug.derive.extract.Extractor, "run", broken)
     result = memory.ingest([ev("s", 1, "Decision: still captured.")])
     assert result.new == 1
     assert memory.store.events.latest_errors()[0]["stage"] == "extract"

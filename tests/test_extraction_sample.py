@@ -10,8 +10,8 @@ into items again, or loses the instructions people gave, fails here.
 from __future__ import annotations
 
 from bench.extraction import SAMPLE, load_sample, score_sample
-from memplug.cues import TASK_FIELDS
-from memplug.vocab import MEMORY_KINDS
+from memplug.base.vocab import MEMORY_KINDS
+from memplug.derive.cues import TASK_FIELDS
 
 ROWS = load_sample(SAMPLE)
 # The target for precision; recall is held where it was measured (0.897, on

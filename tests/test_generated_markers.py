@@ -9,12 +9,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from memplug.assemble import is_generated_message
-from memplug.capture import EventRows
-from memplug.config import CaptureConfig
+from memplug.base.config import CaptureConfig
+from memplug.base.models import Message, parse_event
+from memplug.base.vocab import (
+    GENERATED_SOURCE_KINDS,
+    GENERATED_TEXT_MARKERS,
+    GENERATED_TEXT_PREFIXES,
+)
+from memplug.capture.append import EventRows
 from memplug.hosts import claude_code as cc
-from memplug.models import Message, parse_event
-from memplug.vocab import GENERATED_SOURCE_KINDS, GENERATED_TEXT_MARKERS, GENERATED_TEXT_PREFIXES
+from memplug.recall.assemble import is_generated_message
 
 MARKERS = [marker for marker, _ in GENERATED_TEXT_MARKERS]
 

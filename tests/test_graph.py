@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memplug.cli.app import cli
-from memplug.entities import (
+from memplug.derive.entities import (
     MAX_ENTITIES_PER_EVENT,
     file_entity,
     host_entity,
@@ -24,8 +24,8 @@ from memplug.entities import (
     package_entity,
     version_entity,
 )
+from memplug.derive.scopes import resolve
 from memplug.memory import Memory
-from memplug.scopes import resolve
 
 GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden"
 
@@ -153,7 +153,7 @@ def test_across_sessions_the_later_statement_wins_whatever_the_delivery_order(
             assert ("version", "version:4.2", True) in relations(neighbors(memory, "django"))
             assert ("version", "version:5.0", False) in relations(neighbors(memory, "Django"))
             # Purging the later session makes the earlier value current again.
-            from memplug.purge import purge
+            from memplug.reports.purge import purge
 
             purge(memory, sessions=["b"])
             assert relations(neighbors(memory, "django")) >= {("version", "version:4.2", False)}
@@ -228,7 +228,7 @@ def test_cli_neighbors_contract_and_errors(memory: Memory, db_path: Path) -> Non
 
 def test_an_ambiguous_name_asks_for_the_id(memory: Memory) -> None:
     memory.ingest([ev("s", 1, "files a/main.py and b/main.py", cwd="/r")])
-    from memplug.errors import ValidationError
+    from memplug.base.errors import ValidationError
 
     with pytest.raises(ValidationError, match="names several entities"):
         neighbors(memory, "main.py")

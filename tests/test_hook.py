@@ -14,10 +14,10 @@ from typing import Any
 import apsw
 import pytest
 
-from memplug.db import BUSY_TIMEOUT_MS
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
+from memplug.store.db import BUSY_TIMEOUT_MS
 from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude_code"
@@ -143,8 +143,8 @@ def test_user_prompt_submit_injects_memory_from_before_the_compaction(
 def test_a_failed_assembly_injects_nothing_and_is_recorded(
     project: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memplug.assemble import MemorySource
     from memplug.memory import Memory
+    from memplug.recall.assemble import MemorySource
 
     def broken(self: MemorySource, session_id: str, task_text: str) -> None:
         raise RuntimeError("index unavailable")

@@ -42,16 +42,16 @@ NEVER = (
     "click",
     "importlib.metadata",
     "email",
-    "memplug.models",
+    "memplug.base.models",
     "memplug.cli.app",
-    "memplug.extensions",
-    "memplug.extract",
-    "memplug.rederive",
-    "memplug.dialogue",
-    "memplug.cues",
-    "memplug.quantities",
-    "memplug.capture",
-    "memplug.jsonl",
+    "memplug.base.extensions",
+    "memplug.derive.extract",
+    "memplug.derive.rederive",
+    "memplug.derive.dialogue",
+    "memplug.derive.cues",
+    "memplug.derive.quantities",
+    "memplug.capture.append",
+    "memplug.capture.jsonl",
     # What tells a person of a failing database: a hook that works never needs it.
     "memplug.hosts.notice",
 )
@@ -73,7 +73,8 @@ IDLE_PATH = {
     "memplug.cli",
     "memplug.hosts",
     "memplug.hosts.claude_idle",
-    "memplug.paths",
+    "memplug.base",
+    "memplug.base.paths",
     "memplug.store",
     "memplug.store.peek",
 }
@@ -143,7 +144,7 @@ def test_a_prompt_hook_imports_only_the_stdlib_apsw_and_what_it_uses(
         {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "which port for checkout?"}
     )
     modules = loaded(["--db", str(db), "hook", "claude-code"], stdin, tmp_path)
-    assert "memplug.assemble.assembler" in modules, "the prompt hook did not assemble"
+    assert "memplug.recall.assemble.assembler" in modules, "the prompt hook did not assemble"
     assert under(modules, NEVER) == []
     assert third_party(modules, floor(tmp_path)) == []
 
@@ -189,15 +190,19 @@ def test_a_turn_that_captures_and_derives_never_imports_pydantic(tmp_path: Path)
         }
     )
     modules = loaded(["--db", str(tmp_path / "m.sqlite"), "hook", "claude-code"], stdin, tmp_path)
-    assert {"memplug.events", "memplug.capture", "memplug.extract"} <= set(modules)
-    never = ("pydantic", "pydantic_core", "memplug.models", "click", "memplug.retrieve")
+    assert {"memplug.base.events", "memplug.capture.append", "memplug.derive.extract"} <= set(
+        modules
+    )
+    never = ("pydantic", "pydantic_core", "memplug.base.models", "click", "memplug.recall.retrieve")
     assert under(modules, never) == []
 
 
 def test_the_check_sees_what_it_forbids(tmp_path: Path) -> None:
     """The assertions above can fail: the click CLI and the JSONL importer are seen."""
     modules = loaded(["--db", str(tmp_path / "m.sqlite"), "import", "-"], "{}\n", tmp_path)
-    assert {"click", "memplug.jsonl", "memplug.capture"} <= set(under(modules, NEVER))
+    assert {"click", "memplug.capture.jsonl", "memplug.capture.append"} <= set(
+        under(modules, NEVER)
+    )
     assert "click" in third_party(modules, floor(tmp_path))
 
 

@@ -72,4 +72,4 @@ def test_a_broken_precondition_is_denied(tmp_path: Path) -> None:
 def test_a_file_that_only_mentions_them_validates_nothing(tmp_path: Path, config: str) -> None:
     out, modules = pre_tool(tmp_path, config, "migrations/0001_init.sql")
     assert out == ""
-    assert "memplug.config" not in modules
+    assert "memplug.base.config" not in modules

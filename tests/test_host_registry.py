@@ -1,4 +1,4 @@
-"""The host registry (memplug/host_registry.py) is a literal table: every host shipped
+"""The host registry (memplug/base/host_registry.py) is a literal table: every host shipped
 with memplug has a spec whose parts resolve, whose extra is declared and whose page is
 linked from the README, and the table is read without scanning source files, so it
 works from a zipped or bytecode-only install."""
@@ -76,7 +76,7 @@ def test_the_registry_works_from_a_zipped_install(tmp_path: Path) -> None:
             header = importlib.util.MAGIC_NUMBER + b"\0" * 12  # no source to compare with
             zipped.writestr(str(name), header + marshal.dumps(code))
     probe = (
-        "import memplug.host_registry as r; from memplug.hosts import builtin; "
+        "import memplug.base.host_registry as r; from memplug.hosts import builtin; "
         "assert r.__file__.endswith('.pyc') and '.zip' in r.__file__, r.__file__; "
         "print(builtin('claude-code').load('hook').__module__)"
     )
@@ -91,7 +91,7 @@ def test_the_registry_works_from_a_zipped_install(tmp_path: Path) -> None:
 
 
 def test_coding_hosts_are_the_specs_marked_coding() -> None:
-    from memplug.host_registry import BUILTIN, is_coding_host
+    from memplug.base.host_registry import BUILTIN, is_coding_host
 
     assert {name for name, spec in BUILTIN.items() if spec.coding} == {"claude-code", "codex"}
     assert [is_coding_host(name) for name in ("claude-code", "codex", "mcp", "nohost", None)] == [

@@ -22,12 +22,12 @@ from conftest import new_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memplug.base.errors import MemplugError, ValidationError
+from memplug.base.models import HostEvent, parse_event
+from memplug.capture.jsonl import MAX_DEPTH, MAX_LINE_BYTES, parse_line
 from memplug.cli import main as cli_main
-from memplug.errors import MemplugError, ValidationError
-from memplug.jsonl import MAX_DEPTH, MAX_LINE_BYTES, parse_line
 from memplug.memory import Memory
-from memplug.models import HostEvent, parse_event
-from memplug.retrieve import Retriever
+from memplug.recall.retrieve import Retriever
 
 REPO = Path(__file__).resolve().parent.parent
 SHOP = REPO / "fixtures" / "sessions" / "shop.jsonl"

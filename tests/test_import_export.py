@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import SESSIONS
 
-from memplug.extract import Extractor
-from memplug.text import normalize_text
+from memplug.base.text import normalize_text
+from memplug.derive.extract import Extractor
 
 
 def test_import_summary_and_idempotent_reimport(cli, db_path: Path) -> None:

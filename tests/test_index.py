@@ -3,7 +3,8 @@ is quoted, the rest is pointed at one line each, and the message says how to pul
 
 from __future__ import annotations
 
-from memplug.assemble import (
+from memplug.base.config import load_config
+from memplug.recall.assemble import (
     Assembler,
     AssemblyRequest,
     Candidates,
@@ -11,11 +12,10 @@ from memplug.assemble import (
     Pull,
     labels_for,
 )
-from memplug.assemble.sections.index import GIST_WORDS, gist
-from memplug.config import load_config
-from memplug.query import parse_query
-from memplug.retrieve.ranking import Ranking
-from memplug.retrieve.strength import QueryTerms
+from memplug.recall.assemble.sections.index import GIST_WORDS, gist
+from memplug.recall.query import parse_query
+from memplug.recall.retrieve.ranking import Ranking
+from memplug.recall.retrieve.strength import QueryTerms
 
 DF = {"stripe": 2.0, "sandbox": 2.0, "key": 3.0, "vault": 2.0, "the": 900.0}
 TERMS = QueryTerms(parse_query("stripe sandbox key vault"), DF, 1000.0, Ranking())
@@ -39,7 +39,7 @@ def run(*events: EventCandidate, pull: Pull | None = None, **assembly: object) -
 
 
 def _no_task() -> object:
-    from memplug.assemble import TaskState
+    from memplug.recall.assemble import TaskState
 
     return TaskState()
 
@@ -89,7 +89,7 @@ def test_a_gist_is_at_most_its_words_and_marks_its_cuts() -> None:
 def test_an_index_alone_carries_no_degradation_notice() -> None:
     """The index only points, and a pull reports its own coverage: an incomplete search
     is said beside quoted evidence, not beside pointers alone."""
-    from memplug.assemble import NOTHING_TO_QUALIFY, Coverage, TaskState
+    from memplug.recall.assemble import NOTHING_TO_QUALIFY, Coverage, TaskState
 
     config = load_config(None, environ={}).config
     request = AssemblyRequest("s2", query="where is the stripe sandbox key vault?")

@@ -13,7 +13,7 @@ from conftest import new_db
 from derived_state import conversation, dump, ev, statuses
 from freezegun import freeze_time
 
-from memplug.errors import NotFound, UsageError
+from memplug.base.errors import NotFound, UsageError
 from memplug.memory import Memory
 from memplug.store.records import ItemRow
 

@@ -19,8 +19,8 @@ from derived_state import ev
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 import memplug.hosts.mcp as server
+from memplug.base.errors import MemplugError
 from memplug.cli.app import cli
-from memplug.errors import MemplugError
 from memplug.memory import Memory
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplug.quantities import conditions_of, extract_numbers
+from memplug.derive.quantities import conditions_of, extract_numbers
 
 
 def only(text: str) -> dict:

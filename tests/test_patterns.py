@@ -1,4 +1,4 @@
-"""``memplug.patterns.lazy``: a module-level pattern that compiles when first used, and
+"""``memplug.base.patterns.lazy``: a module-level pattern that compiles when first used, and
 from then on is the compiled pattern's own methods."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.patterns import LazyPattern, lazy
+from memplug.base.patterns import LazyPattern, lazy
 
 SOURCE = r"(?P<key>[a-z]+)\s*=\s*(?P<value>\d+)"
 

@@ -1,4 +1,4 @@
-"""Every labelled example of every locale's phrase table (memplug/retrieve/phrases.py),
+"""Every labelled example of every locale's phrase table (memplug/recall/retrieve/phrases.py),
 through the functions that read the table."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from memplug.assemble import relevance
-from memplug.assemble.sections.evidence import EvidenceSections
-from memplug.retrieve.phrases import FINDING, LEAD_IN, TABLES, PhraseExample
+from memplug.recall.assemble import relevance
+from memplug.recall.assemble.sections.evidence import EvidenceSections
+from memplug.recall.retrieve.phrases import FINDING, LEAD_IN, TABLES, PhraseExample
 
 
 def _lead_in(text: str) -> bool:

@@ -22,12 +22,12 @@ from conftest import lock_requests, new_db
 from freezegun import freeze_time
 
 import memplug
-from memplug.assemble import LOG_WAIT_MS
-from memplug.config import load_config
-from memplug.db import BUSY_TIMEOUT_MS
-from memplug.explain import explain, find_assembly, render_explain
-from memplug.models import Injection
+from memplug.base.config import load_config
+from memplug.base.models import Injection
 from memplug.plugin import Plugin
+from memplug.recall.assemble import LOG_WAIT_MS
+from memplug.reports.explain import explain, find_assembly, render_explain
+from memplug.store.db import BUSY_TIMEOUT_MS
 
 REPO = Path(__file__).resolve().parent.parent
 SHOP = REPO / "fixtures" / "sessions" / "shop.jsonl"
@@ -395,7 +395,7 @@ def test_a_locked_log_does_not_stall_the_step(tmp_path: Path) -> None:
 
 
 def _event(seq: int, text: str) -> Any:
-    from memplug.events import parse_event
+    from memplug.base.events import parse_event
 
     return parse_event(
         {"session_id": "s1", "seq": seq, "type": "user/message", "role": "user", "text": text}

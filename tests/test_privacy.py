@@ -17,9 +17,9 @@ import apsw
 import pytest
 from conftest import new_db
 
+from memplug.base.models import parse_event
 from memplug.memory import Memory
-from memplug.models import parse_event
-from memplug.purge import purge
+from memplug.reports.purge import purge
 from memplug.store.records import LogRecord
 
 # Random-looking words whose trigrams occur nowhere else in these tests.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import CliResult
 
-from memplug.paths import project_of, project_root
+from memplug.base.paths import project_of, project_root
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import new_db
 
-from memplug.assemble import LABELS, AssemblyRequest, labels_for
 from memplug.memory import Memory
+from memplug.recall.assemble import LABELS, AssemblyRequest, labels_for
 
 REPO = Path(__file__).resolve().parent.parent
 SHOP = REPO / "fixtures" / "sessions" / "shop.jsonl"

@@ -21,9 +21,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 import memplug
-from memplug.assemble import LABELS
 from memplug.hosts.pydantic_ai import MEMPLUG_PREFIX, MemoryHistory, is_memory, to_events
 from memplug.plugin import Plugin
+from memplug.recall.assemble import LABELS
 
 PROJECT = "/home/ana/shop"
 

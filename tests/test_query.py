@@ -1,4 +1,4 @@
-"""Query signals (memplug.query) and FTS5 query building (memplug.store.fts): pure
+"""Query signals (memplug.recall.query) and FTS5 query building (memplug.store.fts): pure
 functions, checked against a real index."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplug import query as query_module
-from memplug.assemble import relevance
-from memplug.query import (
+from memplug.base.text import cjk_run, count_cjk, may_hold_cjk
+from memplug.recall import query as query_module
+from memplug.recall.assemble import relevance
+from memplug.recall.query import (
     MAX_TERMS,
     cjk_windows,
     is_numeric_symbol,
@@ -31,7 +32,6 @@ from memplug.store.fts import (
     needs_verification,
     term_expression,
 )
-from memplug.text import cjk_run, count_cjk, may_hold_cjk
 
 FTS5_SYNTAX = ['"', '""', "AND", "OR", "NOT", "NEAR", "NEAR(", "*", ":", "^", "(", ")", "+", "-",
                "{", "}", "col:", "text:", "'", "\\", "%", "_", "\x00", "\n", "\u3000"]  # fmt: skip
@@ -337,7 +337,7 @@ def test_one_long_word_is_parsed_in_linear_time(word: str) -> None:
 
 
 # Each range of the CJK class, spelled out: the lazily compiled pattern and its
-# high-character shortcut (memplug.text.may_hold_cjk) must count exactly these.
+# high-character shortcut (memplug.base.text.may_hold_cjk) must count exactly these.
 CJK_RANGES = (
     (0x3040, 0x30FF),
     (0x3400, 0x4DBF),
@@ -374,7 +374,7 @@ def test_numbers_are_read_the_same_with_or_without_the_digit_shortcut(text: str)
     assert bool(query_module._DIGIT.search(text)) or not number.search(text)
 
 
-# What memplug.assemble.relevance tested in one pattern before its CJK half became lazy.
+# What memplug.recall.assemble.relevance tested in one pattern before its CJK half became lazy.
 ONE_PATTERN = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}")
 
 

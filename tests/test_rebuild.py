@@ -18,9 +18,9 @@ from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memplug.errors import NotFound
+from memplug.base.errors import NotFound
+from memplug.base.models import HostEvent, parse_event
 from memplug.memory import Memory
-from memplug.models import HostEvent, parse_event
 
 FIXTURES = ("shop.jsonl", "shop2.jsonl", "other_project.jsonl", "branches.jsonl")
 

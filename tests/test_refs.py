@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.errors import UsageError, ValidationError
-from memplug.refs import MAX_SEQ, EventRef, event_ref, parse_source_refs
+from memplug.base.errors import UsageError, ValidationError
+from memplug.base.refs import MAX_SEQ, EventRef, event_ref, parse_source_refs
 
 # Session ids as a host may send them: any non-blank text, colons and spaces included.
 sessions = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() != "")

@@ -1,4 +1,4 @@
-"""Precise, not full: which ranked events are worth quoting (memplug.assemble.relevance)."""
+"""Precise, not full: which ranked events are worth quoting (memplug.recall.assemble.relevance)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from memplug.assemble import AssemblyRequest, EventCandidate
-from memplug.assemble.relevance import (
+from memplug.memory import Memory
+from memplug.recall.assemble import AssemblyRequest, EventCandidate
+from memplug.recall.assemble.relevance import (
     CARRIED,
     FELL_OFF,
     FEW_OWN,
@@ -23,10 +24,9 @@ from memplug.assemble.relevance import (
     asks_for_steps,
     asks_only,
 )
-from memplug.memory import Memory
-from memplug.query import parse_query
-from memplug.retrieve.ranking import Ranking
-from memplug.retrieve.strength import QueryTerms
+from memplug.recall.query import parse_query
+from memplug.recall.retrieve.ranking import Ranking
+from memplug.recall.retrieve.strength import QueryTerms
 
 
 def _terms(query: str, df: dict[str, float], n: float = 1000.0) -> QueryTerms:

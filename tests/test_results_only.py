@@ -11,10 +11,10 @@ import pytest
 from conftest import new_db
 from derived_state import ev
 
-from memplug.assemble import ON_THE_WAY, AssemblyRequest
-from memplug.explain import explain, render_explain
+from memplug.base.models import HostEvent
 from memplug.memory import Memory
-from memplug.models import HostEvent
+from memplug.recall.assemble import ON_THE_WAY, AssemblyRequest
+from memplug.reports.explain import explain, render_explain
 
 OLD = "old-session"
 NOW = "new-session"  # the next session of the same project

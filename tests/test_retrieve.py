@@ -21,18 +21,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from memplug.call_tokens import decode_token, encode_token
-from memplug.config import validate_config
-from memplug.errors import MemplugError, NotFound, ValidationError
+from memplug.base.call_tokens import decode_token, encode_token
+from memplug.base.config import validate_config
+from memplug.base.errors import MemplugError, NotFound, ValidationError
 from memplug.memory import Memory
-from memplug.purge import purge
-from memplug.retrieve import (
+from memplug.recall.retrieve import (
     HARD_LIMIT,
     Retriever,
     SearchPage,
     active_path,
 )
-from memplug.retrieve.search import FOLLOW_CHARS
+from memplug.recall.retrieve.search import FOLLOW_CHARS
+from memplug.reports.purge import purge
 from memplug.store.records import BranchRow
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,10 +12,10 @@ import pytest
 from conftest import CliResult
 from derived_state import dump, ev
 
-from memplug.db import load_migrations
-from memplug.errors import NotFound
+from memplug.base.errors import NotFound
+from memplug.base.models import HostEvent
 from memplug.memory import Memory
-from memplug.models import HostEvent
+from memplug.store.db import load_migrations
 
 CWD = "/home/ana/api"
 AGENT = "a7f3"

@@ -150,8 +150,8 @@ def test_hostile_queries_through_the_cli(cli: Any, db: Path) -> None:
 
 def test_the_search_doc_covers_every_option_and_coverage_reason() -> None:
     """docs/search.md is the reference: a new option or coverage reason must be in it."""
-    from memplug import retrieve
     from memplug.cli.search import expand_cmd, search_cmd
+    from memplug.recall import retrieve
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "search.md").read_text("utf-8")
     for command in (search_cmd, expand_cmd):

@@ -16,9 +16,9 @@ import pytest
 from conftest import run_cli_here
 
 import memplug.hosts.mcp as server
-from memplug.assemble import AssemblyRequest
+from memplug.base.redaction import redact_secrets
 from memplug.memory import Memory
-from memplug.redaction import redact_secrets
+from memplug.recall.assemble import AssemblyRequest
 
 CWD = "/home/ana/shop"
 GITHUB = "ghp_" + "a1B2" * 9

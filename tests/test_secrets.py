@@ -1,4 +1,4 @@
-"""The secret detector (memplug.redaction): the labelled corpus both ways, each family of
+"""The secret detector (memplug.base.redaction): the labelled corpus both ways, each family of
 rules, and its bounds. Each exit that text leaves memplug by: test_secret_exits.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.secrets import Labelled, caught, load_corpus, score
-from memplug.redaction import (
+from memplug.base.redaction import (
     _CODE_HINTS,
     _CODE_KEYWORD,
     _HINTS,

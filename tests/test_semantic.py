@@ -24,10 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memplug.semantic as semantic_seam
+from memplug.base.config import load_config
 from memplug.cli.app import cli as memory_cli
-from memplug.config import load_config
 from memplug.memory import Memory
-from memplug.purge import purge
+from memplug.reports.purge import purge
 from memplug.semantic import ENTRY_POINT_GROUP, SemanticUnavailable, load_embedder
 from memplug.semantic.builtin import Builtin, tokenizer
 from memplug.semantic.service import cell_groups
@@ -184,8 +184,8 @@ def test_without_the_extra_the_provider_is_unavailable_and_says_what_to_install(
     """Configured but not installed (``pip install memplug-local`` without
     ``[semantic]``): status, the search's coverage and the injected message say so, and
     lexical search goes on."""
-    from memplug.assemble import AssemblyRequest
-    from memplug.diagnostics import status
+    from memplug.recall.assemble import AssemblyRequest
+    from memplug.reports.diagnostics import status
 
     for module in ("memplug.semantic.vecmath", "memplug.semantic.builtin"):
         monkeypatch.delitem(sys.modules, module, raising=False)
@@ -238,8 +238,8 @@ def test_the_default_install_never_imports_numpy(tmp_path: Path) -> None:
     code = f"""
 import io, json, sys
 from memplug.memory import Memory
-from memplug.assemble import AssemblyRequest
-from memplug.diagnostics import status
+from memplug.recall.assemble import AssemblyRequest
+from memplug.reports.diagnostics import status
 events = {json.dumps(CHAT)}
 with Memory.open({str(tmp_path / "m.sqlite")!r}) as memory:
     data = "".join(json.dumps(e) + "\\n" for e in events).encode()
@@ -258,7 +258,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "tokenizers"
 
 
 def test_import_embeds_prose_and_status_reports_provider_model_and_lag(tmp_path: Path) -> None:
-    from memplug.diagnostics import status
+    from memplug.reports.diagnostics import status
 
     with imported(tmp_path / "m.sqlite") as memory:
         stored = vectors_of(memory)
@@ -292,7 +292,7 @@ def test_vectors_are_identical_across_two_databases_and_import_orders(tmp_path: 
 def test_a_live_capture_embeds_within_its_budget_and_rebuild_catches_up(
     tmp_path: Path,
 ) -> None:
-    from memplug.models import parse_event
+    from memplug.base.models import parse_event
 
     path = tmp_path / "m.sqlite"
     with Memory.open(path, config={"semantic": {"provider": "builtin", "captureBudgetMs": 0}}) as m:
@@ -326,7 +326,7 @@ def test_a_changed_model_version_is_stale_until_rebuilt(
 
 
 def test_a_failing_provider_is_recorded_and_never_breaks_capture(tmp_path: Path, providers) -> None:
-    from memplug.diagnostics import status
+    from memplug.reports.diagnostics import status
 
     providers["raising"] = f"{__name__}:Raising"
     path = tmp_path / "m.sqlite"
@@ -373,7 +373,7 @@ def test_rebuild_vectors_with_the_provider_off_is_bad_usage(tmp_path: Path, cli)
 def test_status_text_shows_counts_and_lag(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite"
     config = {"semantic": {"provider": "builtin", "captureBudgetMs": 0}}
-    from memplug.models import parse_event
+    from memplug.base.models import parse_event
 
     with Memory.open(path, config=config) as memory:
         memory.ingest([parse_event(e) for e in CHAT])
@@ -505,7 +505,7 @@ def test_hybrid_results_are_identical_across_two_databases(tmp_path: Path) -> No
 
 
 def test_an_unavailable_provider_is_a_coverage_reason_and_a_notice(tmp_path: Path) -> None:
-    from memplug.assemble import AssemblyRequest
+    from memplug.recall.assemble import AssemblyRequest
 
     with imported(tmp_path / "m.sqlite", PETS, semantic={"provider": "absent"}) as memory:
         page = memory.retriever.search("dog")
@@ -518,7 +518,7 @@ def test_an_unavailable_provider_is_a_coverage_reason_and_a_notice(tmp_path: Pat
 
 
 def test_missing_vectors_are_a_coverage_reason_until_rebuilt(tmp_path: Path) -> None:
-    from memplug.models import parse_event
+    from memplug.base.models import parse_event
 
     config = {"semantic": {"provider": "builtin", "captureBudgetMs": 0}}
     with Memory.open(tmp_path / "m.sqlite", config=config) as memory:
@@ -529,8 +529,8 @@ def test_missing_vectors_are_a_coverage_reason_until_rebuilt(tmp_path: Path) -> 
 
 
 def test_explain_says_how_each_line_was_found(tmp_path: Path) -> None:
-    from memplug.assemble import AssemblyRequest
-    from memplug.explain import explain, find_assembly, render_explain
+    from memplug.recall.assemble import AssemblyRequest
+    from memplug.reports.explain import explain, find_assembly, render_explain
 
     with imported(tmp_path / "m.sqlite", PETS) as memory:
         memory.assemble(AssemblyRequest(session_id="p1", query="my puppy is ill, and the deploy"))
@@ -543,7 +543,7 @@ def test_explain_says_how_each_line_was_found(tmp_path: Path) -> None:
 
 
 def test_a_live_capture_embeds_its_new_events_within_the_default_budget(tmp_path: Path) -> None:
-    from memplug.models import parse_event
+    from memplug.base.models import parse_event
 
     # The budget is wall time: a frozen clock keeps a loaded machine from spending it
     # before the first batch, so what is checked is the capture path, not the machine.

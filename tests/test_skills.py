@@ -12,19 +12,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from memplug.base.config import Config
+from memplug.base.errors import UsageError, ValidationError
+from memplug.base.text import glob_regex
 from memplug.cli import main
 from memplug.cli.app import cli
-from memplug.config import Config
-from memplug.errors import UsageError, ValidationError
-from memplug.memory import Memory
-from memplug.skills import (
+from memplug.derive.skills import (
     find_skill_files,
     ingest,
     override_rule,
     parse_rules,
     parse_skill,
 )
-from memplug.text import glob_regex
+from memplug.memory import Memory
 
 REPO = Path(__file__).resolve().parent.parent
 RELEASE = (REPO / "fixtures" / "skills" / "release" / "SKILL.md").read_text(encoding="utf-8")

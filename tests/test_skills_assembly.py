@@ -10,11 +10,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memplug.assemble import AssemblyRequest, AssemblyResult
-from memplug.explain import explain, find_assembly
+from memplug.base.models import parse_event
+from memplug.derive.skills import ingest
 from memplug.memory import Memory
-from memplug.models import parse_event
-from memplug.skills import ingest
+from memplug.recall.assemble import AssemblyRequest, AssemblyResult
+from memplug.reports.explain import explain, find_assembly
 
 REPO = Path(__file__).resolve().parent.parent
 SKILLS = REPO / "fixtures" / "skills"
@@ -111,7 +111,7 @@ def test_rules_are_budgeted_like_every_line(db_path: Path) -> None:
 
 def test_disabled_skills_and_inactive_rules_stay_out(db_path: Path) -> None:
     memory = prepared(db_path, extra=OPS.replace("name: ops", "name: ops\nenabled: false"))
-    from memplug.skills import override_rule
+    from memplug.derive.skills import override_rule
 
     override_rule(memory.store, "release:current-state-1", active=False)
     result = assemble(memory, "staging port 9090 5433")

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from memplug.errors import DatabaseBusy
+from memplug.base.errors import DatabaseBusy
 from memplug.memory import Memory
 from memplug.store import ports
 from memplug.store.sqlite import Store

@@ -6,7 +6,7 @@ import io
 import json
 
 from memplug.memory import Memory
-from memplug.query import parse_query
+from memplug.recall.query import parse_query
 from memplug.store.records import ItemScope
 
 

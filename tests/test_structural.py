@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, CliResult
 from derived_state import dump, ev
 
-from memplug.cues.structural import read_record
+from memplug.derive.cues.structural import read_record
 from memplug.memory import Memory
 
 SID = "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000003"

@@ -14,9 +14,9 @@ import psycopg
 import pytest
 from pg_server import pg_server, pg_url, postgres, shop_database
 
-from memplug import sync
 from memplug.memory import Memory
-from memplug.store.postgres import Server, ServerEvent
+from memplug.sync import exchange
+from memplug.sync.postgres import Server, ServerEvent
 
 __all__ = ["pg_server", "pg_url"]
 pytestmark = [pytest.mark.postgres, postgres]
@@ -76,11 +76,11 @@ def test_four_pushers_and_a_puller_throughout(
         path.parent.mkdir()
         shutil.copyfile(template, path)
         with Memory.open(path) as memory:
-            sync.init(memory, pg_url, f"pusher{n}")
-            sync.share(memory, "shop")
+            exchange.init(memory, pg_url, f"pusher{n}")
+            exchange.share(memory, "shop")
         pushers.append(path)
     with Memory.open(fresh_db()) as puller:
-        sync.init(puller, pg_url, "puller")
+        exchange.init(puller, pg_url, "puller")
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "memplug.cli", "--db", str(p), "sync", "--push", "--json"],
@@ -92,10 +92,10 @@ def test_four_pushers_and_a_puller_throughout(
         ]
         pulled = held = rounds = 0
         while any(proc.poll() is None for proc in procs) or rounds == 0:
-            report = sync.run(puller, push=False)
+            report = exchange.run(puller, push=False)
             pulled, held, rounds = pulled + report.pulled, held + report.already_held, rounds + 1
         outputs = [proc.communicate(timeout=60) for proc in procs]
-        report = sync.run(puller, push=False)
+        report = exchange.run(puller, push=False)
         pulled, held = pulled + report.pulled, held + report.already_held
         assert [json.loads(out)["pushed"] for out, _ in outputs] == [EVENTS] * PUSHERS
         assert pulled == PUSHERS * EVENTS and held == 0

@@ -22,8 +22,8 @@ import pytest
 from conftest import CliResult, run_cli
 from pg_server import PgServer, free_port, pg_server, pg_url, postgres, shop_database
 
-from memplug import sync
 from memplug.memory import Memory
+from memplug.sync import exchange
 
 __all__ = ["pg_server", "pg_url"]
 pytestmark = [pytest.mark.postgres, postgres]
@@ -139,9 +139,9 @@ def _one_error_line(result: CliResult, *fragments: str) -> None:
 
 def _machine(path: Path, url: str, origin: str, share: bool = True) -> None:
     with Memory.open(path) as memory:
-        sync.init(memory, url, origin)
+        exchange.init(memory, url, origin)
         if share:
-            sync.share(memory, "shop")
+            exchange.share(memory, "shop")
 
 
 def test_server_down_is_one_line_and_a_rerun_completes(
@@ -155,7 +155,7 @@ def test_server_down_is_one_line_and_a_rerun_completes(
     restarted = Proxy(pg_server.port)
     try:
         with Memory.open(path) as memory:
-            sync.init(memory, restarted.url(pg_server, dbname), "ana")
+            exchange.init(memory, restarted.url(pg_server, dbname), "ana")
         assert _sync(path).json()["pushed"] == EVENTS
     finally:
         restarted.close()

@@ -1,4 +1,4 @@
-"""TermCounter remembers how it judged each word match (memplug/retrieve/lexical.py):
+"""TermCounter remembers how it judged each word match (memplug/recall/retrieve/lexical.py):
 what one text counts must not depend on the texts counted before it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memplug.query import parse_query
-from memplug.retrieve.lexical import TermCounter, pin_patterns
+from memplug.recall.query import parse_query
+from memplug.recall.retrieve.lexical import TermCounter, pin_patterns
 
 QUERY = "painted billing port checkout"
 WORDS = ["painted", "painting", "painter", "paint", "billing", "bill", "port", "portal",

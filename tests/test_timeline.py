@@ -13,10 +13,10 @@ from derived_state import dump, ev
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memplug.base.models import HostEvent
 from memplug.cli import main
 from memplug.cli.app import cli
 from memplug.memory import Memory
-from memplug.models import HostEvent
 
 CWD = "/home/ana/api"
 
@@ -168,7 +168,7 @@ def test_lagging_derivation_is_not_complete_coverage(db_path: Path) -> None:
 
 
 def test_purge_removes_entries_and_a_partial_purge_derives_the_rest(memory: Memory) -> None:
-    from memplug.purge import purge
+    from memplug.reports.purge import purge
 
     memory.ingest(api_session() + api_session("w1", cwd="/home/ana/web"))
     purge(memory, sessions=["w1"])

@@ -20,8 +20,8 @@ from conftest import SESSIONS, new_db
 from derived_state import ev
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from memplug.assemble import AssemblyRequest
 from memplug.memory import Memory
+from memplug.recall.assemble import AssemblyRequest
 
 pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"

@@ -22,15 +22,15 @@ from derived_state import conversation, dump
 from freezegun import freeze_time
 from hook_race import assert_quiet, fire_hooks, tool_hook_payload
 
-import memplug.extract
+import memplug.derive.extract
+import memplug.derive.rederive
+import memplug.derive.upgrades
 import memplug.memory
-import memplug.rederive
-import memplug.upgrades
-from memplug.db import code_schema_version
-from memplug.diagnostics import status
-from memplug.extract import ACTOR_CLI
+from memplug.derive.extract import ACTOR_CLI
+from memplug.derive.skills import ingest, override_rule
 from memplug.memory import Memory
-from memplug.skills import ingest, override_rule
+from memplug.reports.diagnostics import status
+from memplug.store.db import code_schema_version
 
 SCHEMAS = FIXTURES / "schemas"
 NEW_SESSION = FIXTURES / "claude_code" / "5e1f0c2a-7b3d-4e8f-9a10-c0ffee000002.jsonl"
@@ -107,9 +107,9 @@ def test_an_old_database_migrates_keeps_its_events_and_derives_like_a_fresh_impo
 def stale_by_a_new_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process runs as a memplug whose extractor logic changed (in its source too,
     which a command's cheap check reads)."""
-    version = memplug.rederive.EXTRACTOR_VERSION
-    monkeypatch.setattr(memplug.rederive, "EXTRACTOR_VERSION", version + 1)
-    monkeypatch.setattr(memplug.upgrades, "source_digest", lambda: "edited")
+    version = memplug.derive.rederive.EXTRACTOR_VERSION
+    monkeypatch.setattr(memplug.derive.rederive, "EXTRACTOR_VERSION", version + 1)
+    monkeypatch.setattr(memplug.derive.upgrades, "source_digest", lambda: "edited")
 
 
 def test_a_command_tells_current_state_without_importing_the_rules(tmp_path: Path) -> None:
@@ -120,7 +120,8 @@ def test_a_command_tells_current_state_without_importing_the_rules(tmp_path: Pat
         "import sys; from memplug.memory import Memory; "
         "m = Memory.open(sys.argv[1], readonly=True, upgrade=True); "
         "assert not m.derivation_state()['stale']; "
-        "print(sorted(n for n in sys.modules if n.startswith(('memplug.extract', 'memplug.cues'))))"
+        "print(sorted(n for n in sys.modules "
+        "if n.startswith(('memplug.derive.extract', 'memplug.derive.cues'))))"
     )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
@@ -206,13 +207,13 @@ def many_sessions(path: Path, sessions: int = 8) -> None:
 
 KILL_AFTER = """
 import os, sys
-import memplug.extract as extract
-import memplug.rederive
+import memplug.derive.extract as extract
+import memplug.derive.rederive
 import memplug.memory as memory
-import memplug.upgrades as upgrades
+import memplug.derive.upgrades as upgrades
 from memplug.memory import Memory
 
-memplug.rederive.EXTRACTOR_VERSION += 1
+memplug.derive.rederive.EXTRACTOR_VERSION += 1
 upgrades.source_digest = lambda: "edited"
 real = extract.Extractor.rederive
 done = []
@@ -324,7 +325,8 @@ def test_a_hook_takes_what_fits_its_step_and_leaves_a_big_session_to_a_command(
         )
     stale_by_a_new_extractor(monkeypatch)
     code = (
-        "import sys, memplug.rederive as e, memplug.upgrades as u; e.EXTRACTOR_VERSION += 1; "
+        "import sys, memplug.derive.rederive as e, memplug.derive.upgrades as u; "
+        "e.EXTRACTOR_VERSION += 1; "
         "u.source_digest = lambda: 'edited'; from memplug.cli import main; "
         "main(['--db', sys.argv[1], 'hook', 'claude-code'])"
     )

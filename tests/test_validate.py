@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memplug.assemble import AssemblyRequest
+from memplug.base.config import Config, validate_config
+from memplug.base.models import parse_event
+from memplug.base.preconditions import check_preconditions
 from memplug.cli import main
 from memplug.cli.app import cli
-from memplug.config import Config, validate_config
 from memplug.memory import Memory
-from memplug.models import parse_event
 from memplug.plugin import Plugin
-from memplug.preconditions import check_preconditions
-from memplug.validate import SCOPES, run_checks, scoped_texts
+from memplug.recall.assemble import AssemblyRequest
+from memplug.recall.validate import SCOPES, run_checks, scoped_texts
 from tests.conftest import CliResult
 
 FORBID = {"type": "forbidden_terms", "name": "no-guess", "terms": ["probably"], "block": True}

@@ -79,7 +79,7 @@ def test_wheel_ships_migrations_and_runs_without_the_checkout(tmp_path: Path) ->
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     probe = (
-        "import memplug, memplug.db as d; "
+        "import memplug, memplug.store.db as d; "
         "db = d.Database.open('m.sqlite'); "
         "print(memplug.__file__); print(db.schema_version(), d.code_schema_version())"
     )

@@ -1,4 +1,4 @@
-"""Work records (memplug.work) and the work section of the message.
+"""Work records (memplug.derive.work) and the work section of the message.
 
 Records are derived from tool calls and results — the tool, one structural field of
 its input, the outcome — never from the text of the output; they are rebuilt
@@ -23,19 +23,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.compat import transcripts
-from memplug.assemble import AssemblyRequest
-from memplug.db import Database
-from memplug.explain import explain, render_explain
+from memplug.base.models import HostEvent, Message
+from memplug.base.text import tool_arguments
+from memplug.derive.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 from memplug.hosts import claude_code as cc
 from memplug.hosts import claude_hook
 from memplug.memory import Memory
-from memplug.models import HostEvent, Message
 from memplug.plugin import Plugin
-from memplug.query import parse_query
+from memplug.recall.assemble import AssemblyRequest
+from memplug.recall.query import parse_query
+from memplug.reports.explain import explain, render_explain
+from memplug.store.db import Database
 from memplug.store.records import WorkRow
 from memplug.store.work import WorkStore
-from memplug.text import tool_arguments
-from memplug.work import TARGET_CHARS, WorkDeriver, describe, exit_code, words
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "claude_code"

@@ -29,10 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memplug.base.text import estimate_tokens
 from memplug.hosts import claude_code, claude_hook, codex, codex_hook
 from memplug.memory import Memory
 from memplug.plugin import Plugin
-from memplug.text import estimate_tokens
 
 HERE = Path(__file__).resolve().parent
 # Each set's transcripts, by the host that wrote them.

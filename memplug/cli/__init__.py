@@ -110,8 +110,8 @@ def _builtin_hook(options: dict[str, str | None], stdin: bytes | None, db_path: 
 def _claude_idle(stdin: bytes, db_path: str | None) -> bool:
     """A Claude Code tool hook with nothing new: it would do nothing, so it stops here,
     having imported os, json and apsw only (docs/claude-code.md, "Latency")."""
+    from memplug.base.paths import default_db_file
     from memplug.hosts.claude_idle import nothing_new
-    from memplug.paths import default_db_file
     from memplug.store.peek import saved_positions
 
     try:

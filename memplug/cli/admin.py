@@ -66,7 +66,7 @@ def purge_cmd(
     text, freed pages are zeroed and the write-ahead log is truncated. Asks first
     unless --yes; without a terminal, --yes is required.
     """
-    from memplug.purge import plan_purge, purge
+    from memplug.reports.purge import plan_purge, purge
 
     if sum((bool(sessions), before is not None, everything)) != 1:
         raise click.UsageError("give exactly one of --session, --before or --all")

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from memplug.base.paths import DISTRIBUTION
 from memplug.cli.output import CliContext, fail
-from memplug.paths import DISTRIBUTION
 
 # command name → "module:attribute"; each module holds one group of commands. The order
 # is `memory --help`'s and the README table's (tests/test_cli_docs.py keeps them equal).
@@ -103,7 +103,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 def run(argv: list[str] | None) -> Any:
     """Run the click group; every memplug error becomes one ``Error: …`` line."""
-    from memplug.errors import MemplugError
+    from memplug.base.errors import MemplugError
 
     try:
         # Bare `memory` shows the help, not a one-line usage error.
@@ -122,7 +122,7 @@ def run(argv: list[str] | None) -> Any:
     except Exception as error:
         # A database that breaks after it opened (a corrupt page met mid-query) raises
         # from the engine outside any write; it still gets its one line.
-        from memplug.db import engine_error
+        from memplug.store.db import engine_error
 
         translated = engine_error(error, _db_path(argv))
         if translated is None:
@@ -132,7 +132,7 @@ def run(argv: list[str] | None) -> Any:
 
 def _db_path(argv: list[str] | None) -> Any:
     """The database the command line names (parsed again: the failed context is gone)."""
-    from memplug.paths import default_db_path
+    from memplug.base.paths import default_db_path
 
     try:
         ctx = cli.make_context(

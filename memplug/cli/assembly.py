@@ -40,7 +40,7 @@ def assemble_cmd(
     ctx: CliContext, session_id: str, query: str | None, turn: int | None, as_json: bool
 ) -> None:
     """Build what a pre-step would inject now, and log it like one."""
-    from memplug.assemble import AssemblyRequest
+    from memplug.recall.assemble import AssemblyRequest
 
     with ctx.open(create=False) as memory:
         memory.require_sessions([session_id])
@@ -70,9 +70,9 @@ def explain_cmd(
     """Why a logged assembly included and omitted what it did.
 
     The newest by default: budget, sections, every omission."""
-    from memplug.diagnostics import latest_validation
-    from memplug.errors import UsageError
-    from memplug.explain import explain, find_assembly, render_explain
+    from memplug.base.errors import UsageError
+    from memplug.reports.diagnostics import latest_validation
+    from memplug.reports.explain import explain, find_assembly, render_explain
 
     if assembly_id is not None and (session_id is not None or turn is not None):
         raise UsageError("give either --assembly or --session [--turn], not both")

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 import click
 
+from memplug.capture.transfer import ImportInterrupted, ImportSummary
 from memplug.cli.output import CliContext, emit, fail, json_option
-from memplug.transfer import ImportInterrupted, ImportSummary
 
 if TYPE_CHECKING:
     from memplug.memory import Memory

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
+from memplug.base.errors import UsageError
 from memplug.cli.output import CliContext, emit, json_option
-from memplug.errors import UsageError
 
 
 def _render_core(data: dict[str, Any]) -> str:

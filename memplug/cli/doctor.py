@@ -10,13 +10,13 @@ from pathlib import Path
 
 import click
 
+from memplug.base.errors import MemplugError
+from memplug.base.installer import extra_command
+from memplug.base.paths import default_db_path, project_root, writable
 from memplug.cli.output import CliContext, emit, json_option, table
-from memplug.db import engine_error
-from memplug.doctor import Check, database_checks, file_checks, repair, salvage_name, worst
-from memplug.errors import MemplugError
-from memplug.installer import extra_command
 from memplug.memory import Memory
-from memplug.paths import default_db_path, project_root, writable
+from memplug.reports.doctor import Check, database_checks, file_checks, repair, salvage_name, worst
+from memplug.store.db import engine_error
 
 # Each extra and a module that tells it is installed.
 EXTRAS: tuple[tuple[str, str], ...] = (

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
+from memplug.base.refs import event_ref
 from memplug.cli.output import CliContext, emit, json_option, table
-from memplug.graph import EXPORT_FORMATS, MAX_HOPS
-from memplug.refs import event_ref
+from memplug.derive.graph import EXPORT_FORMATS, MAX_HOPS
 
 _scope_options = [
     click.option("--project", help="Only this project (default: the current context)."),

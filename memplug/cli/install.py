@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
+from memplug.base.installer import extra_command
 from memplug.cli.hosts import HostGroup
 from memplug.cli.output import CliContext, emit, json_option
 from memplug.hosts import HostSpec
-from memplug.installer import extra_command
 
 _user = click.option(
     "--user", is_flag=True, help="The user's settings: every project (the default)."

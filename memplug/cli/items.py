@@ -1,5 +1,5 @@
 """`memory items`, `inspect`, `retract`, `promote` and `rebuild`: thin shells over
-:class:`memplug.extract.Extractor`."""
+:class:`memplug.derive.extract.Extractor`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import click
 
+from memplug.base.errors import MemplugError, UsageError
+from memplug.base.refs import event_ref
+from memplug.base.text import clip
+from memplug.base.vocab import ITEM_STATUSES, MEMORY_KINDS
 from memplug.cli.capture import embed_with_bar
 from memplug.cli.output import CliContext, emit, json_option, table, terminal_progress
-from memplug.cues.structural import REMEMBER_KINDS
-from memplug.errors import MemplugError, UsageError
-from memplug.extract import ACTOR_CLI, PROMOTE_KINDS
-from memplug.refs import event_ref
-from memplug.text import clip
-from memplug.vocab import ITEM_STATUSES, MEMORY_KINDS
+from memplug.derive.cues.structural import REMEMBER_KINDS
+from memplug.derive.extract import ACTOR_CLI, PROMOTE_KINDS
 
 _LIST_FIELDS = (
     "id",

@@ -12,10 +12,10 @@ from typing import Any, NoReturn
 import click
 from msgspec import Struct
 
-from memplug.config import LoadedConfig
+from memplug.base.config import LoadedConfig
+from memplug.base.paths import default_db_path
+from memplug.base.text import clip
 from memplug.memory import Memory
-from memplug.paths import default_db_path
-from memplug.text import clip
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 

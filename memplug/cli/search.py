@@ -11,14 +11,14 @@ from typing import Any
 
 import click
 
-from memplug.call_tokens import needs_query
+from memplug.base.call_tokens import needs_query
+from memplug.base.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
+from memplug.base.redaction import redact_tree
+from memplug.base.refs import event_ref
+from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, output_width, table
-from memplug.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
-from memplug.redaction import redact_tree
-from memplug.refs import event_ref
-from memplug.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
-from memplug.retrieve.ranking import HARD_LIMIT
-from memplug.text import clip
+from memplug.recall.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
+from memplug.recall.retrieve.ranking import HARD_LIMIT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

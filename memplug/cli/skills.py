@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
+from memplug.base.config import RULE_CATEGORIES
+from memplug.base.refs import event_ref
+from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, table
-from memplug.config import RULE_CATEGORIES
-from memplug.refs import event_ref
-from memplug.text import clip
 
 
 @click.group("skills")
@@ -34,7 +34,7 @@ def skills_ingest(ctx: CliContext, directory: str, as_json: bool) -> None:
     files whose content was already the skill's current version. Exit 2 when a file
     could not be ingested; the others are kept either way.
     """
-    from memplug.skills import ingest
+    from memplug.derive.skills import ingest
 
     with ctx.open(create=True) as memory:
         summary = ingest(memory.store, directory, memory.config.skills)
@@ -143,7 +143,7 @@ def _render_rule(data: dict[str, Any]) -> str:
 @click.pass_obj
 def rules_show(ctx: CliContext, ref: str, as_json: bool) -> None:
     """One rule, by id (rule_…) or SKILL:KEY."""
-    from memplug.skills import find_rule
+    from memplug.derive.skills import find_rule
 
     with ctx.read() as memory:
         rule = find_rule(memory.store, ref)
@@ -170,8 +170,8 @@ def rules_override(
     """Change a rule's category, active flag or scope.
 
     Without editing its skill file."""
-    from memplug.errors import UsageError
-    from memplug.skills import override_rule
+    from memplug.base.errors import UsageError
+    from memplug.derive.skills import override_rule
 
     parsed: dict[str, Any] | None = None
     if scope is not None:

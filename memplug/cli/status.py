@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
+from memplug.base.errors import DatabaseMissing
 from memplug.cli.output import CliContext, emit, json_option, table, warn_clamped
-from memplug.errors import DatabaseMissing
 
 
 def _render_status(data: dict[str, Any]) -> str:
@@ -144,7 +144,7 @@ def status_cmd(ctx: CliContext, as_json: bool) -> None:
 
     Per session: events, the last sequence number, how far extraction has read and
     what it still has to read (the lag)."""
-    from memplug.diagnostics import missing_status, status
+    from memplug.reports.diagnostics import missing_status, status
 
     path = ctx.resolved_path()
     if not path.exists():
@@ -173,7 +173,7 @@ def config_show(ctx: CliContext, as_json: bool) -> None:
     """Print every effective value and where it came from.
 
     The source is default, file or env."""
-    from memplug.config import load_for_database
+    from memplug.base.config import load_for_database
 
     loaded = load_for_database(ctx.resolved_path(), ctx.config_path)
     values = loaded.config.to_dict()

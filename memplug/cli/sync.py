@@ -45,13 +45,13 @@ def sync_group(click_ctx: click.Context, push_only: bool, pull_only: bool, as_js
     (run it again to finish)."""
     if click_ctx.invoked_subcommand is not None:
         return
-    from memplug import sync
+    from memplug.sync import exchange
 
     ctx: CliContext = click_ctx.obj
     both = not (push_only or pull_only)
     # `sync init` makes the database on a new machine; a sync before it is a mistake.
     with ctx.open(create=False) as memory:
-        report = sync.run(
+        report = exchange.run(
             memory, push=both or push_only, pull=both or pull_only, progress=_progress
         )
     if sys.stderr.isatty():
@@ -70,10 +70,10 @@ def sync_init(ctx: CliContext, url: str, origin: str | None, as_json: bool) -> N
     URL is a libpq connection string. It must hold no password: libpq reads it from
     PGPASSWORD, ~/.pgpass or a service file. The server's tables are created when
     missing."""
-    from memplug import sync
+    from memplug.sync import exchange
 
     with ctx.open(create=True) as memory:
-        data = sync.init(memory, url, origin)
+        data = exchange.init(memory, url, origin)
     emit(data, as_json, lambda d: f"syncing with {d['url']} as origin {d['origin']}")
 
 
@@ -93,10 +93,10 @@ def share_cmd(ctx: CliContext, project: str, as_json: bool) -> None:
     """Share a project's events through the sync server.
 
     From the next `memory sync` on, its events (earlier ones too) are pushed."""
-    from memplug import sync
+    from memplug.sync import exchange
 
     with ctx.open(create=False) as memory:
-        emit(sync.share(memory, project), as_json, _render_share)
+        emit(exchange.share(memory, project), as_json, _render_share)
 
 
 @click.command("unshare")
@@ -107,7 +107,7 @@ def unshare_cmd(ctx: CliContext, project: str, as_json: bool) -> None:
     """Stop pushing a project's events.
 
     What the server already has stays there (`memory purge` removes it)."""
-    from memplug import sync
+    from memplug.sync import exchange
 
     with ctx.open(create=False) as memory:
-        emit(sync.share(memory, project, shared=False), as_json, _render_share)
+        emit(exchange.share(memory, project, shared=False), as_json, _render_share)

@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
+from memplug.base.refs import event_ref
+from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, table
-from memplug.refs import event_ref
-from memplug.text import clip
-from memplug.timeline import DEFAULT_LIMIT, ENTRY_KINDS
+from memplug.derive.timeline import DEFAULT_LIMIT, ENTRY_KINDS
 
 
 def _render(data: dict[str, Any]) -> str:

@@ -6,8 +6,8 @@ import importlib.util
 
 import click
 
+from memplug.base.installer import extra_command
 from memplug.cli.output import CliContext, json_option
-from memplug.installer import extra_command
 
 UI_MODULES = ("starlette", "jinja2", "uvicorn", "multipart")
 

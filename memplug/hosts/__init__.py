@@ -1,7 +1,7 @@
 """Host adapters, and the one registry of them that the CLI reads.
 
 The registry (``HostSpec``, ``BUILTIN``, ``builtin``, ``all_hosts``, ``with_part``) lives in
-:mod:`memplug.host_registry`, below every layer that reads it (derivation asks it which
+:mod:`memplug.base.host_registry`, below every layer that reads it (derivation asks it which
 hosts are coding hosts), and is loaded on first use of one of these names: a
 Claude Code hook with nothing new imports :mod:`memplug.hosts.claude_idle` only, and
 the registry's records and typing cost that process more than its work.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memplug.host_registry import BUILTIN, HostSpec, Part, all_hosts, builtin, with_part
+    from memplug.base.host_registry import BUILTIN, HostSpec, Part, all_hosts, builtin, with_part
 
 __all__ = ["BUILTIN", "HostSpec", "Part", "all_hosts", "builtin", "with_part"]
 
@@ -21,6 +21,6 @@ def __getattr__(name: str) -> object:
     # load it.
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from memplug import host_registry
+    from memplug.base import host_registry
 
     return getattr(host_registry, name)

@@ -6,7 +6,7 @@ that the harness only ever appends to; subagents write beside it in
 offset and hands its complete records to :mod:`memplug.hosts.claude_records`, which
 turns them into events in the generic interchange form (plain dicts, exactly what
 ``memory import`` reads; the capture boundary validates them as
-:class:`memplug.models.HostEvent`); it also walks captured events to the model's
+:class:`memplug.base.models.HostEvent`); it also walks captured events to the model's
 context. It imports nothing heavy: the hook that calls it is a fresh process on every
 prompt.
 
@@ -51,7 +51,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug import branches
+from memplug.base import branches
 from memplug.hosts.claude_records import (
     HOST,
     CursorState,
@@ -102,8 +102,8 @@ class ReadResult(Struct):
     more: bool = False
 
     def host_events(self) -> list[Any]:
-        """The events validated as :class:`memplug.events.HostEvent`."""
-        from memplug.events import parse_event
+        """The events validated as :class:`memplug.base.events.HostEvent`."""
+        from memplug.base.events import parse_event
 
         return [parse_event(event) for event in self.events]
 
@@ -332,7 +332,7 @@ def _hold_index(lines: list[Line], *, final: bool) -> int | None:
 
 
 def active_path(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The session's active path (:mod:`memplug.branches`), in seq order.
+    """The session's active path (:mod:`memplug.base.branches`), in seq order.
 
     Compaction boundaries continue to the record they were linked to, so what came
     before a compaction stays on the path.

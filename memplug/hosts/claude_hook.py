@@ -34,21 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
 
-from memplug.errors import (
+from memplug.base.errors import (
     DatabaseBusy,
     DatabaseError,
     DatabaseReadOnly,
     SchemaTooNew,
     ValidationError,
 )
+from memplug.base.paths import config_file, default_db_path, hook_pending_file, project_of
+from memplug.base.vocab import COMPACT_SUMMARY_FORM, MEMPLUG_SOURCE_KIND
 from memplug.hosts import claude_code as cc
 from memplug.hosts.claude_idle import TOOL_EVENTS, due
-from memplug.paths import config_file, default_db_path, hook_pending_file, project_of
-from memplug.vocab import COMPACT_SUMMARY_FORM, MEMPLUG_SOURCE_KIND
 
 if TYPE_CHECKING:
+    from memplug.base.messages import Message
     from memplug.memory import Memory
-    from memplug.messages import Message
     from memplug.plugin import AssemblyResult, ErrorSink, Plugin
 
 HOST = cc.HOST
@@ -374,7 +374,7 @@ def capture_transcript(
             return new, present
         # Imported once there is something to validate: pydantic is most of a hook's
         # import time, and a prompt hook usually finds the transcript already read.
-        from memplug.events import parse_event
+        from memplug.base.events import parse_event
 
         try:
             with plugin.session_writes(session_id, lock_wait_ms=wait) as writes:
@@ -416,7 +416,7 @@ def reread_transcript(
     seqs an incremental read gives (tests/test_hook.py), so what is stored already is
     counted present and each malformed line is reported again. The saved cursor only
     moves forward, so a hook reading on from it never goes back."""
-    from memplug.events import parse_event
+    from memplug.base.events import parse_event
 
     session_id = transcript.session_id
     result = cc.read_all(transcript.path, session_id=session_id)
@@ -452,12 +452,12 @@ def precondition_output(
     database = default_db_path(db_path)
     if not _may_name_preconditions(database, config_path):
         return None
-    from memplug.config import load_for_database
+    from memplug.base.config import load_for_database
 
     config = load_for_database(database, config_path).config
     if not config.validation.preconditions:
         return None
-    from memplug.preconditions import check_preconditions
+    from memplug.base.preconditions import check_preconditions
 
     tool_input = payload.get("tool_input")
     found = check_preconditions(
@@ -513,8 +513,8 @@ def inject(
     (``project``: the payload's cwd, whose core a session with no events yet gets;
     ``mcp``: whether memplug's MCP tools are the agent's, None to read Claude Code's
     settings)."""
+    from memplug.base.messages import Message, Source
     from memplug.hosts.claude_skill import MCP_SERVER
-    from memplug.messages import Message, Source
     from memplug.plugin import HostStep
 
     memory = plugin.memory
@@ -617,7 +617,7 @@ def work_at_hand(visible: list[Mapping[str, Any]]) -> str | None:
 
 
 def _visible_message(event: Mapping[str, Any]) -> Message:
-    from memplug.messages import Message, Source
+    from memplug.base.messages import Message, Source
 
     form = COMPACT_SUMMARY_FORM if event["type"] == "compaction/summary" else None
     kind = event.get("source_kind") or None

@@ -21,7 +21,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug.errors import UsageError
+from memplug.base.errors import UsageError
+from memplug.base.paths import memory_script
 from memplug.hosts.claude_code import HOST
 from memplug.hosts.claude_skill import (
     agent_command,
@@ -31,7 +32,6 @@ from memplug.hosts.claude_skill import (
     skill_path,
     write_skill,
 )
-from memplug.paths import memory_script
 
 # Every hook memplug handles, with the matcher each needs (tool hooks match all tools).
 HOOKS: tuple[tuple[str, str | None], ...] = (
@@ -365,8 +365,8 @@ def write_settings(
 def has_preconditions(options: Sequence[str]) -> bool:
     """Whether the config the hooks will run with (``--db``/``--config`` in ``options``,
     else the defaults) configures a precondition (``validation.preconditions``)."""
-    from memplug.config import load_for_database
-    from memplug.paths import default_db_path
+    from memplug.base.config import load_for_database
+    from memplug.base.paths import default_db_path
 
     given = dict(zip(options[::2], options[1::2], strict=False))
     database = default_db_path(given.get("--db"))

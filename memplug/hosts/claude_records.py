@@ -57,8 +57,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug.patterns import lazy
-from memplug.vocab import (
+from memplug.base.patterns import lazy
+from memplug.base.vocab import (
     COMPACT_SUMMARY_FORM,
     GENERATED_TEXT_MARKERS,
     MEMPLUG_SOURCE_FORM,

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memplug.errors import UsageError
-from memplug.paths import memory_script
+from memplug.base.errors import UsageError
+from memplug.base.paths import memory_script
 
 SKILL_NAME = "memplug"
 # The read commands an agent may run unasked (and remember, which only adds an event).

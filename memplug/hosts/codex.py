@@ -33,7 +33,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug.vocab import COMPACT_SUMMARY_FORM
+from memplug.base.vocab import COMPACT_SUMMARY_FORM
 
 HOST = "codex"
 # At most this much of a rollout is read by one call; the next call goes on from there.

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memplug.errors import DatabaseBusy, ValidationError
+from memplug.base.errors import DatabaseBusy, ValidationError
 from memplug.hosts import claude_hook as ch
 from memplug.hosts import codex
 
@@ -110,7 +110,7 @@ def capture_rollout(
             break
         # Imported once there is something to validate: pydantic is most of a hook's
         # import time, and a prompt hook usually finds the rollout already read.
-        from memplug.events import parse_event
+        from memplug.base.events import parse_event
 
         try:
             wait = int(min(ch.LOCK_WAIT_MS, deadline.left_ms() / 2)) or 1

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memplug.errors import UsageError
+from memplug.base.errors import UsageError
+from memplug.base.paths import memory_script
 from memplug.hosts import claude_install as ci
 from memplug.hosts.codex import HOST
-from memplug.paths import memory_script
 
 MARKER = f"hook {HOST}"
 # Codex's hook events memplug answers or captures on (no PreToolUse: no precondition

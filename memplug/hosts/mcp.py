@@ -32,12 +32,12 @@ from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
-from memplug.errors import MemplugError
+from memplug.base.errors import MemplugError
+from memplug.base.paths import memory_script
+from memplug.base.redaction import SecretSpan, find_secrets, redact_tree
+from memplug.base.vocab import TIMELINE_KINDS
 from memplug.memory import Memory
-from memplug.paths import memory_script
 from memplug.plugin import Plugin, open_plugin
-from memplug.redaction import SecretSpan, find_secrets, redact_tree
-from memplug.vocab import TIMELINE_KINDS
 
 SERVER_NAME = "memplug"
 MAX_RESULT_CHARS = 60_000
@@ -426,7 +426,7 @@ def serve(db_path: str | None, config_path: str | None) -> None:
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    from memplug.paths import DISTRIBUTION
+    from memplug.base.paths import DISTRIBUTION
 
     try:
         return version(DISTRIBUTION)

@@ -57,9 +57,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
         "memplug.hosts.pydantic_ai needs pydantic-ai: pip install 'memplug-local[pydantic-ai]'"
     ) from error
 
-from memplug.models import Message, Source, StepContext
+from memplug.base.models import Message, Source, StepContext
+from memplug.base.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 from memplug.plugin import Plugin
-from memplug.vocab import MEMPLUG_SOURCE_FORM, MEMPLUG_SOURCE_KIND
 
 HOST = "pydantic-ai"
 MEMPLUG_PREFIX = "[memplug]"

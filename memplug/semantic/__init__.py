@@ -51,7 +51,7 @@ def load_embedder(name: str) -> Embedder:
         raise SemanticUnavailable(_without_extra(error)) from None
     if name == BUILTIN[0]:
         return _builtin()
-    from memplug.extensions import PluginError, entry_points, load
+    from memplug.base.extensions import PluginError, entry_points, load
 
     points = entry_points(ENTRY_POINT_GROUP)
     found = [point for point in points if point.name == name]
@@ -100,6 +100,6 @@ _DISTRIBUTION = {"memplug_table": "memplug-local-table"}
 def _without_extra(error: ImportError) -> str:
     module = (error.name or str(error)).split(".")[0]
     package = _DISTRIBUTION.get(module, module)
-    from memplug.installer import extra_command
+    from memplug.base.installer import extra_command
 
     return f"semantic search needs {package} (not installed): {extra_command('semantic')}"

@@ -21,7 +21,7 @@ from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUna
 from memplug.store.records import EventScope, Snapshot, VectorScan
 
 if TYPE_CHECKING:
-    from memplug.config import SemanticConfig
+    from memplug.base.config import SemanticConfig
     from memplug.semantic.vecmath import Cells
     from memplug.store.ports import Storage
 

@@ -1,5 +1,5 @@
 """The storage port and its SQLite implementation: the only package that holds SQL
-(with ``memplug.db``).
+(with ``memplug.store.db``).
 
 ``memplug.store.ports`` states what the services need, as Protocols;
 ``memplug.store.sqlite.Store`` is the SQLite implementation of ``ports.Storage`` and

@@ -25,8 +25,8 @@ from typing import Any, cast
 
 import apsw
 
-from memplug.db import Database
-from memplug.refs import EventRef
+from memplug.base.refs import EventRef
+from memplug.store.db import Database
 from memplug.store.records import PurgeCounts, PurgePlan
 
 # Tables keyed by session_id, in deletion order (children before what they point at).
@@ -45,7 +45,7 @@ SESSION_TABLES: tuple[str, ...] = (
     "sessions",
 )
 # Derived from events; wiped for a session that loses only some of its events, then
-# derived again from what is left (see ``memplug.purge``).
+# derived again from what is left (see ``memplug.reports.purge``).
 DERIVED_TABLES: tuple[str, ...] = (
     "memory_events",
     "memory_items",

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.store.db import Database
 from memplug.store.items import ITEM_COLUMNS
 from memplug.store.records import ItemRow
 

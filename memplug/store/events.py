@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memplug.db import Database, utc_now
+from memplug.base.clock import utc_now
+from memplug.store.db import Database
 from memplug.store.records import EventRow, InsertResult
 from memplug.store.search import rows_by_refs
 

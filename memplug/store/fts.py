@@ -1,6 +1,6 @@
 """FTS5 query building that cannot be injected: the SQLite side of a query's terms.
 
-:func:`build_match` turns the terms of :func:`memplug.query.parse_query` into a
+:func:`build_match` turns the terms of :func:`memplug.recall.query.parse_query` into a
 :class:`MatchPlan` whose MATCH strings are always syntactically valid FTS5 — every
 term is one double-quoted string with its quotes doubled, so no operator, column
 filter or prefix star in user text ever reaches the FTS5 parser as syntax. Services
@@ -13,7 +13,7 @@ from typing import Literal
 
 from msgspec import Struct
 
-from memplug.terms import QuerySignals, Term
+from memplug.base.terms import QuerySignals, Term
 
 # Where the store looks a term up. The trigram index cannot serve a needle under three
 # characters (MATCH silently returns nothing): a short word becomes a space-padded

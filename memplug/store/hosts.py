@@ -6,7 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memplug.db import Database, utc_now
+from memplug.base.clock import utc_now
+from memplug.store.db import Database
 
 # SQLite's default limit on bound parameters is far above this; batches keep IN lists short.
 _BATCH = 500

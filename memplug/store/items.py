@@ -1,7 +1,7 @@
 """SQL for derived memory: items, their lifecycle, actions, task state and the
 extraction checkpoint and queue.
 
-Nothing here decides anything: ``memplug.extract`` owns the rules. Kinds, evidence
+Nothing here decides anything: ``memplug.derive.extract`` owns the rules. Kinds, evidence
 types and statuses are checked here too, at the storage boundary, so that no caller
 can write a value the schema's vocabulary does not hold.
 """
@@ -12,13 +12,13 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memplug.db import Database
-from memplug.errors import ValidationError
-from memplug.refs import event_ref
+from memplug.base.errors import ValidationError
+from memplug.base.refs import event_ref
+from memplug.base.text import canonical_json
+from memplug.base.vocab import EVIDENCE_TYPES, ITEM_STATUSES, LIFECYCLE_EVENTS, MEMORY_KINDS
+from memplug.store.db import Database
 from memplug.store.records import ActionRow, ItemRow, ScopeFilter
 from memplug.store.timeline import scope_filter_where
-from memplug.text import canonical_json
-from memplug.vocab import EVIDENCE_TYPES, ITEM_STATUSES, LIFECYCLE_EVENTS, MEMORY_KINDS
 
 ITEM_COLUMNS: tuple[str, ...] = (
     "rid",

@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.base.text import canonical_json
+from memplug.store.db import Database
 from memplug.store.records import LogRecord
-from memplug.text import canonical_json
 
 _COLUMNS: tuple[str, ...] = (
     "id",

@@ -1,10 +1,10 @@
 """Saved transcript cursors, read with json and apsw alone.
 
 A hook with nothing new to capture is most hooks: it reads one cursor row and stops.
-This module is that read, kept apart from ``memplug.db`` and the stores (the package's
+This module is that read, kept apart from ``memplug.store.db`` and the stores (the package's
 ``__init__`` imports nothing) so the process pays for no other import (typing,
 records, pathlib and re cost a hook more than its work; docs/claude-code.md), so it
-cannot call ``memplug.db._configure`` and applies the part of it that bears on one
+cannot call ``memplug.store.db._configure`` and applies the part of it that bears on one
 read-only SELECT: double-quoted strings are identifiers only, and a short lock wait of
 its own. The rest concerns writers (WAL, synchronous, secure_delete, foreign keys,
 triggers) or many page reads (mmap), and a one-row read has neither.

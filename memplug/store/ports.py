@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from memplug.base.terms import QuerySignals
     from memplug.store.fts import MatchPlan as MatchPlan
     from memplug.store.records import (
         ActionRow,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
         VectorScan,
         WorkRow,
     )
-    from memplug.terms import QuerySignals
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from memplug.refs import EventRef, event_ref
+from memplug.base.refs import EventRef, event_ref
 
 
 class SearchEvent(Struct, frozen=True):
@@ -147,7 +147,7 @@ class LikeResult(Struct, frozen=True):
 
 
 class BranchRow(Struct, frozen=True):
-    """What the active-path walk (memplug.branches) needs of one event."""
+    """What the active-path walk (memplug.base.branches) needs of one event."""
 
     id: int
     seq: int

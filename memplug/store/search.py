@@ -3,7 +3,7 @@ neighbours and the reads behind ``expand``.
 
 Everything here is a plain read. Every query is bounded (a ``LIMIT``, an id window or
 a row count) and pinned to a :class:`Snapshot`, so a page of results never moves when
-events are appended after it was taken. Ranking lives in :mod:`memplug.retrieve`.
+events are appended after it was taken. Ranking lives in :mod:`memplug.recall.retrieve`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.base.terms import QuerySignals
+from memplug.store.db import Database
 from memplug.store.fts import MatchPlan, build_match
 from memplug.store.records import (
     BranchRow,
@@ -25,7 +26,6 @@ from memplug.store.records import (
     SearchItem,
     Snapshot,
 )
-from memplug.terms import QuerySignals
 
 _EVENT_FIELDS = (
     "id",

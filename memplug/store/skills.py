@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.base.text import canonical_json
+from memplug.store.db import Database
 from memplug.store.records import RuleRow, SkillRow, SkillWrite, ValidationRecord
-from memplug.text import canonical_json
 
 _RULE_SELECT = (
     "SELECT r.id, r.skill_name, r.rule_key, r.text, coalesce(o.category, r.category), "

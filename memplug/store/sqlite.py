@@ -1,5 +1,5 @@
 """The storage port and its SQLite implementation: the only package that holds SQL
-(with ``memplug.db``).
+(with ``memplug.store.db``).
 
 ``memplug.store.ports`` states what the services need, as Protocols; ``Store`` is the
 SQLite implementation of ``ports.Storage`` and composes one sub-store per concern.
@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memplug.db import Database
+from memplug.store.db import Database
 from memplug.store.events import EventStore
 from memplug.store.records import EventRow, InsertResult
 

@@ -2,7 +2,7 @@
 address and this machine's origin id, shared projects and how far each was pushed, the
 pull cursors, sessions that came from the server, tombstones and kept-apart conflicts.
 
-The server side is :mod:`memplug.store.postgres`; :mod:`memplug.sync` moves rows
+The server side is :mod:`memplug.sync.postgres`; :mod:`memplug.sync.exchange` moves rows
 between the two.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from memplug.db import Database, utc_now
-from memplug.refs import session_key
+from memplug.base.clock import utc_now
+from memplug.base.refs import session_key
+from memplug.store.db import Database
 from memplug.store.events import EVENT_COLUMNS
 from memplug.store.records import EventRow, Remote, SharedProject, Tombstone
 

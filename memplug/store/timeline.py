@@ -1,5 +1,5 @@
 """SQL for the timeline and the entity graph (derived state; the rules are in
-``memplug.timeline`` and ``memplug.graph``)."""
+``memplug.derive.timeline`` and ``memplug.derive.graph``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.base.text import canonical_json
+from memplug.store.db import Database
 from memplug.store.records import EdgeRow, EntityRow, EntryRow, ItemFact, ScopeFilter, ToolCallRow
-from memplug.text import canonical_json
 
 TIMELINE_TABLES: tuple[str, ...] = ("timeline_entries", "graph_entities", "graph_edges")
 _ENTRY_COLUMNS = "id, session_id, scope, kind, seq_from, seq_to, event_time, text, ref"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memplug.db import Database
+from memplug.store.db import Database
 from memplug.store.records import EventScope, Snapshot, VectorCounts, VectorScan
 from memplug.store.search import event_scope_where
 

@@ -7,12 +7,12 @@ from contextlib import contextmanager
 
 from msgspec.structs import astuple
 
-from memplug.db import Database
+from memplug.base.terms import QuerySignals
+from memplug.base.vocab import COMPACTION_TYPES
+from memplug.store.db import Database
 from memplug.store.fts import build_match
 from memplug.store.records import WorkRow
 from memplug.store.search import newest_match_ids, rows_by_ids
-from memplug.terms import QuerySignals
-from memplug.vocab import COMPACTION_TYPES
 
 # Every stored event's type is one of vocab.EVENT_TYPES (HostEvent checks it).
 _COMPACTIONS: tuple[str, ...] = tuple(sorted(COMPACTION_TYPES))

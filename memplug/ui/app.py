@@ -24,9 +24,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from memplug.errors import MemplugError
+from memplug.base.errors import MemplugError
+from memplug.base.redaction import redact_tree
 from memplug.memory import Memory
-from memplug.redaction import redact_tree
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "memplug_ui"
@@ -232,7 +232,7 @@ class Pages:
         return self._page(request, "injections.html", logs=logs, session=session or "")
 
     async def injection(self, request: Request) -> Response:
-        from memplug.explain import explain, find_assembly
+        from memplug.reports.explain import explain, find_assembly
 
         with self._open() as memory:
             try:
@@ -263,7 +263,7 @@ class Pages:
         return self._page(request, "search.html", q=query or "", data=data, filters=filters)
 
     async def purge_confirm(self, request: Request) -> Response:
-        from memplug.purge import plan_purge
+        from memplug.reports.purge import plan_purge
 
         session = request.query_params.get("session")
         project = request.query_params.get("project")
@@ -277,7 +277,7 @@ class Pages:
         return self._page(request, "purge.html", sessions=sessions, plan=plan)
 
     async def purge(self, request: Request) -> Response:
-        from memplug.purge import purge
+        from memplug.reports.purge import purge
 
         form = await request.form()
         refusal = self._write_refusal(str(form.get("csrf", "")))

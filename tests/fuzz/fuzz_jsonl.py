@@ -11,11 +11,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from memplug.capture import Capture, event_to_json
-from memplug.config import CaptureConfig
-from memplug.db import Database, utc_now
-from memplug.errors import ValidationError
-from memplug.jsonl import dump_line, parse_line
+from memplug.base.clock import utc_now
+from memplug.base.config import CaptureConfig
+from memplug.base.errors import ValidationError
+from memplug.capture.append import Capture, event_to_json
+from memplug.capture.jsonl import dump_line, parse_line
+from memplug.store.db import Database
 from memplug.store.events import EVENT_COLUMNS
 from memplug.store.sqlite import Store
 

@@ -1,4 +1,4 @@
-"""Fuzz target: the query builder (``memplug.query``, ``memplug.store.fts``) on any text.
+"""Fuzz target: the query builder (``memplug.recall.query``, ``memplug.store.fts``) on any text.
 
 Invariants: parsing is deterministic and bounded (terms, needle length, time); every
 MATCH string the plan holds is valid FTS5 against a real trigram index, in both
@@ -11,7 +11,7 @@ import time
 
 import apsw
 
-from memplug.query import MAX_NEEDLE_CHARS, MAX_TERMS, parse_query
+from memplug.recall.query import MAX_NEEDLE_CHARS, MAX_TERMS, parse_query
 from memplug.store.fts import build_match, like_pattern
 
 SEEDS: tuple[bytes, ...] = (

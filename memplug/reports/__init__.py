@@ -1,0 +1,1 @@
+"""Reports over one database: status diagnostics, doctor, explain and purge."""

@@ -1,0 +1,1 @@
+"""Team memory: the exchange with the sync server, and its PostgreSQL client."""
