@@ -17,15 +17,14 @@ from memplug.base.paths import project_key_of
 from memplug.base.text import canonical_json, normalize_text, redact_private, sha256_hex
 from memplug.base.vocab import COMPACTION_TYPES, GENERATED_SOURCE_KINDS, GENERATED_TEXT_PREFIXES
 from memplug.store.ports import Storage
-from memplug.store.records import InsertResult
+from memplug.store.records import InsertResult, NewEvent
 
 # events.flags bits, computed once at capture so queries never recompute them.
 FLAG_TEXT_FIELD = 1  # the host sent `text` (export writes it back the same way)
 
 
-# One event's columns but ``ingested_at`` (the writer stamps that), and its archive row
-# when the text was capped.
-PreparedRow = tuple[tuple[Any, ...], tuple[str, str, str] | None]
+# One event to store, and its archive row when the text was capped.
+PreparedRow = tuple[NewEvent, tuple[str, str, str] | None]
 
 
 class EventRows:
@@ -52,8 +51,7 @@ class EventRows:
         return True
 
     def row(self, event: HostEvent) -> PreparedRow:
-        """The ``events`` row for ``event`` but its ``ingested_at``, and, when its text is
-        capped, its archive row."""
+        """The stored form of ``event`` and, when its text is capped, its archive row."""
         # Normalise first: a control character inside a tag (`<\x7fprivate>`) would
         # otherwise hide the span from redaction and become a real tag afterwards.
         text, private_spans = redact_private(normalize_text(event.raw_text()))
@@ -65,7 +63,7 @@ class EventRows:
         archive = (event.session_id, f"seq:{event.seq}", text) if truncated else None
         extra = event.extra()
         flags = FLAG_TEXT_FIELD if event.text is not None else 0
-        row = (
+        row = NewEvent(
             event.session_id,
             event.seq,
             event.type,
@@ -123,13 +121,15 @@ class Capture:
         bulk: bool = False,
     ) -> InsertResult:
         """Store rows :meth:`EventRows.row` made, stamped ``ingested_at``."""
-        rows: list[tuple[Any, ...]] = []
+        events: list[NewEvent] = []
         archive: list[tuple[str, str, str]] = []
-        for row, archived in prepared:
-            rows.append((*row, ingested_at))
+        for event, archived in prepared:
+            events.append(event)
             if archived is not None:
                 archive.append(archived)
-        return self.store.events.insert(rows, archive, origin=origin, bulk=bulk)
+        return self.store.events.insert(
+            events, archive, origin=origin, ingested_at=ingested_at, bulk=bulk
+        )
 
 
 def _redacted_block(block: ContentBlock) -> dict[str, Any]:

@@ -5,42 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from msgspec.structs import astuple
+
 from memplug.base.clock import utc_now
 from memplug.store.db import Database
-from memplug.store.records import EventRow, InsertResult
+from memplug.store.records import EventRow, InsertResult, NewEvent
 from memplug.store.search import rows_by_refs
 
-EVENT_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "seq",
-    "type",
-    "event_time",
-    "turn",
-    "step",
-    "role",
-    "text",
-    "content_json",
-    "source_kind",
-    "source_form",
-    "tool_name",
-    "call_id",
-    "outcome",
-    "is_error",
-    "entry_id",
-    "parent_id",
-    "cwd",
-    "project",
-    "generated",
-    "searchable",
-    "store",
-    "truncated",
-    "text_chars",
-    "private_spans",
-    "flags",
-    "content_hash",
-    "extra_json",
-    "ingested_at",
-)
+# The events table's written columns: what capture hands over, then the batch's stamp.
+EVENT_COLUMNS: tuple[str, ...] = (*NewEvent.__struct_fields__, "ingested_at")
 _INSERT_EVENT = (
     f"INSERT OR IGNORE INTO events ({', '.join(EVENT_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
@@ -58,20 +31,22 @@ class EventStore:
 
     def insert(
         self,
-        rows: Sequence[Sequence[Any]],
+        events: Sequence[NewEvent],
         archive: Sequence[tuple[str, str, str]],
         *,
         origin: str,
+        ingested_at: str,
         bulk: bool = False,
     ) -> InsertResult:
-        """Insert event rows (``EVENT_COLUMNS`` order) with ``INSERT OR IGNORE``.
+        """Insert ``events``, stamped ``ingested_at``, with ``INSERT OR IGNORE``.
 
         ``bulk`` defers the FTS trigger and indexes the new id range with one
         statement: per-row trigger inserts are the slowest part of a large import.
         Must run inside a write transaction; sessions and checkpoints follow the rows.
         """
-        if not rows:
+        if not events:
             return InsertResult(0, 0, ())
+        rows = [(*astuple(event), ingested_at) for event in events]
         before = self._max_id()
         if bulk:
             self.conn.execute("INSERT INTO meta (key, value) VALUES ('fts_deferred', '1')")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         LikeResult,
         LogRecord,
         Neighbours,
+        NewEvent,
         PurgeCounts,
         PurgePlan,
         Remote,
@@ -63,10 +64,11 @@ class EventPort(Protocol):
 
     def insert(
         self,
-        rows: Sequence[Sequence[Any]],
+        events: Sequence[NewEvent],
         archive: Sequence[tuple[str, str, str]],
         *,
         origin: str,
+        ingested_at: str,
         bulk: bool = False,
     ) -> InsertResult: ...
     def record_error(

@@ -166,6 +166,40 @@ class ScopeStats(Struct):
     last_seq: dict[str, int] = field(default_factory=dict)
 
 
+class NewEvent(Struct, frozen=True):
+    """One event to store, as capture made it: every column but the id the store gives
+    it and the ``ingested_at`` the writer stamps on a whole batch."""
+
+    session_id: str
+    seq: int
+    type: str
+    event_time: str | None
+    turn: int | None
+    step: int | None
+    role: str | None
+    text: str
+    content_json: str | None
+    source_kind: str | None
+    source_form: str | None
+    tool_name: str | None
+    call_id: str | None
+    outcome: str | None
+    is_error: int | None
+    entry_id: str | None
+    parent_id: str | None
+    cwd: str | None
+    project: str | None
+    generated: int
+    searchable: int
+    store: str
+    truncated: int
+    text_chars: int
+    private_spans: int
+    flags: int
+    content_hash: str
+    extra_json: str | None
+
+
 class EventRow(Struct, frozen=True):
     """One stored event as memplug keeps it (text capped; see ``full_text``)."""
 

@@ -14,10 +14,9 @@ from pathlib import Path
 from memplug.base.clock import utc_now
 from memplug.base.config import CaptureConfig
 from memplug.base.errors import ValidationError
-from memplug.capture.append import Capture, event_to_json
+from memplug.capture.append import EventRows, event_to_json
 from memplug.capture.jsonl import dump_line, parse_line
 from memplug.store.db import Database
-from memplug.store.events import EVENT_COLUMNS
 from memplug.store.sqlite import Store
 
 SEEDS: tuple[bytes, ...] = (
@@ -35,11 +34,8 @@ SEEDS: tuple[bytes, ...] = (
 
 _DIR = tempfile.mkdtemp(prefix="memplug-fuzz-jsonl-")
 _DB = Database.open(Path(_DIR) / "m.sqlite")
-_CAPTURE = Capture(Store(_DB), CaptureConfig())
-_INSERT = (
-    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
-)
+_STORE = Store(_DB)
+_ROWS = EventRows(CaptureConfig())
 
 
 def test_one_input(data: bytes) -> None:
@@ -49,23 +45,20 @@ def test_one_input(data: bytes) -> None:
         message = str(error)
         assert message and "\n" not in message, repr(message)
         return
-    row, archived = _CAPTURE.row(event, utc_now())
+    row, archived = _ROWS.row(event)
     conn = _DB.conn
     conn.execute("SAVEPOINT fuzz")
     try:
-        conn.execute(_INSERT, row)
-        if archived is not None:
-            conn.execute(
-                "INSERT INTO archive (session_id, ref, text, chars) VALUES (?, ?, ?, length(?3))",
-                archived,
-            )
-        stored = _CAPTURE.store.events.get(event.session_id, event.seq)
+        _STORE.events.insert(
+            [row], [archived] if archived else [], origin="fuzz", ingested_at=utc_now()
+        )
+        stored = _STORE.events.get(event.session_id, event.seq)
         assert stored is not None
-        exported = dump_line(event_to_json(stored, _CAPTURE.store.events.full_text(stored)))
+        exported = dump_line(event_to_json(stored, _STORE.events.full_text(stored)))
     finally:
         conn.execute("ROLLBACK TO fuzz")
         conn.execute("RELEASE fuzz")
     again = parse_line(exported.encode("utf-8"))
     assert (again.session_id, again.seq, again.type) == (event.session_id, event.seq, event.type)
-    assert _CAPTURE.row(again, "x")[0][7] == row[7], "text changed through export"
+    assert _ROWS.row(again)[0].text == row.text, "text changed through export"
     json.loads(exported)
