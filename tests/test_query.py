@@ -201,7 +201,7 @@ def test_fts_quote_doubles_quotes_and_drops_nul() -> None:
 
 def test_short_terms_route_to_padded_phrase_or_like(fts: apsw.Connection) -> None:
     plan = build_match(parse_query("go 端口"))
-    assert [t.text for t in plan.like] == ["端口"]
+    assert [t.text for t in plan.scanned] == ["端口"]
     padded = dict((t.text, e) for t, e in plan.fts)["go"]
     assert '" go "' in padded
     hits = fts.execute("SELECT text FROM t WHERE t MATCH ?", (padded,)).fetchall()
@@ -281,7 +281,7 @@ def test_hostile_queries_build_valid_match_strings(
     assert len(signals.terms) <= MAX_TERMS
     plan = build_match(signals, match=match)
     assert_valid(fts, plan)
-    for term in plan.like:
+    for term in plan.scanned:
         fts.execute(
             "SELECT count(*) FROM t WHERE text LIKE ? ESCAPE '\\'", (like_pattern(term.text),)
         )

@@ -65,9 +65,10 @@ def test_item_term_search_tests_scope_on_the_rowid_index(memory: Memory) -> None
     newest_c = memory.store.items.session_items("c")[-1]
     memory.store.items.update(newest_c.id, status="retracted")
     snap = search.snapshot()
-    expr = search.match_plan(parse_query("kingfisher")).fts[0][1]
+    plan = search.match_plan(parse_query("kingfisher"))
+    expr = plan.expression(plan.indexed[0])
     scope = ItemScope(session_ids=("a", "c"))
-    found = search.item_match_rids(expr, scope, snap, 14)
+    found = search.item_match_rids(plan, plan.indexed[0], scope, snap, 14)
     plain = [
         row[0]
         for row in memory.store.db.conn.execute(

@@ -97,7 +97,6 @@ def import_streams(
     from memplug.capture.jsonl import Rejected
 
     many = len(streams) > 1
-    store.for_bulk_writes()
     for name, stream in streams:
         batch: list[PreparedRow] = []
         lines = prepared_lines(stream, config, file=name if many else None, project=project)

@@ -136,7 +136,6 @@ def purge(
     if within is not None and before is not None:
         plan = memory.store.admin.plan_before(parse_cutoff(before), within)
     admin = memory.store.admin
-    admin.enable_secure_delete()
     free_before = admin.free_pages()
     stage(_STAGES[0])
     with memory.store.write_transaction():

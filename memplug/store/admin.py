@@ -145,15 +145,16 @@ class AdminStore:
 
     # -- deleting (inside the caller's write transaction) ---------------------------
 
-    def enable_secure_delete(self) -> None:
-        """Zero freed cells and pages on this connection.
+    def _zero_freed_space(self) -> None:
+        """Zero freed cells and pages on this connection before deleting.
 
-        ``Database.open`` already turns it on for writing; purge sets it again so that
-        its promise does not rest on how the connection was opened."""
+        ``Database.open`` already turns it on for writing; every delete sets it again so
+        that "deleted for good" does not rest on how the connection was opened."""
         self.conn.execute("PRAGMA secure_delete = ON")
 
     def delete_sessions(self, session_ids: Sequence[str]) -> PurgeCounts:
         """Remove every row of these sessions, and assembly logs that mention them."""
+        self._zero_freed_space()
         counts = PurgeCounts(sessions=tuple(session_ids))
         if not session_ids:
             return counts
@@ -252,6 +253,7 @@ class AdminStore:
 
     def delete_all(self) -> PurgeCounts:
         """Empty every data table. The FTS indexes are emptied with them (triggers)."""
+        self._zero_freed_space()
         counts = PurgeCounts(sessions=self.plan_all().sessions)
         for table in (*ALL_TABLES, *self._other_session_tables()):
             counts.add(table, self._changes(f'DELETE FROM "{table}"'))

@@ -40,8 +40,9 @@ class EventStore:
     ) -> InsertResult:
         """Insert ``events``, stamped ``ingested_at``, with ``INSERT OR IGNORE``.
 
-        ``bulk`` defers the FTS trigger and indexes the new id range with one
-        statement: per-row trigger inserts are the slowest part of a large import.
+        ``bulk`` (an import, a sync pull) defers the FTS trigger and indexes the new id
+        range with one statement, since per-row trigger inserts are the slowest part of
+        a large import; and it tunes the connection for the batches that follow.
         Must run inside a write transaction; sessions and checkpoints follow the rows.
         """
         if not events:
@@ -49,6 +50,7 @@ class EventStore:
         rows = [(*astuple(event), ingested_at) for event in events]
         before = self._max_id()
         if bulk:
+            self.db.for_bulk_writes()
             self.conn.execute("INSERT INTO meta (key, value) VALUES ('fts_deferred', '1')")
         self.conn.executemany(_INSERT_EVENT, rows)
         if bulk:

@@ -116,18 +116,28 @@ class MatchPlan(Struct, frozen=True):
     """How the store retrieves candidates for a set of terms.
 
     ``fts`` pairs each index-served term with its MATCH expression, most selective
-    first; ``like`` lists the terms that only a bounded ``LIKE`` scan can find. An
+    first; ``scanned`` lists the terms that only a bounded ``LIKE`` scan can find. An
     empty plan means the query had no usable term: the authoritative answer is
-    "nothing", and no SQL needs to run.
+    "nothing", and no SQL needs to run. Above the store only the terms are read
+    (``indexed``, ``scanned``): expressions and patterns are this backend's business.
     """
 
     fts: tuple[tuple[Term, str], ...]
-    like: tuple[Term, ...]
+    scanned: tuple[Term, ...]
     match: str = "any"
 
     @property
     def empty(self) -> bool:
-        return not self.fts and not self.like
+        return not self.fts and not self.scanned
+
+    @property
+    def indexed(self) -> tuple[Term, ...]:
+        """The terms the index serves, most selective first."""
+        return tuple(term for term, _ in self.fts)
+
+    def expression(self, term: Term) -> str:
+        """The MATCH expression of one of :attr:`indexed`."""
+        return next(expr for indexed, expr in self.fts if indexed == term)
 
     def any_expression(self) -> str | None:
         """One MATCH string OR-ing every index-served term, or ``None``."""
@@ -154,9 +164,9 @@ class MatchPlan(Struct, frozen=True):
         only narrows them (:func:`needs_verification`), else None."""
         return like_pattern(term.text) if needs_verification(term) else None
 
-    def like_patterns(self) -> list[str]:
+    def scan_patterns(self) -> list[str]:
         """One ``LIKE`` pattern per term that only the bounded scan can find."""
-        return [like_pattern(term.text) for term in self.like]
+        return [like_pattern(term.text) for term in self.scanned]
 
 
 def build_match(
@@ -184,7 +194,7 @@ def build_match(
             like.append(term)
         else:
             fts.append((term, expr))
-    return MatchPlan(fts=tuple(fts), like=tuple(like), match=match)
+    return MatchPlan(fts=tuple(fts), scanned=tuple(like), match=match)
 
 
 def like_pattern(needle: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from memplug.base.terms import QuerySignals
+    from memplug.base.terms import QuerySignals, Term
     from memplug.store.fts import MatchPlan as MatchPlan
     from memplug.store.records import (
         ActionRow,
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
         ItemRow,
         ItemScope,
         LightEvent,
-        LikeResult,
         LogRecord,
         Neighbours,
         NewEvent,
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
         PurgePlan,
         Remote,
         RuleRow,
+        ScanMatches,
         ScopeFilter,
         ScopeStats,
         SearchEvent,
@@ -202,8 +202,9 @@ class ItemPort(Protocol):
 @runtime_checkable
 class SearchPort(Protocol):
     """Search candidates and the reads behind ``expand``: every read bounded and pinned
-    to a :class:`Snapshot`. ``expression`` is one of the plan's own strings, handed
-    back unread: only the store knows its query language."""
+    to a :class:`Snapshot`. Retrieval hands back the :class:`MatchPlan` the store
+    made and the plan's own terms: how a term is looked up (an index expression, a
+    scanned pattern) is the backend's alone."""
 
     def match_plan(self, signals: QuerySignals, *, match: str = "any") -> MatchPlan: ...
     def snapshot(self) -> Snapshot: ...
@@ -216,33 +217,21 @@ class SearchPort(Protocol):
     def truncated(
         self, session_ids: Sequence[str] | None, needles: Sequence[str] | None = None
     ) -> bool: ...
-    def event_matches(
-        self,
-        expression: str,
-        scope: EventScope,
-        snap: Snapshot,
-        limit: int,
-        *,
-        contains: str | None = None,
+    def event_matches_all(
+        self, plan: MatchPlan, scope: EventScope, snap: Snapshot, limit: int
     ) -> list[LightEvent]: ...
     def event_match_ids(
-        self,
-        expression: str,
-        scope: EventScope,
-        snap: Snapshot,
-        limit: int,
-        *,
-        contains: str | None = None,
+        self, plan: MatchPlan, term: Term, scope: EventScope, snap: Snapshot, limit: int
     ) -> list[int]: ...
     def light_events(self, ids: Sequence[int]) -> dict[int, LightEvent]: ...
-    def event_like(
+    def event_scan_matches(
         self,
-        needle_patterns: Sequence[str],
+        plan: MatchPlan,
         scope: EventScope,
         snap: Snapshot,
         limit: int,
         scan_rows: int,
-    ) -> LikeResult: ...
+    ) -> ScanMatches: ...
     def event_scan(
         self, scope: EventScope, snap: Snapshot, max_rows: int, before_id: int | None = None
     ) -> Iterator[SearchEvent]: ...
@@ -269,25 +258,15 @@ class SearchPort(Protocol):
     def has_entry_ids(self, session_id: str) -> bool: ...
     def branch_rows(self, session_id: str, snap: Snapshot) -> list[BranchRow]: ...
     def session_fingerprint(self, session_id: str, snap: Snapshot) -> tuple[int, int]: ...
-    def item_matches(
-        self,
-        expression: str,
-        scope: ItemScope,
-        snap: Snapshot,
-        limit: int,
-        contains: str | None = None,
+    def item_matches_all(
+        self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[SearchItem]: ...
     def item_match_rids(
-        self,
-        expression: str,
-        scope: ItemScope,
-        snap: Snapshot,
-        limit: int,
-        contains: str | None = None,
+        self, plan: MatchPlan, term: Term, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[int]: ...
     def items_by_rids(self, rids: Sequence[int]) -> dict[int, SearchItem]: ...
-    def item_like(
-        self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
+    def item_scan_matches(
+        self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[SearchItem]: ...
     def item_scan(self, scope: ItemScope, snap: Snapshot, max_rows: int) -> list[SearchItem]: ...
     def item_by_id(self, item_id: str) -> SearchItem | None: ...
@@ -456,7 +435,6 @@ class AdminPort(Protocol):
         self, cutoff_epoch: float, within: Sequence[str] | None = None
     ) -> PurgePlan: ...
     def plan_all(self) -> PurgePlan: ...
-    def enable_secure_delete(self) -> None: ...
     def delete_sessions(self, session_ids: Sequence[str]) -> PurgeCounts: ...
     def delete_before(
         self, cutoff_epoch: float, within: Sequence[str] | None = None
@@ -609,10 +587,6 @@ class Storage(Protocol):
 
     def counts(self) -> dict[str, int]: ...
     def checkpoint(self) -> None: ...
-    def for_bulk_writes(self) -> None:
-        """Tune this connection for a long run of writes (an import) from now on."""
-        ...
-
     def schema_version(self) -> int: ...
     def integrity_check(self) -> list[str]: ...
 

@@ -140,7 +140,7 @@ class ItemScope(Struct, frozen=True):
     statuses: tuple[str, ...] = ("active", "superseded", "disputed")
 
 
-class LikeResult(Struct, frozen=True):
+class ScanMatches(Struct, frozen=True):
     rows: list[Any]
     # Rows older than the scan window exist in scope: the scan did not see them.
     window_cut: bool = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memplug.base.terms import QuerySignals
+from memplug.base.terms import QuerySignals, Term
 from memplug.store.db import Database
 from memplug.store.fts import MatchPlan, build_match
 from memplug.store.records import (
@@ -19,8 +19,8 @@ from memplug.store.records import (
     EventScope,
     ItemScope,
     LightEvent,
-    LikeResult,
     Neighbours,
+    ScanMatches,
     ScopeStats,
     SearchEvent,
     SearchItem,
@@ -257,38 +257,41 @@ class SearchStore:
 
     # -- event candidates ----------------------------------------------------------
 
-    def event_matches(
-        self,
-        expression: str,
-        scope: EventScope,
-        snap: Snapshot,
-        limit: int,
-        *,
-        contains: str | None = None,
+    def event_matches_all(
+        self, plan: MatchPlan, scope: EventScope, snap: Snapshot, limit: int
     ) -> list[LightEvent]:
-        """The most recent ``limit`` in-scope events matching a MATCH expression.
+        """The most recent ``limit`` in-scope events matching every group of ``plan``
+        that the index serves (none when it serves no group).
 
         Walking the index by descending rowid stops after ``limit`` rows, where ranking
         by ``bm25()`` would have to score every match first (60 ms for a common word
         over 100k events, against 0.6 ms).
         """
-        ids = self.event_match_ids(expression, scope, snap, limit, contains=contains)
+        expression = plan.all_expression()
+        if expression is None:
+            return []
+        ids = self._event_ids(expression, None, scope, snap, limit)
         rows = self.light_events(ids)
         return [rows[i] for i in ids]
 
     def event_match_ids(
+        self, plan: MatchPlan, term: Term, scope: EventScope, snap: Snapshot, limit: int
+    ) -> list[int]:
+        """The ids of the newest in-scope events holding ``term``, one of
+        ``plan.indexed``: the terms of one query overlap, so retrieval reads each row
+        once afterwards with :meth:`light_events`."""
+        return self._event_ids(plan.expression(term), plan.contains(term), scope, snap, limit)
+
+    def _event_ids(
         self,
         expression: str,
+        contains: str | None,
         scope: EventScope,
         snap: Snapshot,
         limit: int,
-        *,
-        contains: str | None = None,
     ) -> list[int]:
-        """The ids of :meth:`event_matches`, newest first: the terms of one query
-        overlap, so retrieval reads each row once afterwards with :meth:`light_events`.
-        The expression may only narrow the search; ``contains`` is then the exact test
-        (see ``fts.term_expression``)."""
+        """The expression may only narrow the search; ``contains`` is then the exact
+        test (see ``fts.term_expression``)."""
         where, params = event_scope_where(scope)
         return newest_match_ids(
             self.conn, "events_fts", "events e", "e.id", "e.text", expression,
@@ -300,19 +303,20 @@ class SearchStore:
         rows = rows_by_ids(self.conn, f"SELECT {_LIGHT_SELECT} FROM events e", "e.id", ids)
         return {row[0]: LightEvent(*row) for row in rows}
 
-    def event_like(
+    def event_scan_matches(
         self,
-        needle_patterns: Sequence[str],
+        plan: MatchPlan,
         scope: EventScope,
         snap: Snapshot,
         limit: int,
         scan_rows: int,
-    ) -> LikeResult:
-        """Events whose text contains any pattern, scanning at most the newest
-        ``scan_rows`` event ids (``LIKE`` cannot use the trigram index for needles
+    ) -> ScanMatches:
+        """Events whose text contains any of ``plan.scanned``, scanning at most the
+        newest ``scan_rows`` event ids (``LIKE`` cannot use the trigram index for needles
         under three characters, so this is a table scan and must be bounded)."""
+        needle_patterns = plan.scan_patterns()
         if not needle_patterns:
-            return LikeResult([])
+            return ScanMatches([])
         where, params = event_scope_where(scope)
         low = max(0, snap.max_event_id - scan_rows)
         likes = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in needle_patterns)
@@ -333,7 +337,7 @@ class SearchStore:
                 f"SELECT 1 FROM events e WHERE e.id <= ? AND {where} LIMIT 1", [low, *params]
             ).fetchone()
             cut = older is not None
-        return LikeResult(rows, cut)
+        return ScanMatches(rows, cut)
 
     def event_scan(
         self, scope: EventScope, snap: Snapshot, max_rows: int, before_id: int | None = None
@@ -478,28 +482,32 @@ class SearchStore:
 
     # -- memory items ---------------------------------------------------------------
 
-    def item_matches(
-        self,
-        expression: str,
-        scope: ItemScope,
-        snap: Snapshot,
-        limit: int,
-        contains: str | None = None,
+    def item_matches_all(
+        self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[SearchItem]:
-        rids = self.item_match_rids(expression, scope, snap, limit, contains)
+        """:meth:`event_matches_all` for memory items."""
+        expression = plan.all_expression()
+        if expression is None:
+            return []
+        rids = self._item_rids(expression, None, scope, snap, limit)
         rows = self.items_by_rids(rids)
         return [rows[r] for r in rids]
 
     def item_match_rids(
+        self, plan: MatchPlan, term: Term, scope: ItemScope, snap: Snapshot, limit: int
+    ) -> list[int]:
+        """:meth:`event_match_ids` for memory items: rids newest first, the rows read
+        once afterwards with :meth:`items_by_rids`."""
+        return self._item_rids(plan.expression(term), plan.contains(term), scope, snap, limit)
+
+    def _item_rids(
         self,
         expression: str,
+        contains: str | None,
         scope: ItemScope,
         snap: Snapshot,
         limit: int,
-        contains: str | None = None,
     ) -> list[int]:
-        """:meth:`item_matches` as rids only (newest first): the terms of one query
-        overlap, so the rows are read once afterwards with :meth:`items_by_rids`."""
         where, params = item_scope_where(scope)
         return newest_match_ids(
             self.conn, "memory_fts", "memory_items m", "m.rid", "m.content", expression,
@@ -511,9 +519,11 @@ class SearchStore:
         rows = rows_by_ids(self.conn, f"SELECT {_ITEM_SELECT} FROM memory_items m", "m.rid", rids)
         return {row[0]: SearchItem(*row) for row in rows}
 
-    def item_like(
-        self, needle_patterns: Sequence[str], scope: ItemScope, snap: Snapshot, limit: int
+    def item_scan_matches(
+        self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[SearchItem]:
+        """Items whose content holds any of ``plan.scanned`` (a bounded ``LIKE``)."""
+        needle_patterns = plan.scan_patterns()
         if not needle_patterns:
             return []
         where, params = item_scope_where(scope)

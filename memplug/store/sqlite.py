@@ -83,9 +83,6 @@ class Store:
     def checkpoint(self) -> None:
         self.db.checkpoint()
 
-    def for_bulk_writes(self) -> None:
-        self.db.for_bulk_writes()
-
     def schema_version(self) -> int:
         return self.db.schema_version()
 

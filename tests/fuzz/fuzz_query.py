@@ -54,7 +54,7 @@ def test_one_input(data: bytes) -> None:
             _run(plan.all_expression())
             for _, expression in plan.fts:
                 _run(expression)
-            for term in plan.like:
+            for term in plan.scanned:
                 _CONN.execute(
                     "SELECT count(*) FROM t WHERE text LIKE ? ESCAPE '\\'",
                     (like_pattern(term.text),),

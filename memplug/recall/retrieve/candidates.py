@@ -119,8 +119,8 @@ class Collector:
                 self._all(plan, pool)
             else:
                 self._any(plan, pool)
-            if plan.like:
-                self._like(plan, pool)
+            if plan.scanned:
+                self._scanned(plan, pool)
             if match == "all":
                 self._keep_all(signals, pool)
         if semantic is not None:
@@ -144,22 +144,21 @@ class Collector:
         return self.store.truncated(resolved.session_ids, needles)
 
     def _all(self, plan: MatchPlan, pool: Pool) -> None:
-        """``--match all``: one expression over every group, read up to the pool cap."""
-        expr = plan.all_expression()
-        if expr is None:
+        """``--match all``: one look-up over every group, read up to the pool cap."""
+        if not plan.indexed:
             return
         pool_cap = self.ranking.config.candidate_budget * self.ranking.pool_factor
-        rows = self.store.event_matches(expr, self.event_scope, self.snap, pool_cap + 1)
+        rows = self.store.event_matches_all(plan, self.event_scope, self.snap, pool_cap + 1)
         if len(rows) > pool_cap:
             pool.reasons.add(CANDIDATE_BUDGET)
         ids = set()
         for row in rows[:pool_cap]:
             pool.events[row.id] = row
             ids.add(row.id)
-        for term, _ in plan.fts:
+        for term in plan.indexed:
             pool.members[term.text] = ids
         if self.item_scope is not None:
-            for item in self.store.item_matches(expr, self.item_scope, self.snap, pool_cap):
+            for item in self.store.item_matches_all(plan, self.item_scope, self.snap, pool_cap):
                 pool.items[item.rid] = item
 
     def _any(self, plan: MatchPlan, pool: Pool) -> None:
@@ -168,19 +167,16 @@ class Collector:
         pool_cap = ranking.config.candidate_budget * ranking.pool_factor
         # Many terms share the pool: each reads fewer of its newest matches, so a long
         # question costs about what a short one does.
-        looked_up = max(1, len(plan.fts))
+        looked_up = max(1, len(plan.indexed))
         budget = ranking.config.candidate_budget
         limit = max(budget // 4, min(budget, pool_cap // looked_up))
         # Ids per term, then each event's light row once (the terms overlap).
         found: dict[int, None] = {}
-        for term, expr in plan.fts:
+        for term in plan.indexed:
             if len(found) >= pool_cap:
                 pool.reasons.add(CANDIDATE_BUDGET)
                 break
-            contains = plan.contains(term)
-            newest = store.event_match_ids(
-                expr, self.event_scope, snap, limit + 1, contains=contains
-            )
+            newest = store.event_match_ids(plan, term, self.event_scope, snap, limit + 1)
             pool.event_df[term.text] = estimated_df(newest, limit, snap.max_event_id, pool)
             pool.members.setdefault(term.text, set()).update(newest[:limit])
             found.update(dict.fromkeys(newest[:limit]))
@@ -193,9 +189,8 @@ class Collector:
         pool.item_n = float(max(1, store.item_count(self.item_scope, snap)))
         # Rids per term, then each item's row once (the terms overlap).
         order: dict[int, None] = {}
-        for term, expr in plan.fts:
-            contains = plan.contains(term)
-            rids = store.item_match_rids(expr, self.item_scope, snap, limit + 1, contains)
+        for term in plan.indexed:
+            rids = store.item_match_rids(plan, term, self.item_scope, snap, limit + 1)
             pool.item_df[term.text] = estimated_df(rids, limit, snap.max_item_rid, pool)
             order.update(dict.fromkeys(rids[:limit]))
         wanted = [rid for rid in order if rid not in pool.items]
@@ -204,12 +199,11 @@ class Collector:
             if rid in item_rows:
                 pool.items[rid] = item_rows[rid]
 
-    def _like(self, plan: MatchPlan, pool: Pool) -> None:
-        """Needles too short for the trigram index: a bounded LIKE scan of the newest rows."""
+    def _scanned(self, plan: MatchPlan, pool: Pool) -> None:
+        """Terms the index cannot serve: a bounded scan of the newest rows."""
         store, snap, ranking = self.store, self.snap, self.ranking
-        patterns = plan.like_patterns()
-        result = store.event_like(
-            patterns,
+        result = store.event_scan_matches(
+            plan,
             self.event_scope,
             snap,
             ranking.config.like_fallback_cap + 1,
@@ -221,7 +215,7 @@ class Collector:
         if len(rows) > ranking.config.like_fallback_cap:
             pool.reasons.add(LIKE_CAP)
             rows = rows[: ranking.config.like_fallback_cap]
-        for term in plan.like:
+        for term in plan.scanned:
             hits = {r.id for r in rows if term.text in (r.text or "").lower()}
             pool.event_df[term.text] = float(len(hits))
             pool.members.setdefault(term.text, set()).update(hits)
@@ -231,8 +225,10 @@ class Collector:
         if self.item_scope is None:
             return
         pool.item_n = float(max(1, store.item_count(self.item_scope, snap)))
-        items = store.item_like(patterns, self.item_scope, snap, ranking.config.like_fallback_cap)
-        for term in plan.like:
+        items = store.item_scan_matches(
+            plan, self.item_scope, snap, ranking.config.like_fallback_cap
+        )
+        for term in plan.scanned:
             pool.item_df[term.text] = float(sum(1 for i in items if term.text in i.content.lower()))
         for item in items:
             pool.items.setdefault(item.rid, item)
