@@ -7,10 +7,10 @@ the only place that orders them; the services themselves only depend downward.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from msgspec.structs import replace
 
@@ -638,43 +638,3 @@ class Memory:
         for session_id in session_ids:
             if self.store.events.session(session_id) is None:
                 raise NotFound(f"no session {session_id!r} in this database")
-
-    def export_jsonl(self, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
-        """Write events as generic JSONL in ``(session_id, seq)`` order; return the count.
-        A session that is not in the database is an error before anything is written."""
-        self.require_sessions(session_ids or ())
-        count = 0
-        for line in self.iter_export(session_ids):
-            out.write(line)
-            count += 1
-        return count
-
-    def salvage_to(self, target: Path) -> dict[str, int]:
-        """Copy every event this database still yields into a new database at ``target``,
-        derived there (``memory doctor --repair``). A session whose pages fail midway
-        keeps the events read before the failure. Like export, only events travel; a
-        person's retractions and promotions are derived state of the old file.
-        Returns the counts: events copied, sessions, sessions cut short."""
-        import tempfile
-
-        try:
-            sessions = self.store.events.session_ids()
-        except Exception:  # the session table itself is unreadable: nothing to walk
-            sessions = []
-        damaged = 0
-        with tempfile.TemporaryFile() as spool:
-            for session in sessions:
-                try:
-                    for line in self.iter_export([session]):
-                        spool.write(line.encode("utf-8"))
-                except Exception:  # a damaged page: the events before it are kept
-                    damaged += 1
-            spool.seek(0)
-            with Memory.open(target, create=True) as copy:
-                summary = copy.import_jsonl([("salvage", spool)])
-        return {"events": summary.new, "sessions": len(sessions), "damaged": damaged}
-
-    def iter_export(self, session_ids: Sequence[str] | None = None) -> Iterator[str]:
-        from memplug.capture.transfer import export_lines
-
-        return export_lines(self.store, session_ids)

@@ -15,6 +15,7 @@ from memplug.base import events, vocab
 from memplug.base.errors import ValidationError
 from memplug.base.models import HostEvent, parse_event
 from memplug.base.text import normalize_text, sha256_hex
+from memplug.capture.transfer import export_lines
 from memplug.memory import Memory
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
@@ -90,7 +91,7 @@ def test_text_over_the_cap_is_truncated_and_archived(memory: Memory) -> None:
     assert row.text_chars == len(long)
     assert memory.store.events.full_text(row) == long
     assert row.content_hash == sha256_hex(long)
-    exported = json.loads(next(memory.iter_export()))
+    exported = json.loads(next(export_lines(memory.store)))
     assert exported["text"] == long
 
 
@@ -159,7 +160,7 @@ def test_private_spans_never_reach_storage(memory: Memory) -> None:
     row = memory.store.events.get("s", 1)
     assert row is not None
     assert row.text == "deploy key [private] is set" and row.private_spans == 1
-    exported = "".join(memory.iter_export())
+    exported = "".join(export_lines(memory.store))
     assert "hunter2" not in exported and "opal-77" not in exported
     hits = memory.db.conn.execute(
         'SELECT count(*) FROM events_fts WHERE events_fts MATCH \'"hunter2" OR "opal-77"\''

@@ -16,6 +16,7 @@ import pytest
 from hook_race import assert_quiet, fire_hooks
 from reliability_workers import Figures, run, session_of
 
+from memplug.capture.transfer import export_lines
 from memplug.memory import Memory
 from memplug.plugin import open_plugin
 from memplug.reports.diagnostics import status
@@ -156,7 +157,7 @@ def test_twelve_first_hooks_at_once_migrate_a_fresh_database_once(tmp_path: Path
     alone = tmp_path / "alone" / "memory.sqlite"
     assert_quiet(alone, fire_hooks(alone, tmp_path, count=1))
     with Memory.open(db, create=False) as raced, Memory.open(alone, create=False) as single:
-        assert list(raced.iter_export()) == list(single.iter_export())
+        assert list(export_lines(raced.store)) == list(export_lines(single.store))
         assert raced.store.counts()["events"] > 20
         migrations = raced.db.conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
         assert migrations[0] == len(load_migrations())

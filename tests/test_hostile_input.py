@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from memplug.base.errors import MemplugError, ValidationError
 from memplug.base.models import HostEvent, parse_event
 from memplug.capture.jsonl import MAX_DEPTH, MAX_LINE_BYTES, parse_line
+from memplug.capture.transfer import export_lines
 from memplug.cli import main as cli_main
 from memplug.memory import Memory
 from memplug.recall.retrieve import Retriever
@@ -134,7 +135,7 @@ def test_any_host_event_is_stored_or_refused_in_one_line(data: dict[str, Any]) -
         Memory.open(new_db(Path(tmp) / "m.sqlite")) as memory,
     ):
         assert memory.ingest([event]).new == 1
-        exported = json.loads(next(memory.iter_export()))
+        exported = json.loads(next(export_lines(memory.store)))
     again = parse_event(exported)
     assert (again.session_id, again.seq, again.type) == (event.session_id, event.seq, event.type)
 
@@ -232,7 +233,7 @@ def test_an_early_year_survives_export_and_import(tmp_path: Path) -> None:
     result = import_bytes(tmp_path / "m.sqlite", line(good(1) | {"time": "0226-01-05T10:00:00Z"}))
     assert result["new"] == 1
     with Memory.open(tmp_path / "m.sqlite") as memory:
-        exported = next(memory.iter_export())
+        exported = next(export_lines(memory.store))
     assert parse_line(exported.encode()).time_text() == "0226-01-05T10:00:00Z"
 
 
@@ -256,7 +257,7 @@ def test_nesting_within_the_limit_is_kept_and_exported_as_it_came(tmp_path: Path
     result = import_bytes(tmp_path / "m.sqlite", line(data))
     assert result["new"] == 1
     with Memory.open(tmp_path / "m.sqlite") as memory:
-        assert json.loads(next(memory.iter_export()))["tool_input"] == deep
+        assert json.loads(next(export_lines(memory.store)))["tool_input"] == deep
 
 
 @pytest.mark.slow

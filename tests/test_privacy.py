@@ -18,6 +18,7 @@ import pytest
 from conftest import new_db
 
 from memplug.base.models import parse_event
+from memplug.capture.transfer import export_lines
 from memplug.memory import Memory
 from memplug.reports.purge import purge
 from memplug.store.records import LogRecord
@@ -95,7 +96,7 @@ def test_private_spans_never_reach_text_index_archive_export_or_file(tmp_path: P
         archive = conn.execute("SELECT text FROM archive").fetchall()
         assert len(archive) == 1 and SECRET not in archive[0][0]
         assert "[private]" in archive[0][0]
-        assert SECRET not in "".join(memory.iter_export())
+        assert SECRET not in "".join(export_lines(memory.store))
         hits = conn.execute(
             "SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (f'"{SECRET[:11]}"',)
         ).fetchone()[0]
@@ -249,7 +250,7 @@ def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) ->
     with Memory.open(db) as memory:
         seed_two_sessions(memory)
         conn = memory.db.conn
-        kept_before = list(memory.iter_export(["kept"]))
+        kept_before = list(export_lines(memory.store, ["kept"]))
         kept_rows = session_rows(conn, "kept")
         gone_items = session_rows(conn, "gone")["memory_items"]
         assert SECRET.encode() in file_bytes(db)
@@ -275,7 +276,7 @@ def test_purge_session_removes_every_trace_and_keeps_the_rest(tmp_path: Path) ->
             == 0
         )
         # The kept session is untouched, byte for byte.
-        assert list(memory.iter_export(["kept"])) == kept_before
+        assert list(export_lines(memory.store, ["kept"])) == kept_before
         assert session_rows(conn, "kept") == kept_rows | {
             "memory_items": kept_rows["memory_items"] - 1,
             "assembly_logs": kept_rows["assembly_logs"] - 1,

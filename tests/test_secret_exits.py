@@ -17,6 +17,7 @@ from conftest import run_cli_here
 
 import memplug.hosts.mcp as server
 from memplug.base.redaction import redact_secrets
+from memplug.capture.transfer import export_lines
 from memplug.memory import Memory
 from memplug.recall.assemble import AssemblyRequest
 
@@ -115,7 +116,7 @@ def mcp_core(db: Path) -> str:
 def sync_push(db: Path) -> str:
     """What leaves the machine: each exported event's text as the sync push sends it."""
     with Memory.open(db, create=False) as memory:
-        rows = [json.loads(line) for line in memory.iter_export()]
+        rows = [json.loads(line) for line in export_lines(memory.store)]
     return "\n".join(redact_secrets(str(row.get("text") or ""), named=True) for row in rows)
 
 

@@ -26,6 +26,7 @@ import memplug.derive.extract
 import memplug.derive.rederive
 import memplug.derive.upgrades
 import memplug.memory
+from memplug.capture.transfer import export_jsonl
 from memplug.derive.extract import ACTOR_CLI
 from memplug.derive.skills import ingest, override_rule
 from memplug.memory import Memory
@@ -58,7 +59,7 @@ def fresh_import_of(memory: Memory, path: Path) -> dict[str, list[tuple[object, 
     person took in it (replayed at the same time, by the same actor)."""
     exported = path.parent.parent / "exported.jsonl"
     with open(exported, "w", encoding="utf-8") as out:
-        memory.export_jsonl(out)
+        export_jsonl(memory.store, out)
     actions = memory.db.conn.execute(
         "SELECT memory_id, action, actor, at, note FROM memory_actions ORDER BY id"
     ).fetchall()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from msgspec import Struct, field
 
@@ -120,6 +120,33 @@ def _commit_batch(
         with store.write_transaction():
             result = capture.insert(batch, origin="import", ingested_at=utc_now(), bulk=True)
         summary.add(result)
+
+
+def export_jsonl(store: Storage, out: IO[str], session_ids: Sequence[str] | None = None) -> int:
+    """Write :func:`export_lines` to ``out``; return how many lines were written."""
+    count = 0
+    for line in export_lines(store, session_ids):
+        out.write(line)
+        count += 1
+    return count
+
+
+def export_readable(store: Storage, out: IO[bytes]) -> tuple[int, int]:
+    """Write every event a damaged database still yields to ``out`` as JSONL; return
+    the sessions walked and how many of them were cut short. A session whose pages fail
+    midway keeps the events read before the failure."""
+    try:
+        sessions = store.events.session_ids()
+    except Exception:  # the session table itself is unreadable: nothing to walk
+        sessions = []
+    damaged = 0
+    for session in sessions:
+        try:
+            for line in export_lines(store, [session]):
+                out.write(line.encode("utf-8"))
+        except Exception:  # a damaged page: the events before it are kept
+            damaged += 1
+    return len(sessions), damaged
 
 
 def export_lines(store: Storage, session_ids: Sequence[str] | None = None) -> Iterator[str]:

@@ -271,8 +271,11 @@ def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> Non
     an export derives its items afresh, those changes undone; `memory remember` is an
     event and travels.
     """
+    from memplug.capture.transfer import export_jsonl
+
     with ctx.read() as memory:
-        count = memory.export_jsonl(sys.stdout, list(sessions) or None)
+        memory.require_sessions(sessions)
+        count = export_jsonl(memory.store, sys.stdout, list(sessions) or None)
     if as_json:
         sys.stdout.flush()
         click.echo(json.dumps({"events": count}), err=True)

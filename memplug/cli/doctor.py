@@ -6,6 +6,7 @@ import importlib.util
 import os
 import shlex
 import shutil
+import tempfile
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ import click
 from memplug.base.errors import MemplugError
 from memplug.base.installer import extra_command
 from memplug.base.paths import default_db_path, project_root, writable
+from memplug.capture.transfer import export_readable
 from memplug.cli.output import CliContext, emit, json_option, table
 from memplug.memory import Memory
 from memplug.reports.doctor import Check, database_checks, file_checks, repair, salvage_name, worst
@@ -119,9 +121,22 @@ def _salvage(path: Path, config: str | None) -> Check:
         return _salvage_from(memory, path)
 
 
+def salvage_to(memory: Memory, target: Path) -> dict[str, int]:
+    """Copy every event ``memory`` still yields into a new database at ``target``,
+    derived there. Like export, only events travel; a person's retractions and
+    promotions are derived state of the old file. Returns the counts: events copied,
+    sessions, sessions cut short."""
+    with tempfile.TemporaryFile() as spool:
+        sessions, damaged = export_readable(memory.store, spool)
+        spool.seek(0)
+        with Memory.open(target, create=True) as copy:
+            summary = copy.import_jsonl([("salvage", spool)])
+    return {"events": summary.new, "sessions": sessions, "damaged": damaged}
+
+
 def _salvage_from(memory: Memory, path: Path) -> Check:
     target = salvage_name(path)
-    copied = memory.salvage_to(target)
+    copied = salvage_to(memory, target)
     detail = (
         f"{copied['events']:,} events of {copied['sessions']:,} sessions copied to {target}"
         + (f" ({copied['damaged']} cut short)" if copied["damaged"] else "")
