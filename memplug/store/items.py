@@ -140,15 +140,6 @@ class ItemStore:
         )
         return [ItemRow(*r) for r in rows]
 
-    def superseding(self, memory_id: str) -> list[ItemRow]:
-        """Items that list ``memory_id`` in their ``supersedes_json``."""
-        rows = self.conn.execute(
-            f"{_SELECT_ITEM} WHERE EXISTS (SELECT 1 FROM json_each(supersedes_json) s "
-            "WHERE s.value = ?) ORDER BY rid",
-            (memory_id,),
-        )
-        return [ItemRow(*r) for r in rows]
-
     # -- items: writing ---------------------------------------------------------------
 
     def insert(

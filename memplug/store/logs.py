@@ -143,10 +143,10 @@ class LogStore:
                 "UPDATE checkpoints SET last_assembly_seq = last_event_seq WHERE session_id = ?",
                 (record.session_id,),
             )
-            self.prune(retention)
+            self._prune(retention)
         return new_id
 
-    def prune(self, keep: int) -> int:
+    def _prune(self, keep: int) -> int:
         """Delete all but the newest ``keep`` rows; return how many went."""
         self.conn.execute(
             "DELETE FROM assembly_logs WHERE id <= (SELECT max(id) FROM assembly_logs) - ?",

@@ -119,7 +119,7 @@ class SyncStore:
             "INSERT OR IGNORE INTO sync_pulled (session_id, origin) VALUES (?, ?)", sessions
         )
 
-    def pulled_sessions(self, session_ids: Sequence[str]) -> set[str]:
+    def _pulled_sessions(self, session_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for session_id in session_ids:
             if self.conn.execute(
@@ -128,7 +128,7 @@ class SyncStore:
                 found.add(session_id)
         return found
 
-    def shared_sessions(self, session_ids: Sequence[str] | None) -> list[str]:
+    def _shared_sessions(self, session_ids: Sequence[str] | None) -> list[str]:
         """Of ``session_ids`` (None: every session), those that are on the server's side:
         pulled from it, or of a shared project."""
         rows = self.conn.execute(
@@ -158,8 +158,8 @@ class SyncStore:
         remote = self.remote()
         if remote is None:
             return 0
-        shared = self.shared_sessions(session_ids)
-        pulled = self.pulled_sessions(shared)
+        shared = self._shared_sessions(session_ids)
+        pulled = self._pulled_sessions(shared)
         keys = [session_key(s, remote.origin, s in pulled) for s in shared]
         self._add_tombstones(keys, before_epoch)
         return len(keys)
