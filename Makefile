@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 # The fast loop: the suite without the tests marked slow (their own processes, crashes,
 # large corpora), on two workers (docs/reliability.md). Measured on a 2-core machine on
-# 2026-12-03: 78–92 s of wall time, 152 s of CPU; `make test` 339 s in .ci/run.
+# 2026-12-04: 55 s of wall time, 100 s of CPU; `make test` 110 s in .ci/run.
 check: $(STAMP) postgres chromium
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 

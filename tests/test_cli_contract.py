@@ -46,11 +46,11 @@ def test_search_pages_say_which_hits_they_hold(cli, shop_db: Path) -> None:
     first = cli("--db", str(shop_db), "search", "port", "--limit", "3")
     total = cli("--db", str(shop_db), "search", "port", "--json").json()["total"]
     assert total > 6
-    assert f"hits 1–3 of {total} (* = exact symbol pinned)" in first.stdout
+    assert first.stdout.startswith(f"scope: global · hits 1–3 of {total}\n")
     token = re.search(r"--next (\S+)", first.stdout)
     assert token is not None
     second = cli("--db", str(shop_db), "search", "--next", token[1])
-    assert f"hits 4–6 of {total} (* = exact symbol pinned)" in second.stdout
+    assert second.stdout.startswith(f"scope: global · hits 4–6 of {total}")
     data = cli("--db", str(shop_db), "search", "--next", token[1], "--json").json()
     assert data["offset"] == 3 and len(data["hits"]) == 3
 

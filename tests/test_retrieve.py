@@ -31,7 +31,7 @@ from memplug.recall.retrieve import (
     SearchPage,
     active_path,
 )
-from memplug.recall.retrieve.search import FOLLOW_CHARS
+from memplug.recall.retrieve.search import FOLLOW_CHARS, FOLLOW_TURN_CHARS
 from memplug.reports.purge import purge
 from memplug.store.records import BranchRow
 
@@ -856,6 +856,29 @@ def test_a_hit_s_follow_opens_a_long_event_at_the_match(fresh: Memory) -> None:
     # Asked for the events before it, the window opens at its first event, whole.
     window = retriever.expand(hit.follow, before=1).events
     assert [e.seq for e in window] == [1, 2] and window[1].text_range.start == 0
+
+
+def test_a_turn_gets_the_larger_window_and_a_short_one_is_read_whole(fresh: Memory) -> None:
+    short = "we settled on the quokka_cache layer, " + "and more reasoning " * 120 + "done."
+    long = "a long summary paragraph. " * 300 + "decided: quokka_queue stays on redis. "
+    long += "further notes. " * 300
+    assert FOLLOW_CHARS < len(short) <= FOLLOW_TURN_CHARS < len(long)
+    _lines(
+        fresh,
+        [{"session_id": "s", "seq": 1, "type": "user/message", "role": "user",
+          "text": short, "cwd": "/p"},
+         {"session_id": "s", "seq": 2, "type": "assistant/message", "role": "assistant",
+          "text": long, "cwd": "/p"}],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    short_hit = retriever.search("quokka_cache", session="s").hits[0]
+    whole = retriever.expand(short_hit.follow).events[0]
+    assert (whole.text_range.start, whole.text_range.end) == (0, len(short))
+    long_hit = retriever.search("quokka_queue", session="s").hits[0]
+    shown = retriever.expand(long_hit.follow).events[0]
+    at = long.index("quokka_queue")
+    assert 0 < shown.text_range.start < at < shown.text_range.end
+    assert FOLLOW_CHARS < shown.text_range.end - shown.text_range.start <= FOLLOW_TURN_CHARS
 
 
 def test_a_page_token_carries_only_what_differs_from_the_defaults(retriever: Retriever) -> None:

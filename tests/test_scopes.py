@@ -184,7 +184,7 @@ def test_every_command_defaults_to_the_working_directory_and_names_its_scope(
     assert run("items", "--scope", f"agent:{AGENT}")["items"][0]["agent"] == AGENT
     text = cli("--db", str(db_path), "items").stdout
     assert text.startswith(f"scope: {project}\n")
-    assert cli("--db", str(db_path), "search", "vite").stdout.startswith(f"scope: {project}\n")
+    assert cli("--db", str(db_path), "search", "vite").stdout.startswith(f"scope: {project} · hits")
     both = cli("--db", str(db_path), "core", "--global", "--project", CWD)
     assert both.returncode == 2 and "Error: give --project or --global" in both.stderr
 

@@ -4,6 +4,7 @@ file (in process, through click's CliRunner: no process boundary is under test h
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +25,22 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_search_prints_a_readable_table(cli: Any, db: Path) -> None:
+def test_search_prints_a_line_per_hit_and_its_snippet(cli: Any, db: Path) -> None:
     result = cli("--db", str(db), "search", "port 8080", "--session", "shop-1", "--limit", "3")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "scope: project:/home/ana/shop"  # the project of --session
-    assert lines[1].split() == ["score", "ref", "what", "why"]
+    # The scope is the project of --session; the legend only because a hit is pinned.
+    assert re.fullmatch(
+        r"scope: project:/home/ana/shop · hits 1–3 of \d+ \(\* = exact symbol pinned\)", lines[0]
+    )
+    # A hit's line is its score, ref, kind and why, unpadded (the reader pays per character).
+    score, ref, *rest = lines[1].split("  ")
+    assert re.fullmatch(r"\d\.\d{3}\*", score) and ref.startswith("mem_shop1_")
     # A memory hit names the turn it came from; that turn takes no slot of its own.
-    assert "mem_shop1_" in lines[3] and "from shop-1:34" in lines[3]
-    assert "exact:8080" in lines[3] and "*" in lines[3]
+    assert ref.endswith("from shop-1:34") and "exact:8080" in rest[-1]
     # Its snippet follows, whole and indented: centred on the match, it is not clipped.
-    assert lines[4].startswith("    ") and "8080" in lines[4]
+    assert lines[2].startswith("    ") and "8080" in lines[2]
     assert not any(line.split()[1:2] == ["shop-1:34"] for line in lines)
-    assert any(line.startswith("hits 1–3 of ") for line in lines)
     assert "coverage: complete" in result.stdout
     assert "next page: memory search --next mp1." in result.stdout
 

@@ -16,7 +16,7 @@ from memplug.base.errors import DatabaseMissing, MemplugError, NotFound, UsageEr
 from memplug.base.redaction import redact_tree
 from memplug.base.refs import event_ref
 from memplug.base.text import clip
-from memplug.cli.output import CliContext, emit, json_option, output_width, table
+from memplug.cli.output import CliContext, emit, json_option, output_width
 from memplug.recall.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
 from memplug.recall.retrieve.ranking import HARD_LIMIT
 
@@ -32,40 +32,22 @@ _BRANCHES = click.Choice(["active", "all"])
 def _render_page(data: dict[str, Any]) -> str:
     hits = data["hits"]
     coverage = data["coverage"]
-    lines: list[str] = [f"scope: {data['scope']}"]
+    head = f"scope: {data['scope']}"
     if hits:
-        rows = []
-        for hit in hits:
-            if hit["kind"] == "memory":
-                # The events the item came from: they are folded under it, not listed.
-                sources = ", ".join(
-                    event_ref(s["session_id"], s["seq"]) for s in hit["sources"] or ()
-                )
-                ref = hit["id"] + (f" from {sources}" if sources else "")
-            else:
-                ref = event_ref(hit["session_id"], hit["seq"])
-            what = hit.get("item_kind") if hit["kind"] == "memory" else hit.get("type")
-            rows.append(
-                [
-                    f"{hit['score']:.3f}" + ("*" if hit["pinned"] else ""),
-                    ref,
-                    str(what or ""),
-                    clip(hit["why"], 28),
-                ]
-            )
-        head, rule, *hit_rows = table(rows, ["score", "ref", "what", "why"], fit=("why",)).split(
-            "\n"
-        )
-        lines += [head, rule]
-        for row, hit in zip(hit_rows, hits, strict=True):
-            # The snippet whole, under its hit: it is centred on the matched words, and a
-            # reader that sees the answer there needs no expand.
-            lines += [row, *indented(hit["snippet"])]
         first = data.get("offset", 0) + 1
-        lines.append(
-            f"hits {first}–{first + len(hits) - 1} of {data['total']} (* = exact symbol pinned)"
-        )
-    else:
+        head += f" · hits {first}–{first + len(hits) - 1} of {data['total']}"
+        if any(hit["pinned"] for hit in hits):
+            head += " (* = exact symbol pinned)"
+    lines: list[str] = [head]
+    for hit in hits:
+        # One line per hit, no column padding or header: the reader is as often an
+        # agent paying for every character as a person (docs/search.md).
+        lines.append(f"{hit['score']:.3f}{'*' if hit['pinned'] else ''}  {_hit_ref(hit)}  "
+                     f"{_hit_kind(hit)}  {clip(hit['why'], 28)}")  # fmt: skip
+        # The snippet whole, under its hit: it is centred on the matched words, and a
+        # reader that sees the answer there needs no expand.
+        lines += indented(hit["snippet"])
+    if not hits:
         lines.append("no hits")
     if coverage["complete"]:
         lines.append(
@@ -87,6 +69,18 @@ def _render_page(data: dict[str, Any]) -> str:
         if again:
             lines.append("  (the same QUERY: one this long rides in the token as a digest only)")
     return "\n".join(lines)
+
+
+def _hit_ref(hit: dict[str, Any]) -> str:
+    if hit["kind"] != "memory":
+        return event_ref(hit["session_id"], hit["seq"])
+    # The events the item came from: they are folded under it, not listed.
+    sources = ", ".join(event_ref(s["session_id"], s["seq"]) for s in hit["sources"] or ())
+    return hit["id"] + (f" from {sources}" if sources else "")
+
+
+def _hit_kind(hit: dict[str, Any]) -> str:
+    return str((hit.get("item_kind") if hit["kind"] == "memory" else hit.get("type")) or "")
 
 
 def indented(text: str, indent: str = "    ") -> list[str]:

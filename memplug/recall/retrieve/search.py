@@ -27,8 +27,11 @@ if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
 
 SNIPPET_CHARS = 240
-# A hit's follow token reads this much of a longer event, from this far before the match.
+# A hit's follow token opens an event longer than this at the match, reads this much of
+# it, and starts this far before the match: a tool's output, and any other event (a
+# turn, a compaction summary, a pasted log), which is given twice the room.
 FOLLOW_CHARS = 1_500
+FOLLOW_TURN_CHARS = 2 * FOLLOW_CHARS
 FOLLOW_LEAD = 300
 OUTPUT_TYPES = frozenset({"tool/result", "tool/call"})
 SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]
@@ -160,7 +163,7 @@ def hit(scored: Scored, branches: str) -> Hit:
                 "q": ev.seq,
                 "h": ev.content_hash[:16],
                 "br": branches,
-                **(_at_the_match(ev.text or "", scored.needle) if ev.type in OUTPUT_TYPES else {}),
+                **_at_the_match(ev.text or "", scored.needle, ev.type),
             }
         )
         return Hit(
@@ -250,15 +253,17 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
     return out
 
 
-def _at_the_match(text: str, needle: str | None) -> dict[str, int]:
-    """Where a hit's ``follow`` opens a long tool output: FOLLOW_CHARS from a little
-    before the matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the
-    start). A reader after the answer near a match need not read a whole log; a turn
-    of the person or the agent is read whole, its answer may be anywhere in it."""
-    if len(text) <= FOLLOW_CHARS:
+def _at_the_match(text: str, needle: str | None, kind: str) -> dict[str, int]:
+    """Where a hit's ``follow`` opens a long event: a window from a little before the
+    matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the start). A
+    reader after the answer near a match need not read a whole log or a 15,000-character
+    compaction summary; a turn gets the larger window, its answer is less often right at
+    the match (docs/search.md, expand)."""
+    window = FOLLOW_CHARS if kind in OUTPUT_TYPES else FOLLOW_TURN_CHARS
+    if len(text) <= window:
         return {}
     at = text.lower().find(needle) if needle else -1
-    return {"co": max(0, at - FOLLOW_LEAD), "mc": FOLLOW_CHARS}
+    return {"co": max(0, at - FOLLOW_LEAD), "mc": window}
 
 
 def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
