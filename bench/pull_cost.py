@@ -6,9 +6,10 @@ For each next-day question (``bench/nextday/<set>.json``) two scripted readers l
 the gold answer, and every character a command prints counts as read:
 
 - **memplug**: one ``memory search "QUESTION"`` (global scope, top 5, the CLI's text),
-  then ``memory expand`` of each hit's ``follow`` in rank order (at most 5), then on
-  through each chunk's ``more:`` line, until the output holds the answer (at most 10
-  expands).
+  then ``memory expand`` of each ref that page prints, in rank order (at most 5: a
+  ``mem_`` id, ``SESSION:SEQ``, or ``SESSION:SEQ@OFFSET`` where a long event opens at
+  the match), then on through each chunk's ``more:`` line, until the output holds the
+  answer (at most 10 expands). It reads only what the text page shows.
 - **grep**: ``grep -o -i -E ".{0,150}WORD.{0,150}" FILE | head -20`` over the raw
   transcript file the host wrote — each match with 150 characters either side, the
   first 20, as an agent keeps a grep's output readable — WORD the question's rarest
@@ -34,6 +35,7 @@ from statistics import median
 from typing import Any
 
 from bench import nextday
+from memplug.base.refs import event_ref, event_ref_at
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{3,}")
 MAX_EXPANDS = 5
@@ -60,9 +62,10 @@ def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
     page = json.loads(
         _memory(db, "search", question, "--scope", "global", "--limit", "5", "--json")
     )
-    # A follow opens a long event at the match: every hit's first, in rank order, then
-    # on through each one's "more:" line, until the answer is read.
-    targets = [str(hit["follow"]) for hit in page["hits"][:MAX_EXPANDS]]
+    # The refs the text page printed (the JSON only spares parsing them back out): every
+    # hit's first, in rank order, then on through each one's "more:" line.
+    targets = [_printed_ref(hit) for hit in page["hits"][:MAX_EXPANDS]]
+    assert all(target in out for target in targets), "the text page prints every ref"
     while targets and calls <= 2 * MAX_EXPANDS:
         shown = _memory(db, "expand", targets.pop(0))
         read, calls = read + len(shown), calls + 1
@@ -70,6 +73,14 @@ def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
             return {"found": True, "calls": calls, "chars": read}
         targets += MORE.findall(shown)
     return {"found": False, "calls": calls, "chars": read}
+
+
+def _printed_ref(hit: dict[str, Any]) -> str:
+    if hit["kind"] == "memory":
+        return str(hit["id"])
+    if hit.get("opens_at") is not None:
+        return event_ref_at(hit["session_id"], hit["seq"], hit["opens_at"])
+    return event_ref(hit["session_id"], hit["seq"])
 
 
 def grep(transcript: Path, question: str, gold: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memplug.base.errors import UsageError, ValidationError
-from memplug.base.refs import MAX_SEQ, EventRef, event_ref, parse_source_refs
+from memplug.base.refs import MAX_SEQ, EventRef, event_ref, event_ref_at, parse_source_refs
 
 # Session ids as a host may send them: any non-blank text, colons and spaces included.
 sessions = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() != "")
@@ -37,6 +37,29 @@ def test_whatever_parses_is_written_back_canonically(text: str) -> None:
         session, _, seq = text.rpartition(":")
         assert str(ref) == f"{session}:{int(seq)}"
         assert EventRef.find(str(ref)) == ref
+
+
+@given(sessions, seqs, st.integers(min_value=0, max_value=10**9))
+def test_a_ref_at_an_offset_round_trips_and_a_plain_ref_has_none(
+    session: str, seq: int, offset: int
+) -> None:
+    assert EventRef.find_at(event_ref_at(session, seq, offset)) == ((session, seq), offset)
+    assert EventRef.find_at(event_ref(session, seq)) == ((session, seq), None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a@b:5", (("a@b", 5), None)),  # an @ inside a session is the session's
+        ("x:1@2:5", (("x:1@2", 5), None)),
+        ("s:5@007", (("s", 5), 7)),
+        ("s:5@", None),
+        ("s:5@x", None),
+        ("s@7", None),
+    ],
+)
+def test_what_is_a_reference_at_an_offset(text: str, expected: object) -> None:
+    assert EventRef.find_at(text) == expected
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ from memplug.recall.retrieve import (
     SearchPage,
     active_path,
 )
-from memplug.recall.retrieve.search import FOLLOW_CHARS, FOLLOW_TURN_CHARS
+from memplug.recall.retrieve.expand import FOLLOW_CHARS, FOLLOW_TURN_CHARS
 from memplug.reports.purge import purge
 from memplug.store.records import BranchRow
 
@@ -879,6 +879,32 @@ def test_a_turn_gets_the_larger_window_and_a_short_one_is_read_whole(fresh: Memo
     at = long.index("quokka_queue")
     assert 0 < shown.text_range.start < at < shown.text_range.end
     assert FOLLOW_CHARS < shown.text_range.end - shown.text_range.start <= FOLLOW_TURN_CHARS
+
+
+def test_a_long_event_s_hit_names_where_it_opens_and_that_ref_reads_the_same(
+    fresh: Memory,
+) -> None:
+    log = "line of build output\n" * 300 + "ERROR zanzibar_quota exceeded in step 7\n"
+    log += "more output\n" * 200
+    _lines(
+        fresh,
+        [{"session_id": "s", "seq": 1, "type": "tool/result", "role": "tool",
+          "text": log, "cwd": "/p"},
+         {"session_id": "s", "seq": 2, "type": "user/message", "role": "user",
+          "text": "is zanzibar_quota ours?", "cwd": "/p"}],
+    )  # fmt: skip
+    retriever = Retriever(fresh.store, fresh.config)
+    hits = {h.seq: h for h in retriever.search("zanzibar_quota", session="s").hits}
+    assert hits[2].opens_at is None  # a short turn is read whole
+    at = hits[1].opens_at
+    assert at is not None and 0 < at < log.index("zanzibar_quota")
+    by_token = retriever.expand(hits[1].follow)
+    by_ref = retriever.expand(f"s:1@{at}")
+    assert by_ref.events[0].text == by_token.events[0].text
+    assert by_ref.events[0].text_range == by_token.events[0].text_range
+    assert by_ref.next is not None
+    # The caller may ask for less than the window, never more.
+    assert len(retriever.expand(f"s:1@{at}", max_chars=100).events[0].text) == 100
 
 
 def test_a_page_token_carries_only_what_differs_from_the_defaults(retriever: Retriever) -> None:

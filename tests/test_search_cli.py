@@ -85,6 +85,31 @@ def test_expand_by_reference_and_by_token(cli: Any, db: Path) -> None:
     assert data["events"][0]["anchor"] and data["events"][0]["text_range"]["complete"]
 
 
+def test_a_long_event_s_hit_prints_a_ref_that_opens_it_at_the_match(
+    cli: Any, tmp_path: Path
+) -> None:
+    log = "build output line\n" * 400 + "FATAL: marmoset_pool exhausted\n" + "tail\n" * 300
+    event = {"session_id": "b1", "seq": 1, "type": "tool/result", "role": "tool",
+             "text": log, "cwd": "/p"}  # fmt: skip
+    source = tmp_path / "b1.jsonl"
+    source.write_text(json.dumps(event) + "\n", encoding="utf-8")
+    path = tmp_path / "m.sqlite"
+    assert cli("--db", str(path), "import", str(source)).returncode == 0
+    page = cli("--db", str(path), "search", "marmoset_pool", "--scope", "global")
+    ref = page.stdout.splitlines()[1].split("  ")[1]
+    session_seq, _, offset = ref.partition("@")
+    assert session_seq == "b1:1" and 0 < int(offset) < log.index("marmoset_pool")
+    opened = cli("--db", str(path), "expand", ref)
+    assert opened.returncode == 0, opened.stderr
+    assert "FATAL: marmoset_pool exhausted" in opened.stdout
+    assert "more: memory expand mp1." in opened.stdout  # the rest of the log is a call away
+    assert len(opened.stdout) < 2_500 < len(log)
+    past = cli("--db", str(path), "expand", "b1:1@99999")
+    assert past.returncode == 2
+    expected = f"Error: @99999 is past the end of b1:1 ({len(log.strip())} characters)"
+    assert past.stderr.strip() == expected
+
+
 def test_expand_of_an_off_branch_entry_is_a_usage_error(cli: Any, db: Path) -> None:
     result = cli("--db", str(db), "expand", "dag-1:9", "--branches", "active")
     assert result.returncode == 2

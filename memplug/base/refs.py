@@ -5,6 +5,9 @@ The rule (docs/events.md, "Event references"): the session is everything before 
 be blank. The seq is ASCII digits only — no sign, no spaces — at most ``MAX_SEQ``,
 the bounds a host event's seq has. Leading zeros are read (``s1:007`` is ``s1:7``) but
 never written. Nothing is stripped: a ref names an event exactly or not at all.
+``SESSION:SEQ@OFFSET`` names a character of the event, where a search hit on a long
+event opens it: a plain ref ends in ``:DIGITS``, never ``@DIGITS``, so the two never
+read alike.
 
 Also the one rule for the scope a session's derived rows carry (``row_scope``; what a
 query reads is :mod:`memplug.derive.scopes`): it is written by extraction as well as by the
@@ -45,6 +48,16 @@ class EventRef(NamedTuple):
         return cls(session, value) if value <= MAX_SEQ else None
 
     @classmethod
+    def find_at(cls, text: str) -> tuple[EventRef, int | None] | None:
+        """``text`` read as ``SESSION:SEQ`` (offset None) or ``SESSION:SEQ@OFFSET``."""
+        head, sep, offset = text.rpartition("@")
+        ref = cls.find(head) if sep and _SEQ.fullmatch(offset) else None
+        if ref is not None:
+            return ref, int(offset)
+        plain = cls.find(text)
+        return None if plain is None else (plain, None)
+
+    @classmethod
     def parse(cls, text: str, *, what: str = "a SESSION:SEQ reference") -> EventRef:
         """``text`` read as a reference; a ``ValidationError`` naming ``what`` when it is not."""
         ref = cls.find(text)
@@ -57,6 +70,11 @@ def event_ref(session_id: str, seq: int) -> str:
     """The written form of the reference to event ``seq`` of ``session_id`` (built
     without an :class:`EventRef`: retrieval and assembly write thousands a step)."""
     return f"{session_id}:{seq}"
+
+
+def event_ref_at(session_id: str, seq: int, offset: int) -> str:
+    """The written form of the reference to character ``offset`` of an event."""
+    return f"{event_ref(session_id, seq)}@{offset}"
 
 
 def parse_source_refs(raw: str | None, session_id: str) -> tuple[EventRef, ...]:
@@ -96,7 +114,7 @@ def row_scope(project: str | None, session_id: str) -> str:
     return f"project:{project}" if project else f"session:{session_id}"
 
 
-__all__ = ["MAX_SEQ", "EventRef", "event_ref", "parse_source_refs", "row_scope"]
+__all__ = ["MAX_SEQ", "EventRef", "event_ref", "event_ref_at", "parse_source_refs", "row_scope"]
 
 
 # Claude Code's session ids are UUIDs, unique on every machine; any other id (a generic

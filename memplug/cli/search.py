@@ -14,7 +14,7 @@ import click
 from memplug.base.call_tokens import needs_query
 from memplug.base.errors import DatabaseMissing, MemplugError, NotFound, UsageError, ValidationError
 from memplug.base.redaction import redact_tree
-from memplug.base.refs import event_ref
+from memplug.base.refs import event_ref, event_ref_at
 from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, output_width
 from memplug.recall.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
@@ -73,6 +73,9 @@ def _render_page(data: dict[str, Any]) -> str:
 
 def _hit_ref(hit: dict[str, Any]) -> str:
     if hit["kind"] != "memory":
+        if hit.get("opens_at") is not None:
+            # What the follow token opens, in a form a reader of this page can type.
+            return event_ref_at(hit["session_id"], hit["seq"], hit["opens_at"])
         return event_ref(hit["session_id"], hit["seq"])
     # The events the item came from: they are folded under it, not listed.
     sources = ", ".join(event_ref(s["session_id"], s["seq"]) for s in hit["sources"] or ())
@@ -287,7 +290,8 @@ def expand_cmd(
 ) -> None:
     """Full text around a hit, in chunks that never cut silently.
 
-    TARGET is a follow token, SESSION:SEQ or a mem_ id.
+    TARGET is a follow token, SESSION:SEQ, SESSION:SEQ@OFFSET (a long event opened at a
+    search hit's match) or a mem_ id.
     Long text comes in chunks with text_range {start, end, total, complete};
     follow `next` until it is null to read everything. Credentials are withheld unless
     `--raw` (to a terminal only).

@@ -58,8 +58,9 @@ a lasting decision, rule or project fact the person states.
   Search with the distinctive words (identifiers, paths, names, error text), not the
   whole question. Options: `--scope global` (every project), `--session ID`,
   `--since 2026-01-01`, `--role user`, `--limit 20`.
-- `{memory} expand REF`: the full text around a hit; `REF` is `SESSION:SEQ`, a `mem_` id
-  or a hit's `follow` token; `--before 2 --after 2` adds its neighbours.
+- `{memory} expand REF`: the full text around a hit; `REF` is what the hit prints
+  (`SESSION:SEQ`, `SESSION:SEQ@OFFSET` or a `mem_` id) or its `follow` token;
+  `--before 2 --after 2` adds its neighbours.
 - `{memory} timeline --since DATE`: decisions, failures, files touched, in time order.
 - `{memory} core`: the project's standing constraints, decisions and task state.
 - With memplug's MCP server installed, the tools `memory_search`, `memory_expand`,
@@ -71,8 +72,9 @@ a lasting decision, rule or project fact the person states.
   `[ev SESSION:SEQ]` is an event. Under a `### [ev SESSION]` heading, `[ev :SEQ]` is an
   event of that session: expand it as `SESSION:SEQ`. An index line's `(N tok)` is what
   expanding it costs.
-- A search hit's snippet is cut around the matched words; a long tool output's
-  `follow` opens it at the match, and its `more:` line reads on.
+- A search hit's snippet is cut around the matched words. A long event's hit prints
+  `SESSION:SEQ@OFFSET`: expanding that opens it at the match, and its `more:` line
+  reads on; `SESSION:SEQ` reads it from the start.
 - `coverage.complete: false` means something was cut: follow `next` or narrow the
   search before concluding that something is absent. Only an empty result with complete
   coverage means memory holds nothing; then say "insufficient evidence" and do not guess.

@@ -81,7 +81,9 @@ class SearchArgs(_Args):
 
 
 class ExpandArgs(_Args):
-    target: str = Field(description="A `follow` or `next` token, SESSION:SEQ or a mem_ id.")
+    target: str = Field(
+        description="A `follow` or `next` token, SESSION:SEQ, SESSION:SEQ@OFFSET or a mem_ id."
+    )
     before: int = Field(0, ge=0, le=10)
     after: int = Field(0, ge=0, le=10)
     max_chars: int = Field(8_000, ge=200, le=20_000)

@@ -1,5 +1,6 @@
-"""``expand``: the full text around a hit (a ``follow`` token, ``SESSION:SEQ`` or a
-``mem_…`` id), in chunks of at most ``max_chars`` with a ``next`` token to continue."""
+"""``expand``: the full text around a hit (a ``follow`` token, ``SESSION:SEQ``,
+``SESSION:SEQ@OFFSET`` or a ``mem_…`` id), in chunks of at most ``max_chars`` with a
+``next`` token to continue."""
 
 from __future__ import annotations
 
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
 
 EXPAND_MAX_CHARS = 20_000
 EXPAND_MAX_CONTEXT = 50
+# A hit on an event longer than its window opens it at the match, this far before the
+# matched words: a tool's output reads FOLLOW_CHARS, any other event (a turn, a
+# compaction summary, a pasted log) twice that, its answer less often right at the match
+# (docs/search.md, expand).
+FOLLOW_CHARS = 1_500
+FOLLOW_TURN_CHARS = 2 * FOLLOW_CHARS
+FOLLOW_LEAD = 300
+OUTPUT_TYPES = frozenset({"tool/result", "tool/call"})
+
+
+def match_window(kind: str | None) -> int:
+    """How much of an event of type ``kind`` a hit opened at its match reads."""
+    return FOLLOW_CHARS if kind in OUTPUT_TYPES else FOLLOW_TURN_CHARS
 
 
 class _Call(Struct, frozen=True):
@@ -48,6 +62,8 @@ class _Call(Struct, frozen=True):
     from_token: bool = False
     # A search hit's follow opens its event at the match (an offset in the anchor).
     anchor_offset: int = 0
+    # SESSION:SEQ@OFFSET: the chunk is the anchor's match window (``match_window``).
+    at_match: bool = False
 
 
 class Expander:
@@ -71,6 +87,13 @@ class Expander:
                     coverage=stale("the event this token points at is gone (purged)"),
                 )
             raise NotFound(f"no event {event_ref(call.session_id, call.seq)}")
+        if call.at_match:
+            total = len(self.full_text(anchor))
+            if call.anchor_offset > total:
+                raise ValidationError(
+                    f"@{call.anchor_offset} is past the end of {anchor.ref} ({total} characters)"
+                )
+            call = replace(call, max_chars=min(call.max_chars, match_window(anchor.type)))
         top = call.top if call.top is not None else self.store.snapshot().max_event_id
         snap = Snapshot(top, 0)
         reasons: set[str] = set()
@@ -105,13 +128,16 @@ class Expander:
         elif target.startswith("mem_"):
             return self._item(target, max_chars, token=False)
         else:
-            ref = EventRef.find(target)
-            if ref is None:
+            found = EventRef.find_at(target)
+            if found is None:
                 shown = clip(target, 60)
                 raise ValidationError(
-                    f"expand takes a follow token, SESSION:SEQ or a mem_ id, not '{shown}'"
+                    f"expand takes a follow token, SESSION:SEQ[@OFFSET] or a mem_ id, not '{shown}'"
                 )
-            call = _Call(ref[0], ref[1], before, after, max_chars, branches or "all")
+            (session_id, seq), offset = found
+            call = _Call(session_id, seq, before, after, max_chars, branches or "all")
+            if offset is not None:
+                call = replace(call, anchor_offset=offset, at_match=True)
         if call.branches not in ("active", "all"):
             raise ValidationError("--branches must be 'active' or 'all'")
         return call

@@ -69,6 +69,8 @@ class Hit(Struct, frozen=True, kw_only=True):
     snippet: str
     snippet_truncated: bool = False
     follow: str
+    # A long event's hit opens it here (``SESSION:SEQ@OFFSET``); None: it is read whole.
+    opens_at: int | None = None
     type: str | None = None
     role: str | None = None
     time: str | None = None

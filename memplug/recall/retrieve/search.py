@@ -16,6 +16,7 @@ from memplug.recall.retrieve.adjacency import Adjacency
 from memplug.recall.retrieve.branches import ActivePaths
 from memplug.recall.retrieve.candidates import Collector, Pool
 from memplug.recall.retrieve.coverage import coverage, short_terms, stale
+from memplug.recall.retrieve.expand import FOLLOW_LEAD, match_window
 from memplug.recall.retrieve.models import Hit, SearchPage
 from memplug.recall.retrieve.ranking import Ranking
 from memplug.recall.retrieve.request import SearchRequest, resolve_scope
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
     from memplug.store.ports import SearchPort
 
 SNIPPET_CHARS = 240
-# A hit's follow token opens an event longer than this at the match, reads this much of
-# it, and starts this far before the match: a tool's output, and any other event (a
-# turn, a compaction summary, a pasted log), which is given twice the room.
-FOLLOW_CHARS = 1_500
-FOLLOW_TURN_CHARS = 2 * FOLLOW_CHARS
-FOLLOW_LEAD = 300
-OUTPUT_TYPES = frozenset({"tool/result", "tool/call"})
 SimilarFn = Callable[[str, EventScope, Snapshot], "SemanticHits | None"]
 
 
@@ -156,6 +150,8 @@ def hit(scored: Scored, branches: str) -> Hit:
         ev = scored.event
         assert isinstance(ev, SearchEvent), "page events are read in full first"
         snippet, cut = _snippet(ev.text or "", scored.needle)
+        opens_at = _at_the_match(ev.text or "", scored.needle, ev.type)
+        window = {} if opens_at is None else {"co": opens_at, "mc": match_window(ev.type)}
         follow = encode_token(
             {
                 "op": "expand",
@@ -163,7 +159,7 @@ def hit(scored: Scored, branches: str) -> Hit:
                 "q": ev.seq,
                 "h": ev.content_hash[:16],
                 "br": branches,
-                **_at_the_match(ev.text or "", scored.needle, ev.type),
+                **window,
             }
         )
         return Hit(
@@ -176,6 +172,7 @@ def hit(scored: Scored, branches: str) -> Hit:
             snippet=snippet,
             snippet_truncated=cut or bool(ev.truncated),
             follow=follow,
+            opens_at=opens_at,
             type=ev.type,
             role=ev.role,
             time=ev.event_time,
@@ -253,17 +250,14 @@ def fold_sources(scored: list[Scored]) -> list[Scored]:
     return out
 
 
-def _at_the_match(text: str, needle: str | None, kind: str) -> dict[str, int]:
-    """Where a hit's ``follow`` opens a long event: a window from a little before the
-    matched words (the chunk's ``next`` reads on; SESSION:SEQ reads from the start). A
-    reader after the answer near a match need not read a whole log or a 15,000-character
-    compaction summary; a turn gets the larger window, its answer is less often right at
-    the match (docs/search.md, expand)."""
-    window = FOLLOW_CHARS if kind in OUTPUT_TYPES else FOLLOW_TURN_CHARS
-    if len(text) <= window:
-        return {}
+def _at_the_match(text: str, needle: str | None, kind: str) -> int | None:
+    """Where a hit opens an event longer than its window (``match_window``): a little
+    before the matched words, so that a reader after the answer near a match need not
+    read a whole log or a 15,000-character compaction summary. None: read it whole."""
+    if len(text) <= match_window(kind):
+        return None
     at = text.lower().find(needle) if needle else -1
-    return {"co": max(0, at - FOLLOW_LEAD), "mc": window}
+    return max(0, at - FOLLOW_LEAD)
 
 
 def _snippet(text: str, needle: str | None) -> tuple[str, bool]:
