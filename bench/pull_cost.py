@@ -5,11 +5,11 @@
 For each next-day question (``bench/nextday/<set>.json``) two scripted readers look for
 the gold answer, and every character a command prints counts as read:
 
-- **memplug**: one ``memory search "QUESTION"`` (global scope, top 5, the CLI's text),
-  then ``memory expand`` of each ref that page prints, in rank order (at most 5: a
-  ``mem_`` id, ``SESSION:SEQ``, or ``SESSION:SEQ@OFFSET`` where a long event opens at
-  the match), then on through each chunk's ``more:`` line, until the output holds the
-  answer (at most 10 expands). It reads only what the text page shows.
+- **memplug**: one ``memory search "QUESTION"`` (global scope, the default page of five
+  hits, the CLI's text), then ``memory expand`` of each ref that page prints, in rank
+  order (a ``mem_`` id, ``SESSION:SEQ``, or ``SESSION:SEQ@OFFSET`` where a long event
+  opens at the match), then on through each chunk's ``more:`` line, until the output
+  holds the answer (at most 10 expands). It reads only what the text page shows.
 - **grep**: ``grep -o -i -E ".{0,150}WORD.{0,150}" FILE | head -20`` over the raw
   transcript file the host wrote — each match with 150 characters either side, the
   first 20, as an agent keeps a grep's output readable — WORD the question's rarest
@@ -55,13 +55,11 @@ def _memory(db: Path, *args: str) -> str:
 
 def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
     """One search, then expands in rank order until the answer is read."""
-    out = _memory(db, "search", question, "--scope", "global", "--limit", "5")
+    out = _memory(db, "search", question, "--scope", "global")
     read, calls = len(out), 1
     if gold in nextday.norm(out):
         return {"found": True, "calls": calls, "chars": read}
-    page = json.loads(
-        _memory(db, "search", question, "--scope", "global", "--limit", "5", "--json")
-    )
+    page = json.loads(_memory(db, "search", question, "--scope", "global", "--json"))
     # The refs the text page printed (the JSON only spares parsing them back out): every
     # hit's first, in rank order, then on through each one's "more:" line.
     targets = [_printed_ref(hit) for hit in page["hits"][:MAX_EXPANDS]]

@@ -145,7 +145,7 @@ def test_search_on_the_active_branch_follows_the_same_rule(memory: Memory) -> No
     assert [(r.type, r.call_id) for r in rows][3] == ("tool/result", "c1")
     retriever = Retriever(memory.store, memory.config)
     seqs = lambda branches: sorted(  # noqa: E731
-        h.seq for h in retriever.search("kiwi", session="s", branches=branches).hits
+        h.seq for h in retriever.search("kiwi", session="s", branches=branches, limit=20).hits
     )
     assert seqs("active") == [1, 2, 3, 4, 5, 6]
     assert seqs("all") == [1, 2, 3, 4, 5, 6, 7]

@@ -46,7 +46,8 @@ def test_search_prints_a_line_per_hit_and_its_snippet(cli: Any, db: Path) -> Non
 
 
 def test_search_json_shape(cli: Any, db: Path) -> None:
-    result = cli("--db", str(db), "search", "--json", "值班室分机号是多少", "--session", "shop-1")
+    result = cli("--db", str(db), "search", "--json", "值班室分机号是多少", "--session", "shop-1",
+                 "--limit", "20")  # fmt: skip
     assert result.returncode == 0, result.stderr
     data = result.json()
     assert set(data) == {"total", "offset", "hits", "next", "coverage", "scope"}
@@ -59,6 +60,13 @@ def test_search_json_shape(cli: Any, db: Path) -> None:
         assert {"kind", "session_id", "score", "why", "snippet", "follow"} <= set(hit)
         assert ("seq" in hit) == (hit["kind"] == "event")
         assert ("id" in hit) == (hit["kind"] == "memory")
+
+
+def test_a_page_holds_five_hits_unless_asked_for_more(cli: Any, db: Path) -> None:
+    page = cli("--db", str(db), "search", "--json", "port", "--scope", "global").json()
+    assert len(page["hits"]) == 5 < page["total"] and page["next"] is not None
+    more = cli("--db", str(db), "search", "--json", "port", "--scope", "global", "--limit", "7")
+    assert len(more.json()["hits"]) == 7
 
 
 def test_paging_through_the_cli(cli: Any, db: Path) -> None:

@@ -19,6 +19,7 @@ from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, output_width
 from memplug.recall.retrieve.expand import EXPAND_MAX_CHARS, EXPAND_MAX_CONTEXT
 from memplug.recall.retrieve.ranking import HARD_LIMIT
+from memplug.recall.retrieve.request import SEARCH_PAGE_DEFAULT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -204,7 +205,9 @@ def withheld(memory: Memory, page: dict[str, Any], query: str | None) -> dict[st
 @click.option("--since", help="Only events at or after this ISO-8601 date/time.")
 @click.option("--until", help="Only events before this ISO-8601 date/time.")
 @click.option("--branches", type=_BRANCHES, default="active", show_default=True)
-@click.option("--limit", type=int, default=20, show_default=True, help="Page size (max 100).")
+@click.option(
+    "--limit", type=int, default=SEARCH_PAGE_DEFAULT, show_default=True, help="Page size (max 100)."
+)
 @click.option("--next", "next_token", help="Continue a previous search with its next token.")
 @click.option("--project", help="Search this project (a folder; default: the working folder's).")
 @_raw

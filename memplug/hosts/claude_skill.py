@@ -57,7 +57,8 @@ a lasting decision, rule or project fact the person states.
 - `{memory} search "WORDS"`: ranked hits over this project's memory items and events.
   Search with the distinctive words (identifiers, paths, names, error text), not the
   whole question. Options: `--scope global` (every project), `--session ID`,
-  `--since 2026-01-01`, `--role user`, `--limit 20`.
+  `--since 2026-01-01`, `--role user`, `--limit 20` (five hits a page by default; the
+  page's last line gives the next).
 - `{memory} expand REF`: the full text around a hit; `REF` is what the hit prints
   (`SESSION:SEQ`, `SESSION:SEQ@OFFSET` or a `mem_` id) or its `follow` token;
   `--before 2 --after 2` adds its neighbours.

@@ -77,7 +77,7 @@ class SearchArgs(_Args):
     outcome: list[str] = Field(default_factory=list, max_length=4)
     since: str | None = None
     until: str | None = None
-    limit: int = Field(10, ge=1, le=40)
+    limit: int | None = Field(None, ge=1, le=40, description="Page size (default 5).")
 
 
 class ExpandArgs(_Args):

@@ -22,7 +22,7 @@ Three entry points on :class:`Retriever`:
         signals   dict           the query terms (logged by assembly)
 
 ``search(query, *, session=None, scope=None, mode="literal", match="any", role=(),
-type=(), tool=(), outcome=(), since=None, until=None, branches="active", limit=20)``
+type=(), tool=(), outcome=(), since=None, until=None, branches="active", limit=5)``
     One mixed, totally ordered stream of item and event hits, paged:
     :class:`SearchPage` ``{total, hits, next, coverage}``. ``next`` is a complete call
     token (pass it to :meth:`Retriever.page`) that pins the snapshot it was cut from.
