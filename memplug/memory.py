@@ -412,8 +412,7 @@ class Memory:
         where = project or project_of(os.getcwd()) or os.getcwd()
         session_id = f"remember-{short_hash(where, length=12)}"
         with self.store.write_transaction():
-            top, _ = self.store.items.event_bounds(session_id)
-            seq = (top or 0) + 1
+            seq = (self.store.items.newest_seq(session_id) or 0) + 1
             data: dict[str, Any] = {
                 "session_id": session_id, "seq": seq, "type": "user/message", "role": "user",
                 "time": utc_now(), "text": text, "cwd": where, "project": where,
@@ -624,7 +623,7 @@ class Memory:
                 summary.sessions, ahead=summary.new >= AHEAD_EVENTS
             )
             if summary.new:
-                self.store.checkpoint()
+                self.store.truncate_wal()
             if embed:
                 summary.vectors = self.embed_vectors()
         except KeyboardInterrupt:

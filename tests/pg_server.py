@@ -66,5 +66,5 @@ def shop_database(path: Path, count: int, text: Callable[[int], str]) -> Path:
     with Memory.open(path, config={"extraction": {"enabled": False}}) as memory:
         with open(source, "rb") as stream:
             assert memory.import_jsonl([("source", stream)]).new == count
-        memory.store.checkpoint()
+        memory.store.truncate_wal()
     return path

@@ -148,7 +148,7 @@ def test_items_carry_stable_ids_refs_scope_and_event_times(shop_memory: Memory) 
 
 
 def test_checkpoint_reaches_the_last_event(shop_memory: Memory) -> None:
-    assert shop_memory.store.items.checkpoint("shop-1") == 115
+    assert shop_memory.store.items.extracted_through("shop-1") == 115
     assert shop_memory.store.items.pending() == []
 
 
@@ -197,7 +197,7 @@ def test_extraction_can_be_switched_off(db_path: Path) -> None:
     with Memory.open(db_path, config={"extraction": {"enabled": False}}) as memory:
         memory.ingest([ev("s", 1, "Decision: we ship on Friday.")])
         assert memory.store.items.find() == []
-        assert memory.store.items.checkpoint("s") is None
+        assert memory.store.items.extracted_through("s") is None
 
 
 def test_a_truncated_event_is_read_in_full_from_the_archive(memory: Memory) -> None:
@@ -278,7 +278,7 @@ def test_a_failed_event_is_queued_the_rest_goes_on_and_a_retry_repairs(
         assert pending["last_error"] == "RuntimeError: rule exploded"
         assert memory.store.events.get("s", 2) is not None  # evidence untouched
         assert statuses(memory, "s")["the port is 9090."] == "active"
-        assert memory.store.items.checkpoint("s") == 3
+        assert memory.store.items.extracted_through("s") == 3
         # The next capture of the session retries, and fails again.
         memory.ingest([ev("s", 4, "hello")])
         assert memory.store.items.pending()[0]["attempts"] == 2

@@ -477,7 +477,7 @@ class Extractor(Deriving):
             return self._item(memory_id)
 
     def _record(self, item: ItemRow, action: str, actor: str, params: dict[str, Any]) -> ActionRow:
-        anchor = self.items.checkpoint(item.session_id)
+        anchor = self.items.extracted_through(item.session_id)
         params = {"session_id": item.session_id, "after_seq": anchor, **params}
         return self.items.add_action(item.id, action, actor=actor, at=utc_now(), params=params)
 

@@ -143,8 +143,8 @@ class Deriving:
     def run(
         self, session_ids: Iterable[str], *, before: Callable[[str], None] | None = None
     ) -> ExtractReport:
-        """Extract what each session received since its checkpoint (after capture), in
-        session order; ``before(session)`` is called as each one starts."""
+        """Extract what each session received since extraction last read it (after
+        capture), in session order; ``before(session)`` is called as each one starts."""
         report = ExtractReport()
         for session_id in sorted(set(session_ids)):
             if before is not None:
@@ -203,31 +203,27 @@ class Deriving:
                 events.rekey(session_id, (project, cwd), key)
 
     def _catch_up(self, session_id: str, report: ExtractReport) -> None:
-        checkpoint = self.items.checkpoint(session_id)
-        top_seq, top_id = self.items.event_bounds(session_id)
-        if top_seq is None:
+        through = self.items.extracted_through(session_id)
+        if self.items.newest_seq(session_id) is None:
             return
         retry = [p for p in self.items.pending(session_id) if p["attempts"] < LIVE_RETRIES]
-        late = checkpoint is not None and self.items.arrived_late(
-            session_id, checkpoint, self.items.extract_mark(session_id)
-        )
         # Anything but plain appending is handled by deriving the session again in seq
         # order: the one way the result cannot depend on delivery or failure history.
-        if checkpoint is None or late or retry:
+        if through is None or retry or self.items.arrived_late(session_id):
             self._rederive(session_id, report)
             return
         report.sessions.append(session_id)
         pending = {p["seq"] for p in self.items.pending(session_id)}
-        events = self._events(session_id, checkpoint)
-        dialogue = Dialogue.before(self.store.events, session_id, checkpoint + 1)
+        events = self._events(session_id, through)
+        dialogue = Dialogue.before(self.store.events, session_id, through + 1)
         for event in events:
             if event.type in READ_TYPES:
                 self._process_safely(event, report, pending, dialogue)
             elif is_structural(event):
                 self._guarded(event, report, pending, partial(self._tool_record, event))
             dialogue.see(event)
-        self._follow(session_id, events, checkpoint, report, pending)
-        self.items.set_checkpoint(session_id, top_seq, top_id)
+        self._follow(session_id, events, through, report, pending)
+        self.items.mark_extracted(session_id)
 
     def _rederive(self, session_id: str, report: ExtractReport) -> None:
         self._rekey(session_id)
@@ -259,8 +255,7 @@ class Deriving:
         for follower in self.followers:
             follower.clear(session_id)
         self._follow(session_id, events, -1, report, pending)
-        top_seq, top_id = self.items.event_bounds(session_id)
-        self.items.set_checkpoint(session_id, top_seq, top_id)
+        self.items.mark_extracted(session_id)
 
     def _process_safely(
         self,

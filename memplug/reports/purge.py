@@ -175,7 +175,7 @@ def purge(
         admin.vacuum()
         report.vacuumed = True
     stage(_STAGES[-1])
-    report.checkpoint = admin.checkpoint()
+    report.checkpoint = admin.truncate_wal()
     report.free_pages = admin.free_pages()
     if not report.checkpoint["complete"]:
         report.warnings.append(

@@ -423,7 +423,7 @@ class AdminStore:
     def vacuum(self) -> None:
         self.conn.execute("VACUUM")
 
-    def checkpoint(self) -> dict[str, Any]:
+    def truncate_wal(self) -> dict[str, Any]:
         """Copy the WAL into the file and cut it to zero bytes, if no reader prevents it."""
         try:
             log_frames, done = self.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)

@@ -51,9 +51,9 @@ _MUTABLE = frozenset(
      "updated_at"}
 )  # fmt: skip
 ACTIONS: tuple[str, ...] = ("retract", "promote")
-# The checkpoint is stored per session in `meta` next to the events' high-water id
-# (see `extract_mark`): capture reports sessions, not rows, and a late event can only be
-# told apart from one already extracted by the row id it was stored under.
+# How far extraction read is stored per session with, in `meta`, the events' high-water
+# row id (see `arrived_late`): capture reports sessions, not rows, and a late event can
+# only be told apart from one already extracted by the row id it was stored under.
 _MARK_PREFIX = "extract_mark:"
 # `meta` keys of the derivation's own bookkeeping (docs/storage.md, "Upgrades"): no
 # colon, so purge, which drops per-session `name:<session>` keys, keeps them.
@@ -350,36 +350,35 @@ class ItemStore:
             ),
         )
 
-    # -- checkpoint, high-water mark and failure queue --------------------------------------
+    # -- how far extraction has read, and the failure queue ------------------------------
 
-    def checkpoint(self, session_id: str) -> int | None:
+    def extracted_through(self, session_id: str) -> int | None:
+        """The seq extraction has read the session through (None: never extracted)."""
         row = self.conn.execute(
             "SELECT last_extract_seq FROM checkpoints WHERE session_id = ?", (session_id,)
         ).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    def set_checkpoint(self, session_id: str, seq: int | None, mark: int) -> None:
-        """Record extraction up to ``seq`` and events up to row id ``mark`` as seen."""
+    def mark_extracted(self, session_id: str) -> None:
+        """Record extraction through the session's newest event, and every event stored
+        so far as seen (run in the write transaction that extracted them)."""
+        top_seq, top_id = self._bounds(session_id)
         self.conn.execute(
             "INSERT INTO checkpoints (session_id, last_extract_seq) VALUES (?, ?)"
             " ON CONFLICT (session_id) DO UPDATE SET last_extract_seq = excluded.last_extract_seq",
-            (session_id, seq),
+            (session_id, top_seq),
         )
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (_MARK_PREFIX + session_id, str(mark)),
+            (_MARK_PREFIX + session_id, str(top_id)),
         )
 
-    def extract_mark(self, session_id: str) -> int:
-        """The highest event row id extraction has seen for the session (0: none)."""
-        row = self.conn.execute(
-            "SELECT value FROM meta WHERE key = ?", (_MARK_PREFIX + session_id,)
-        ).fetchone()
-        return int(row[0]) if row and str(row[0]).isdigit() else 0
+    def newest_seq(self, session_id: str) -> int | None:
+        """The session's highest seq (None: it has no events)."""
+        return self._bounds(session_id)[0]
 
-    def event_bounds(self, session_id: str) -> tuple[int | None, int]:
-        """The session's highest seq and highest event row id."""
+    def _bounds(self, session_id: str) -> tuple[int | None, int]:
         row = self.conn.execute(
             "SELECT max(seq), coalesce(max(id), 0) FROM events WHERE session_id = ?",
             (session_id,),
@@ -387,11 +386,19 @@ class ItemStore:
         assert row is not None  # an aggregate always returns one row
         return (None if row[0] is None else int(row[0])), int(row[1])
 
-    def arrived_late(self, session_id: str, checkpoint: int, mark: int) -> bool:
-        """Whether an event at or below the checkpoint was stored after the last run."""
+    def arrived_late(self, session_id: str) -> bool:
+        """Whether an event at or below the seq extraction read through was stored after
+        extraction last ran: it must be derived again, in seq order."""
+        through = self.extracted_through(session_id)
+        if through is None:
+            return False
+        row = self.conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (_MARK_PREFIX + session_id,)
+        ).fetchone()
+        mark = int(row[0]) if row and str(row[0]).isdigit() else 0
         row = self.conn.execute(
             "SELECT 1 FROM events WHERE session_id = ? AND seq <= ? AND id > ? LIMIT 1",
-            (session_id, checkpoint, mark),
+            (session_id, through, mark),
         ).fetchone()
         return row is not None
 

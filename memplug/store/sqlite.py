@@ -80,7 +80,7 @@ class Store:
     def set_lock_wait(self, ms: int | None = None) -> None:
         self.db.set_lock_wait(ms)
 
-    def checkpoint(self) -> None:
+    def truncate_wal(self) -> None:
         self.db.checkpoint()
 
     def schema_version(self) -> int:
