@@ -7,7 +7,7 @@ import json
 
 from memplug.memory import Memory
 from memplug.recall.query import parse_query
-from memplug.store.records import ItemScope
+from memplug.store.records import EventScope, ItemScope
 
 
 def _import(memory: Memory, events: list[dict[str, object]]) -> None:
@@ -68,7 +68,7 @@ def test_item_term_search_tests_scope_on_the_rowid_index(memory: Memory) -> None
     plan = search.match_plan(parse_query("kingfisher"))
     expr = plan.expression(plan.indexed[0])
     scope = ItemScope(session_ids=("a", "c"))
-    found = search.item_match_rids(plan, plan.indexed[0], scope, snap, 14)
+    found = search.item_term_matches(plan, plan.indexed[0], scope, snap, 14).handles
     plain = [
         row[0]
         for row in memory.store.db.conn.execute(
@@ -93,3 +93,26 @@ def test_texts_reads_each_existing_ref_once_in_chunks(memory: Memory) -> None:
     assert texts[("s", 1)] == "turn number 1" and texts[("s", 450)] == "turn number 450"
     assert ("s", 999) not in texts and ("other", 1) not in texts
     assert memory.store.events.texts([]) == {}
+
+
+def test_a_term_s_frequency_is_counted_under_the_limit_and_estimated_over_it(
+    memory: Memory,
+) -> None:
+    search = memory.store.search
+    # Every other event holds the term, so its density is a half everywhere.
+    events = [
+        {**_event("a", "kingfisher at the bridge" if n % 2 else "a heron"), "seq": n}
+        for n in range(1, 41)
+    ]
+    _import(memory, events)
+    snap = search.snapshot()
+    plan = search.match_plan(parse_query("kingfisher"))
+    scope = EventScope(session_ids=("a",))
+    exact = search.event_term_matches(plan, plan.indexed[0], scope, snap, 50)
+    assert (len(exact.handles), exact.df, exact.estimated) == (20, 20.0, False)
+    assert exact.handles == sorted(exact.handles, reverse=True)  # newest first
+    over = search.event_term_matches(plan, plan.indexed[0], scope, snap, 5)
+    assert over.handles == exact.handles[:5] and over.estimated
+    # The newest five span ten rows: a density of a half over the snapshot's rows.
+    assert over.df == 5 * snap.max_event_id / (snap.max_event_id - over.handles[-1] + 1)
+    assert abs(over.df - 20) <= 2

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         SkillRow,
         SkillWrite,
         Snapshot,
+        TermMatches,
         Tombstone,
         ToolCallRow,
         ValidationRecord,
@@ -218,9 +219,9 @@ class SearchPort(Protocol):
     def event_matches_all(
         self, plan: MatchPlan, scope: EventScope, snap: Snapshot, limit: int
     ) -> list[LightEvent]: ...
-    def event_match_ids(
+    def event_term_matches(
         self, plan: MatchPlan, term: Term, scope: EventScope, snap: Snapshot, limit: int
-    ) -> list[int]: ...
+    ) -> TermMatches: ...
     def light_events(self, ids: Sequence[int]) -> dict[int, LightEvent]: ...
     def event_scan_matches(
         self,
@@ -259,9 +260,9 @@ class SearchPort(Protocol):
     def item_matches_all(
         self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int
     ) -> list[SearchItem]: ...
-    def item_match_rids(
+    def item_term_matches(
         self, plan: MatchPlan, term: Term, scope: ItemScope, snap: Snapshot, limit: int
-    ) -> list[int]: ...
+    ) -> TermMatches: ...
     def items_by_rids(self, rids: Sequence[int]) -> dict[int, SearchItem]: ...
     def item_scan_matches(
         self, plan: MatchPlan, scope: ItemScope, snap: Snapshot, limit: int

@@ -140,6 +140,16 @@ class ItemScope(Struct, frozen=True):
     statuses: tuple[str, ...] = ("active", "superseded", "disputed")
 
 
+class TermMatches(Struct, frozen=True):
+    """One indexed term's newest in-scope matches (the store's row handles, newest
+    first, at most the limit asked for) and its document frequency under the snapshot."""
+
+    handles: list[int]
+    df: float
+    # More matched than the limit: ``df`` is estimated from the newest ones' density.
+    estimated: bool = False
+
+
 class ScanMatches(Struct, frozen=True):
     rows: list[Any]
     # Rows older than the scan window exist in scope: the scan did not see them.

@@ -25,6 +25,7 @@ from memplug.store.records import (
     SearchEvent,
     SearchItem,
     Snapshot,
+    TermMatches,
 )
 
 _EVENT_FIELDS = (
@@ -274,13 +275,14 @@ class SearchStore:
         rows = self.light_events(ids)
         return [rows[i] for i in ids]
 
-    def event_match_ids(
+    def event_term_matches(
         self, plan: MatchPlan, term: Term, scope: EventScope, snap: Snapshot, limit: int
-    ) -> list[int]:
-        """The ids of the newest in-scope events holding ``term``, one of
-        ``plan.indexed``: the terms of one query overlap, so retrieval reads each row
-        once afterwards with :meth:`light_events`."""
-        return self._event_ids(plan.expression(term), plan.contains(term), scope, snap, limit)
+    ) -> TermMatches:
+        """The newest in-scope events holding ``term``, one of ``plan.indexed``, and how
+        many hold it: the terms of one query overlap, so retrieval reads each row once
+        afterwards with :meth:`light_events`."""
+        ids = self._event_ids(plan.expression(term), plan.contains(term), scope, snap, limit + 1)
+        return _term_matches(ids, limit, snap.max_event_id)
 
     def _event_ids(
         self,
@@ -493,12 +495,13 @@ class SearchStore:
         rows = self.items_by_rids(rids)
         return [rows[r] for r in rids]
 
-    def item_match_rids(
+    def item_term_matches(
         self, plan: MatchPlan, term: Term, scope: ItemScope, snap: Snapshot, limit: int
-    ) -> list[int]:
-        """:meth:`event_match_ids` for memory items: rids newest first, the rows read
-        once afterwards with :meth:`items_by_rids`."""
-        return self._item_rids(plan.expression(term), plan.contains(term), scope, snap, limit)
+    ) -> TermMatches:
+        """:meth:`event_term_matches` for memory items, the rows read once afterwards
+        with :meth:`items_by_rids`."""
+        rids = self._item_rids(plan.expression(term), plan.contains(term), scope, snap, limit + 1)
+        return _term_matches(rids, limit, snap.max_item_rid)
 
     def _item_rids(
         self,
@@ -661,3 +664,16 @@ def rows_by_ids(conn: Any, select: str, id_column: str, ids: Sequence[int]) -> l
         marks = ", ".join("?" for _ in chunk)
         rows.extend(conn.execute(f"{select} WHERE {id_column} IN ({marks})", chunk))
     return rows
+
+
+def _term_matches(newest: list[int], limit: int, top: int) -> TermMatches:
+    """Document frequency: exact when the term fit under ``limit``, else estimated.
+
+    Over the limit only the newest ``limit`` matches were read; their density in the
+    row range they span (row handles grow with insertion) stands for the density
+    everywhere below ``top``, the snapshot's newest row.
+    """
+    if len(newest) <= limit:
+        return TermMatches(newest, float(len(newest)))
+    span = max(1, top - newest[limit - 1] + 1)
+    return TermMatches(newest[:limit], float(limit) * top / span, estimated=True)

@@ -5,7 +5,7 @@ IDF needs and the coverage reasons for whatever a budget cut."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
@@ -33,6 +33,7 @@ from memplug.store.records import (
     SearchEvent,
     SearchItem,
     Snapshot,
+    TermMatches,
 )
 
 if TYPE_CHECKING:
@@ -176,10 +177,10 @@ class Collector:
             if len(found) >= pool_cap:
                 pool.reasons.add(CANDIDATE_BUDGET)
                 break
-            newest = store.event_match_ids(plan, term, self.event_scope, snap, limit + 1)
-            pool.event_df[term.text] = estimated_df(newest, limit, snap.max_event_id, pool)
-            pool.members.setdefault(term.text, set()).update(newest[:limit])
-            found.update(dict.fromkeys(newest[:limit]))
+            matched = store.event_term_matches(plan, term, self.event_scope, snap, limit)
+            pool.event_df[term.text] = _df(matched, pool)
+            pool.members.setdefault(term.text, set()).update(matched.handles)
+            found.update(dict.fromkeys(matched.handles))
         light = store.light_events(list(found))
         for event_id in found:
             if event_id in light:
@@ -190,9 +191,9 @@ class Collector:
         # Rids per term, then each item's row once (the terms overlap).
         order: dict[int, None] = {}
         for term in plan.indexed:
-            rids = store.item_match_rids(plan, term, self.item_scope, snap, limit + 1)
-            pool.item_df[term.text] = estimated_df(rids, limit, snap.max_item_rid, pool)
-            order.update(dict.fromkeys(rids[:limit]))
+            matched = store.item_term_matches(plan, term, self.item_scope, snap, limit)
+            pool.item_df[term.text] = _df(matched, pool)
+            order.update(dict.fromkeys(matched.handles))
         wanted = [rid for rid in order if rid not in pool.items]
         item_rows = store.items_by_rids(wanted)
         for rid in wanted:
@@ -292,18 +293,11 @@ def _count(pattern: regex.Pattern[str], text: str, deadline: float, pool: Pool) 
         return None
 
 
-def estimated_df(ids: Sequence[int], limit: int, top: int, pool: Pool) -> float:
-    """Document frequency: exact when the term fit under the budget, else estimated.
-
-    Over budget only the newest ``limit`` matches (ids, newest first) were read; their
-    density in the id range they span stands for the density everywhere (an estimate,
-    reported as ``candidate_budget`` in coverage).
-    """
-    if len(ids) <= limit:
-        return float(len(ids))
-    pool.reasons.add(CANDIDATE_BUDGET)
-    span = max(1, top - ids[limit - 1] + 1)
-    return float(limit) * top / span
+def _df(matched: TermMatches, pool: Pool) -> float:
+    """A term's document frequency; an estimate is reported as ``candidate_budget``."""
+    if matched.estimated:
+        pool.reasons.add(CANDIDATE_BUDGET)
+    return matched.df
 
 
 def fill_text(
