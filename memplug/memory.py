@@ -15,8 +15,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from msgspec.structs import replace
 
 from memplug.base.clock import utc_now
-from memplug.base.paths import default_db_path
-from memplug.capture.transfer import ProgressCallback
+from memplug.base.errors import NotFound, UsageError, ValidationError
+from memplug.base.paths import default_db_path, project_of
+from memplug.capture.transfer import (
+    ImportInterrupted,
+    ImportSummary,
+    ProgressCallback,
+    import_streams,
+)
 from memplug.derive.upgrades import SessionProgress, UpgradeReport, Upgrades
 from memplug.store.db import Database
 from memplug.store.peek import lagging_derivation, saved_positions
@@ -229,7 +235,6 @@ class Memory:
         unknown project is :class:`NotFound`. With no project: the working directory's
         project when ``cwd`` is given and the database knows it, else the global core
         (every session)."""
-        from memplug.base.errors import NotFound
         from memplug.recall.core import resident_core, scope_for_project
 
         if project is None and cwd is not None:
@@ -305,7 +310,6 @@ class Memory:
         :meth:`Retriever.search`'s. With ``cwd`` and neither a scope nor a session, the
         search reads the working directory's project (the current context)."""
         from memplug.base.call_tokens import decode_token
-        from memplug.base.errors import ValidationError
         from memplug.derive.scopes import context_session, searched
 
         session, scope = options.pop("session", None), options.pop("scope", None)
@@ -397,9 +401,7 @@ class Memory:
         on a person's or an agent's explicit word. It is captured as an event of the
         project's own remember session, so ``rebuild`` derives the same item and id; a
         later remember of the same subject supersedes it. Returns the item and its event."""
-        from memplug.base.errors import UsageError
         from memplug.base.events import parse_event
-        from memplug.base.paths import project_of
         from memplug.base.text import short_hash
         from memplug.derive.cues.structural import REMEMBER_KINDS, REMEMBER_SOURCE
 
@@ -435,7 +437,6 @@ class Memory:
     def correct(self, memory_id: str, text: str, *, actor: str = "api") -> dict[str, Any]:
         """Correct an item: ``text`` is remembered (as :meth:`remember`, of the item's kind
         and project) and the item is superseded by what it made; nothing is overwritten."""
-        from memplug.base.errors import NotFound, UsageError
         from memplug.derive.cues.structural import REMEMBER_KINDS
 
         item = self.store.items.get(memory_id)
@@ -611,7 +612,6 @@ class Memory:
         (``embed=False`` leaves that to the caller, as the CLI does to show its own
         progress).
         """
-        from memplug.capture.transfer import ImportInterrupted, ImportSummary, import_streams
         from memplug.derive.derive_ahead import AHEAD_EVENTS
 
         summary = ImportSummary()
@@ -632,8 +632,6 @@ class Memory:
 
     def require_sessions(self, session_ids: Sequence[str]) -> None:
         """Raise :class:`NotFound` for the first of ``session_ids`` not in the database."""
-        from memplug.base.errors import NotFound
-
         for session_id in session_ids:
             if self.store.events.session(session_id) is None:
                 raise NotFound(f"no session {session_id!r} in this database")

@@ -28,6 +28,7 @@ from memplug.base.errors import DatabaseBusy
 from memplug.base.messages import Message, TokenMeter
 from memplug.base.vocab import MEMPLUG_SOURCE_KIND
 from memplug.memory import Memory
+from memplug.store.db import engine_error
 
 if TYPE_CHECKING:
     from memplug.base.events import HostEvent
@@ -286,7 +287,6 @@ class Plugin:
         import pydantic
 
         from memplug.base.models import describe_validation_error
-        from memplug.store.db import engine_error
 
         # An engine error that escaped a store (a plain transaction, a read) is named
         # as db.translate_error names it, and a busy database is told by its type.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,7 +60,6 @@ def hook_pending_file(database: Path) -> Path:
 def memory_script() -> str:
     """This installation's ``memory`` script when it exists, so that what a harness runs
     (a hook, the MCP server) works whatever its PATH is; else ``memory``."""
-    import sys
     from pathlib import Path
 
     script = Path(sys.executable).parent / "memory"
@@ -153,8 +154,6 @@ def _worktree_main(folder: str, dot: str) -> str:
 def file_modes(path: Path) -> dict[str, Any]:
     """The database file's and its folder's modes (octal text), and whether both are
     still private (`memory status`, `memory doctor`)."""
-    import stat
-
     file_mode = stat.S_IMODE(os.stat(path).st_mode)
     dir_mode = stat.S_IMODE(os.stat(os.path.dirname(os.path.abspath(path))).st_mode)
     return {

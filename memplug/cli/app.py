@@ -8,8 +8,10 @@ from typing import Any
 
 import click
 
-from memplug.base.paths import DISTRIBUTION
+from memplug.base.errors import MemplugError
+from memplug.base.paths import DISTRIBUTION, default_db_path
 from memplug.cli.output import CliContext, fail
+from memplug.store.db import engine_error
 
 # command name → "module:attribute"; each module holds one group of commands. The order
 # is `memory --help`'s and the README table's (tests/test_cli_docs.py keeps them equal).
@@ -103,8 +105,6 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 def run(argv: list[str] | None) -> Any:
     """Run the click group; every memplug error becomes one ``Error: …`` line."""
-    from memplug.base.errors import MemplugError
-
     try:
         # Bare `memory` shows the help, not a one-line usage error.
         return cli.main(args=argv or ["--help"], prog_name="memory", standalone_mode=False)
@@ -122,7 +122,6 @@ def run(argv: list[str] | None) -> Any:
     except Exception as error:
         # A database that breaks after it opened (a corrupt page met mid-query) raises
         # from the engine outside any write; it still gets its one line.
-        from memplug.store.db import engine_error
 
         translated = engine_error(error, _db_path(argv))
         if translated is None:
@@ -132,8 +131,6 @@ def run(argv: list[str] | None) -> Any:
 
 def _db_path(argv: list[str] | None) -> Any:
     """The database the command line names (parsed again: the failed context is gone)."""
-    from memplug.base.paths import default_db_path
-
     try:
         ctx = cli.make_context(
             "memory", list(sys.argv[1:] if argv is None else argv), resilient_parsing=True

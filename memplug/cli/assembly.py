@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from memplug.base.errors import UsageError
 from memplug.cli.output import CliContext, emit, fail, json_option
 
 
@@ -70,7 +71,6 @@ def explain_cmd(
     """Why a logged assembly included and omitted what it did.
 
     The newest by default: budget, sections, every omission."""
-    from memplug.base.errors import UsageError
     from memplug.reports.diagnostics import latest_validation
     from memplug.reports.explain import explain, find_assembly, render_explain
 

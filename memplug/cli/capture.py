@@ -6,11 +6,12 @@ import json
 import os
 import sys
 from contextlib import ExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 import click
 
-from memplug.capture.transfer import ImportInterrupted, ImportSummary
+from memplug.capture.transfer import ImportInterrupted, ImportSummary, export_jsonl
 from memplug.cli.output import CliContext, emit, fail, json_option
 
 if TYPE_CHECKING:
@@ -126,8 +127,6 @@ def _sorted_inputs(
 
 def _rollouts(names: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     """Folders given are read for Codex rollouts, recursively; the rest stay files."""
-    from pathlib import Path
-
     from memplug.hosts import codex
 
     files, rollouts = [], []
@@ -151,7 +150,6 @@ def _capture_rollouts(
     """Capture Codex rollouts as the hook does (same sessions, same cursors)."""
     if not names:
         return []
-    from pathlib import Path
 
     from memplug.hosts import claude_hook as ch
     from memplug.hosts import codex_hook
@@ -207,7 +205,6 @@ def _capture_transcripts(
     a second import counts what is already present; their counts join ``summary``."""
     if not names:
         return []
-    from pathlib import Path
 
     from memplug.hosts import claude_code as cc
     from memplug.hosts import claude_hook as ch
@@ -271,8 +268,6 @@ def export_cmd(ctx: CliContext, sessions: tuple[str, ...], as_json: bool) -> Non
     an export derives its items afresh, those changes undone; `memory remember` is an
     event and travels.
     """
-    from memplug.capture.transfer import export_jsonl
-
     with ctx.read() as memory:
         memory.require_sessions(sessions)
         count = export_jsonl(memory.store, sys.stdout, list(sessions) or None)

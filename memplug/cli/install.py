@@ -7,6 +7,7 @@ is in the host's module (for Claude Code, :mod:`memplug.hosts.claude_install`).
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import click
@@ -70,8 +71,6 @@ def _render_one(data: dict[str, Any]) -> str:
     if data["backup"]:
         lines.append(f"backup: {data['backup']}")
     if data["dry_run"] and data.get("settings") is not None:
-        import json
-
         lines += ["", json.dumps(data["settings"], indent=2, ensure_ascii=False)]
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from memplug.base.config import RULE_CATEGORIES
+from memplug.base.errors import UsageError
 from memplug.base.refs import event_ref
 from memplug.base.text import clip
 from memplug.cli.output import CliContext, emit, json_option, table
@@ -170,7 +171,6 @@ def rules_override(
     """Change a rule's category, active flag or scope.
 
     Without editing its skill file."""
-    from memplug.base.errors import UsageError
     from memplug.derive.skills import override_rule
 
     parsed: dict[str, Any] | None = None

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from memplug.base.config import load_for_database
 from memplug.base.errors import DatabaseMissing
 from memplug.cli.output import CliContext, emit, json_option, table, warn_clamped
 
@@ -173,8 +174,6 @@ def config_show(ctx: CliContext, as_json: bool) -> None:
     """Print every effective value and where it came from.
 
     The source is default, file or env."""
-    from memplug.base.config import load_for_database
-
     loaded = load_for_database(ctx.resolved_path(), ctx.config_path)
     values = loaded.config.to_dict()
     flat = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import click
 
@@ -41,8 +42,6 @@ def ui_cmd(ctx: CliContext, port: int, no_open: bool, read_only: bool, as_json: 
     settings = Settings.new(ctx.db_path, ctx.config_path, port or free_port(),
                             read_only=read_only)  # fmt: skip
     if as_json:
-        import json
-
         click.echo(json.dumps({"url": settings.url, "read_only": read_only}))
     else:
         click.echo(settings.url)

@@ -24,7 +24,7 @@ from msgspec import Struct, field
 
 from memplug.base.clock import utc_now
 from memplug.base.config import RULE_CATEGORIES, SkillsConfig
-from memplug.base.errors import UsageError, ValidationError
+from memplug.base.errors import NotFound, UsageError, ValidationError
 from memplug.base.text import glob_regex, normalize_text, sha256_hex, short_hash
 from memplug.store.ports import Storage
 from memplug.store.records import ParsedRule, RuleRow, SkillWrite
@@ -387,8 +387,6 @@ def override_rule(
 
 def find_rule(store: Storage, ref: str) -> RuleRow:
     """A rule by id (``rule_…``) or by ``SKILL:KEY``."""
-    from memplug.base.errors import NotFound
-
     if ref.startswith("rule_"):
         rule = store.skills.rule(ref)
     elif ":" in ref:

@@ -22,7 +22,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from memplug.base.errors import UsageError
-from memplug.base.paths import memory_script
+from memplug.base.paths import default_db_path, memory_script
 from memplug.hosts.claude_code import HOST
 from memplug.hosts.claude_skill import (
     agent_command,
@@ -366,7 +366,6 @@ def has_preconditions(options: Sequence[str]) -> bool:
     """Whether the config the hooks will run with (``--db``/``--config`` in ``options``,
     else the defaults) configures a precondition (``validation.preconditions``)."""
     from memplug.base.config import load_for_database
-    from memplug.base.paths import default_db_path
 
     given = dict(zip(options[::2], options[1::2], strict=False))
     database = default_db_path(given.get("--db"))

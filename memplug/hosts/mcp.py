@@ -26,6 +26,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from msgspec import Struct
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ArgumentError
 
 from memplug.base.errors import MemplugError
-from memplug.base.paths import memory_script
+from memplug.base.paths import DISTRIBUTION, memory_script
 from memplug.base.redaction import SecretSpan, find_secrets, redact_tree
 from memplug.base.vocab import TIMELINE_KINDS
 from memplug.memory import Memory
@@ -426,10 +427,6 @@ def serve(db_path: str | None, config_path: str | None) -> None:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from memplug.base.paths import DISTRIBUTION
-
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:

@@ -39,6 +39,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memplug.plugin import open_plugin
+
 try:
     from pydantic_ai.messages import (
         ModelMessage,
@@ -93,8 +95,6 @@ class MemoryHistory:
         **options: Any,
     ) -> MemoryHistory:
         """Open the database (``memplug.open``) and bind a processor to ``session_id``."""
-        from memplug.plugin import open_plugin
-
         return cls(open_plugin(path, config), session_id, **options)
 
     def capability(self) -> Any:

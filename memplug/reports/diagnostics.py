@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memplug.base.paths import file_modes
+from memplug.base.paths import file_modes, hook_pending_file
 from memplug.store.db import code_schema_version
 
 if TYPE_CHECKING:
@@ -47,8 +47,6 @@ def hook_pending(path: Path, latest: int = 3) -> dict[str, Any]:
     """Errors hooks kept beside the database because it could not take them (a bad
     configuration stops every hook before it opens the database): their count and the
     newest few. A hook that later opens the database moves them into ``error_log``."""
-    from memplug.base.paths import hook_pending_file
-
     try:
         lines = hook_pending_file(path).read_text(encoding="utf-8").splitlines()
     except OSError:

@@ -11,6 +11,7 @@ provider is unavailable, and says so.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,8 +81,6 @@ def load_embedder(name: str) -> Embedder:
 
 
 def _builtin() -> Embedder:
-    import importlib
-
     try:
         embedder: Embedder = getattr(importlib.import_module(BUILTIN[1]), BUILTIN[2])()
     except ImportError as error:

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
 
-from memplug.semantic import INCOMPLETE, OFF, UNAVAILABLE, Embedder, SemanticUnavailable
+from memplug.semantic import (
+    INCOMPLETE,
+    OFF,
+    UNAVAILABLE,
+    Embedder,
+    SemanticUnavailable,
+    load_embedder,
+)
 from memplug.store.records import EventScope, Snapshot, VectorScan
 
 if TYPE_CHECKING:
@@ -63,8 +70,6 @@ class Semantic:
 
     @cached_property
     def _loaded(self) -> tuple[Embedder | None, str | None]:
-        from memplug.semantic import load_embedder
-
         try:
             return load_embedder(self.config.provider), None
         except SemanticUnavailable as error:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import apsw
 from msgspec import Struct
@@ -188,7 +189,6 @@ def _connect_reading(path: Path) -> apsw.Connection:
         return conn
     except (apsw.CantOpenError, apsw.ReadOnlyError):
         conn.close()
-        from urllib.parse import quote
 
         uri = f"file:{quote(str(path))}?immutable=1"
         conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from memplug.store.db import Database
 from memplug.store.events import EventStore
 from memplug.store.records import EventRow, InsertResult
+from memplug.store.search import SearchStore
 
 if TYPE_CHECKING:
     from memplug.store.admin import AdminStore
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from memplug.store.hosts import HostStore
     from memplug.store.items import ItemStore
     from memplug.store.logs import LogStore
-    from memplug.store.search import SearchStore
     from memplug.store.skills import SkillStore
     from memplug.store.sync import SyncStore
     from memplug.store.timeline import TimelineStore
@@ -99,8 +99,6 @@ class Store:
 
     @cached_property
     def search(self) -> SearchStore:
-        from memplug.store.search import SearchStore
-
         return SearchStore(self.db)
 
     @cached_property

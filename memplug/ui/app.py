@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -316,8 +317,6 @@ def _apply_change(memory: Memory, memory_id: str, action: str, form: Any) -> str
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now (the OS picks it)."""
-    import socket
-
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from msgspec.structs import replace
 
 from memplug.base.call_tokens import decode_token, unpack_query
+from memplug.base.config import Config as _Config
 from memplug.base.errors import NotFound, ValidationError
 from memplug.recall.query import parse_query
 from memplug.recall.retrieve.adjacency import Adjacency
@@ -49,8 +50,6 @@ class Retriever:
             storage.search if storage is not None else cast("SearchPort", store)
         )
         if config is None:
-            from memplug.base.config import Config as _Config
-
             config = _Config()
         self.config = config
         # The semantic provider's side (None when it is off): its candidates join the
