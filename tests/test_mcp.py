@@ -381,3 +381,18 @@ def test_memory_core_is_the_current_projects_core(api_db: Path) -> None:
     assert server.call(elsewhere, "memory_core", {})["project"] is None
     with pytest.raises(MemplugError, match="no project"):
         server.call(elsewhere, "memory_core", {"project": "/nowhere"})
+
+
+def test_a_long_event_s_hit_opens_at_the_match_by_its_printed_ref(api_db: Path) -> None:
+    log = "compiling module\n" * 500 + "error: wombat_linker failed\n" + "cleanup\n" * 300
+    with Memory.open(api_db) as memory:
+        memory.ingest([ev("s2", 1, log, type="tool/result", tool_name="Bash", cwd=CWD)])
+    settings = settings_for(api_db)
+    page = server.call(settings, "memory_search", {"query": "wombat_linker"})
+    assert len(page["hits"]) <= 5  # the page size an agent gets unless it asks
+    hit = page["hits"][0]
+    assert (hit["session_id"], hit["seq"]) == ("s2", 1) and hit["opens_at"] > 0
+    opened = server.call(settings, "memory_expand", {"target": f"s2:1@{hit['opens_at']}"})
+    shown = opened["events"][0]
+    assert "error: wombat_linker failed" in shown["text"] and len(shown["text"]) <= 1_500
+    assert opened["next"] is not None
