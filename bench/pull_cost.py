@@ -25,7 +25,6 @@ agent reads grepping". An agent in the loop is ``bench/nextday/agent_protocol.md
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
@@ -35,11 +34,12 @@ from statistics import median
 from typing import Any
 
 from bench import nextday
-from memplug.base.refs import event_ref, event_ref_at
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{3,}")
 MAX_EXPANDS = 5
 MORE = re.compile(r"^more: memory expand (\S+)$", re.M)
+# A hit's line on the search page: its score (``*`` when pinned), then its ref.
+PRINTED_REF = re.compile(r"^\d+\.\d{3}\*?  (\S+)", re.M)
 MAX_GREPS = 3
 GREP_CONTEXT = 150
 GREP_HEAD = 20
@@ -59,11 +59,9 @@ def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
     read, calls = len(out), 1
     if gold in nextday.norm(out):
         return {"found": True, "calls": calls, "chars": read}
-    page = json.loads(_memory(db, "search", question, "--scope", "global", "--json"))
-    # The refs the text page printed (the JSON only spares parsing them back out): every
-    # hit's first, in rank order, then on through each one's "more:" line.
-    targets = [_printed_ref(hit) for hit in page["hits"][:MAX_EXPANDS]]
-    assert all(target in out for target in targets), "the text page prints every ref"
+    # The refs the text page prints, as a reader would copy them: every hit's, in rank
+    # order, then on through each one's "more:" line.
+    targets = PRINTED_REF.findall(out)[:MAX_EXPANDS]
     while targets and calls <= 2 * MAX_EXPANDS:
         shown = _memory(db, "expand", targets.pop(0))
         read, calls = read + len(shown), calls + 1
@@ -71,14 +69,6 @@ def pull(db: Path, question: str, gold: str) -> dict[str, Any]:
             return {"found": True, "calls": calls, "chars": read}
         targets += MORE.findall(shown)
     return {"found": False, "calls": calls, "chars": read}
-
-
-def _printed_ref(hit: dict[str, Any]) -> str:
-    if hit["kind"] == "memory":
-        return str(hit["id"])
-    if hit.get("opens_at") is not None:
-        return event_ref_at(hit["session_id"], hit["seq"], hit["opens_at"])
-    return event_ref(hit["session_id"], hit["seq"])
 
 
 def grep(transcript: Path, question: str, gold: str) -> dict[str, Any]:
