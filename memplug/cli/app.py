@@ -122,7 +122,6 @@ def run(argv: list[str] | None) -> Any:
     except Exception as error:
         # A database that breaks after it opened (a corrupt page met mid-query) raises
         # from the engine outside any write; it still gets its one line.
-
         translated = engine_error(error, _db_path(argv))
         if translated is None:
             raise

@@ -209,7 +209,7 @@ class Deriving:
         retry = [p for p in self.items.pending(session_id) if p["attempts"] < LIVE_RETRIES]
         # Anything but plain appending is handled by deriving the session again in seq
         # order: the one way the result cannot depend on delivery or failure history.
-        if through is None or retry or self.items.arrived_late(session_id):
+        if through is None or retry or self.items.arrived_late(session_id, through):
             self._rederive(session_id, report)
             return
         report.sessions.append(session_id)

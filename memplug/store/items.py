@@ -386,12 +386,9 @@ class ItemStore:
         assert row is not None  # an aggregate always returns one row
         return (None if row[0] is None else int(row[0])), int(row[1])
 
-    def arrived_late(self, session_id: str) -> bool:
-        """Whether an event at or below the seq extraction read through was stored after
-        extraction last ran: it must be derived again, in seq order."""
-        through = self.extracted_through(session_id)
-        if through is None:
-            return False
+    def arrived_late(self, session_id: str, through: int) -> bool:
+        """Whether an event at or below ``through``, the seq extraction read the session
+        through, was stored after extraction last ran: it must be derived again."""
         row = self.conn.execute(
             "SELECT value FROM meta WHERE key = ?", (_MARK_PREFIX + session_id,)
         ).fetchone()
